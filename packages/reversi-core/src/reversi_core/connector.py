@@ -1,0 +1,379 @@
+"""The connector protocol, entry-point discovery, and the in-process compensator.
+
+A connector is a subclass of :class:`Connector` whose async methods are marked with
+:func:`tool`. Each marked method takes the validated pydantic input model and a
+:class:`CallContext`, and returns a JSON object (``dict``). The class attributes say
+what the connector is called and which environment variable enables it::
+
+    class FsConnector(Connector):
+        name = "fs"
+        credential_env = None            # always enabled
+
+        @tool(effect=Effect.REVERSIBLE, permission="fs:write", input=WriteFileArgs,
+              compensation=Compensation(tool="fs.restore_file", argument_map={...}))
+        async def write_file(self, args: WriteFileArgs, ctx: CallContext) -> dict[str, Any]:
+            ...
+
+Connectors are found only through the ``reversi.connectors`` entry-point group, whose
+entry names are the connector tokens and whose values are the classes
+(``fs = "reversi_connector_fs:FsConnector"``). Core never imports a connector.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from importlib.metadata import entry_points
+from typing import Any, ClassVar, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from .errors import (
+    ConfigurationError,
+    ConnectorNotFoundError,
+    EffectUncertainError,
+    InvalidArgumentsError,
+    ReversiError,
+    ToolError,
+    UnknownToolError,
+)
+from .manifest import Approval, Compensation, Effect, Manifest, Requirement
+from .redact import scrub
+from .registry import Registry, schema_hash
+
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "CallContext",
+    "CompensationCall",
+    "Compensator",
+    "Connector",
+    "ToolSpec",
+    "all_connectors",
+    "available_connectors",
+    "compensator_for",
+    "connector_schema_hashes",
+    "enabled_from_env",
+    "executor_for",
+    "load_connector_class",
+    "registry_for",
+    "tool",
+]
+
+ENTRY_POINT_GROUP = "reversi.connectors"
+
+F = TypeVar("F", bound=Callable[..., Awaitable[dict[str, Any]]])
+
+
+@dataclass(frozen=True)
+class CallContext:
+    """What a tool learns about the call besides its arguments.
+
+    ``idempotency_key`` is stable for the step (and, for a compensation, for the run and
+    step, across every retry of the rollback). ``compensation`` is true when the call is
+    a rollback's compensation. ``timeout`` is the caller's limit in seconds, if any.
+    """
+
+    run_id: str | None = None
+    step: int | None = None
+    idempotency_key: str | None = None
+    compensation: bool = False
+    timeout: float | None = None
+
+
+@dataclass(frozen=True)
+class CompensationCall:
+    """One compensation to run: the JSON object a compensator process reads on stdin."""
+
+    tool: str
+    args: dict[str, Any]
+    idempotency_key: str
+    run_id: str
+    step: int
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"tool", "args", "idempotency_key", "run_id", "step"}``."""
+        return {
+            "tool": self.tool,
+            "args": self.args,
+            "idempotency_key": self.idempotency_key,
+            "run_id": self.run_id,
+            "step": self.step,
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> CompensationCall:
+        """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field."""
+        if not isinstance(data, dict):
+            raise InvalidArgumentsError("compensation call must be a JSON object")
+        problems = []
+        for key, kind in (("tool", str), ("args", dict), ("idempotency_key", str), ("run_id", str), ("step", int)):
+            if key not in data:
+                problems.append(f"{key}: missing")
+            elif not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
+                problems.append(f"{key}: expected {kind.__name__}")
+        if problems:
+            raise InvalidArgumentsError(
+                "invalid compensation call: " + "; ".join(problems), problems=problems
+            )
+        return cls(tool=data["tool"], args=data["args"], idempotency_key=data["idempotency_key"],
+                   run_id=data["run_id"], step=data["step"])
+
+
+Compensator = Callable[[CompensationCall], Awaitable[dict[str, Any]]]
+"""Runs one compensation; returns its JSON result or raises (any exception means it failed)."""
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """The declaration :func:`tool` attaches to a connector method."""
+
+    method: str
+    effect: Effect
+    permission: str
+    input: type[BaseModel]
+    description: str
+    compensation: Compensation | None = None
+    approval: Approval = Approval.NEVER
+    requires: tuple[Requirement, ...] = ()
+    output: type[BaseModel] | None = None
+
+
+def tool(
+    *,
+    effect: Effect,
+    permission: str,
+    input: type[BaseModel],  # noqa: A002 - the field's own name in the manifest
+    compensation: Compensation | None = None,
+    approval: Approval | None = None,
+    requires: Iterable[Requirement] = (),
+    output: type[BaseModel] | None = None,
+    description: str | None = None,
+) -> Callable[[F], F]:
+    """Mark a connector method as a tool (see the module docstring).
+
+    The tool's name is ``<connector>.<method name>``; its description defaults to the
+    first paragraph of the method's docstring. ``approval`` defaults to ``always`` for
+    irreversible tools and ``never`` otherwise.
+    """
+
+    def mark(func: F) -> F:
+        doc = (func.__doc__ or "").strip().split("\n\n")[0]
+        spec = ToolSpec(
+            method=func.__name__,
+            effect=effect,
+            permission=permission,
+            input=input,
+            description=description if description is not None else " ".join(doc.split()),
+            compensation=compensation,
+            approval=approval
+            if approval is not None
+            else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
+            requires=tuple(requires),
+            output=output,
+        )
+        func.__reversi_tool__ = spec  # type: ignore[attr-defined]
+        return func
+
+    return mark
+
+
+class Connector:
+    """Base class of every connector (see the module docstring).
+
+    Subclasses set ``name`` (the connector token), ``credential_env`` (the main
+    credential variable, or ``None`` when always enabled) and, optionally,
+    ``env_vars`` (every variable it reads, for the docs), and implement
+    :meth:`from_env`.
+    """
+
+    name: ClassVar[str]
+    credential_env: ClassVar[str | None] = None
+    env_vars: ClassVar[tuple[str, ...]] = ()
+    _tools: ClassVar[dict[str, ToolSpec]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        tools: dict[str, ToolSpec] = {}
+        for klass in reversed(cls.__mro__):
+            for attr, value in vars(klass).items():
+                spec = getattr(value, "__reversi_tool__", None)
+                if isinstance(spec, ToolSpec):
+                    tools[attr] = spec
+        cls._tools = tools
+
+    # -- declarations --------------------------------------------------------------
+
+    @classmethod
+    def tool_specs(cls) -> dict[str, ToolSpec]:
+        """``{full tool name: ToolSpec}``."""
+        return {f"{cls.name}.{method}": spec for method, spec in cls._tools.items()}
+
+    @classmethod
+    def manifests(cls) -> list[Manifest]:
+        """The manifests of every tool, sorted by name; needs no configuration or credential."""
+        out = []
+        for full, spec in sorted(cls.tool_specs().items()):
+            out.append(
+                Manifest(
+                    name=full,
+                    description=spec.description,
+                    effect=spec.effect,
+                    permission=spec.permission,
+                    approval=spec.approval,
+                    compensation=spec.compensation,
+                    requires=list(spec.requires),
+                    input_schema=spec.input.model_json_schema(),
+                    output_schema=spec.output.model_json_schema() if spec.output else None,
+                )
+            )
+        return out
+
+    @classmethod
+    def input_schemas(cls) -> dict[str, dict[str, Any]]:
+        """``{full tool name: JSON Schema of its input model}``."""
+        return {full: spec.input.model_json_schema() for full, spec in cls.tool_specs().items()}
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **options: Any) -> Connector:
+        """Build the connector from environment variables plus CLI ``options`` (such as ``root``).
+
+        Raises :class:`ConfigurationError` naming the missing variable or bad option.
+        """
+        raise NotImplementedError
+
+    # -- calling -------------------------------------------------------------------
+
+    async def call(self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None) -> dict[str, Any]:
+        """Validate ``args`` with the tool's input model and run the tool.
+
+        Returns the tool's JSON result. Raises :class:`UnknownToolError`,
+        :class:`InvalidArgumentsError` (one problem per field), :class:`ToolError` for a
+        definite failure, or :class:`EffectUncertainError`. Any other exception from the
+        tool becomes ``EffectUncertainError`` for a writing tool and ``ToolError`` for a
+        read-only one, with credentials scrubbed from the message.
+        """
+        prefix, _, method = name.partition(".")
+        spec = self._tools.get(method) if prefix == self.name else None
+        if spec is None:
+            raise UnknownToolError(f"unknown tool {name!r} for connector {self.name!r}")
+        try:
+            model = spec.input.model_validate(dict(args))
+        except ValidationError as exc:
+            problems = [
+                f"args.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else f"args: {err['msg']}"
+                for err in exc.errors()
+            ]
+            raise InvalidArgumentsError(
+                f"invalid arguments for {name}: " + "; ".join(problems), problems=problems
+            ) from None
+        func = getattr(self, method)
+        try:
+            result = await func(model, ctx or CallContext())
+        except (ReversiError, ConfigurationError):
+            raise
+        except Exception as exc:  # a bug or an unmapped backend error: never lose uncertainty
+            text = scrub(f"{type(exc).__name__}: {exc}")
+            if spec.effect is Effect.READ_ONLY:
+                raise ToolError(f"{name} failed: {text}", code="unexpected") from None
+            raise EffectUncertainError(f"{name} raised unexpectedly, outcome unknown: {text}") from None
+        if not isinstance(result, dict):
+            raise ToolError(f"{name} returned {type(result).__name__}, not a JSON object", code="bad_result")
+        return result
+
+    async def aclose(self) -> None:
+        """Release network clients and other resources. Safe to call twice."""
+        return None
+
+
+# -- discovery ---------------------------------------------------------------------
+
+
+def available_connectors() -> dict[str, str]:
+    """``{token: "module:Class"}`` for every installed connector (entry points only)."""
+    return {ep.name: ep.value for ep in entry_points(group=ENTRY_POINT_GROUP)}
+
+
+def load_connector_class(name: str) -> type[Connector]:
+    """Import the connector class registered under ``name``.
+
+    Raises :class:`ConnectorNotFoundError` listing what is installed.
+    """
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name == name:
+            cls = ep.load()
+            if not (isinstance(cls, type) and issubclass(cls, Connector)):
+                raise ConfigurationError(f"entry point {ep.value} for {name!r} is not a Connector class")
+            return cls
+    installed = ", ".join(sorted(available_connectors())) or "none"
+    raise ConnectorNotFoundError(f"unknown connector {name!r} (installed: {installed})")
+
+
+def enabled_from_env(environ: Mapping[str, str] | None = None, **options: Any) -> list[Connector]:
+    """Every installed connector whose main credential variable is set (fs-like ones always).
+
+    ``options`` (such as ``root`` and ``backup_dir``) are passed to each connector's
+    :meth:`Connector.from_env` that accepts them.
+    """
+    env = os.environ if environ is None else environ
+    out = []
+    for name in sorted(available_connectors()):
+        cls = load_connector_class(name)
+        if cls.credential_env is None or env.get(cls.credential_env):
+            out.append(cls.from_env(env, **options))
+    return out
+
+
+def all_connectors(**configs: Mapping[str, Any]) -> list[Connector]:
+    """Build connectors by token from explicit configs: ``all_connectors(fs={"root": "."})``.
+
+    Each config is passed as keyword arguments to the connector's constructor.
+    Raises :class:`ConnectorNotFoundError` for an unknown token.
+    """
+    return [load_connector_class(name)(**dict(config)) for name, config in configs.items()]
+
+
+def registry_for(connectors: Iterable[Connector | type[Connector]]) -> Registry:
+    """A validated :class:`Registry` of every tool of ``connectors``."""
+    return Registry.from_manifests(m for c in connectors for m in c.manifests())
+
+
+def connector_schema_hashes(connector: Connector | type[Connector]) -> dict[str, str]:
+    """``{tool: SHA-256 of its input schema as canonical JSON}``; store it as a drift baseline."""
+    return {name: schema_hash(schema) for name, schema in connector.input_schemas().items()}
+
+
+def compensator_for(connectors: Iterable[Connector]) -> Compensator:
+    """An in-process :data:`Compensator` that dispatches each call to its connector.
+
+    The call's idempotency key reaches the tool in :class:`CallContext`. A tool of a
+    connector that is not in ``connectors`` fails with :class:`ConfigurationError`
+    naming the connector (its credential is probably not set).
+    """
+    by_name = {c.name: c for c in connectors}
+
+    async def compensate(call: CompensationCall) -> dict[str, Any]:
+        connector = by_name.get(call.tool.split(".", 1)[0])
+        if connector is None:
+            raise ConfigurationError(
+                f"no enabled connector for {call.tool}; set its credential variable and retry"
+            )
+        ctx = CallContext(run_id=call.run_id, step=call.step, idempotency_key=call.idempotency_key,
+                          compensation=True)
+        return await connector.call(call.tool, call.args, ctx)
+
+    return compensate
+
+
+def executor_for(connectors: Iterable[Connector]) -> Callable[[str, dict[str, Any], CallContext], Awaitable[dict[str, Any]]]:
+    """An executor for :meth:`reversi_core.engine.Run.call` that dispatches by tool prefix."""
+    by_name = {c.name: c for c in connectors}
+
+    async def execute(tool_name: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        connector = by_name.get(tool_name.split(".", 1)[0])
+        if connector is None:
+            raise UnknownToolError(f"no enabled connector for {tool_name}")
+        return await connector.call(tool_name, args, ctx)
+
+    return execute
+

@@ -1,0 +1,259 @@
+"""Journal records and the protocol every journal store implements."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Protocol
+
+__all__ = [
+    "DEFAULT_DATA_DIR",
+    "Durability",
+    "Journal",
+    "RollbackState",
+    "RunRecord",
+    "RunStatus",
+    "StepRecord",
+    "StepState",
+    "resolve_data_dir",
+]
+
+DEFAULT_DATA_DIR = "./reversi-data"
+
+
+def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The data directory: ``explicit`` if given, else ``$REVERSI_DATA``, else ``./reversi-data``."""
+    if explicit:
+        return Path(explicit)
+    return Path(os.environ.get("REVERSI_DATA") or DEFAULT_DATA_DIR)
+
+
+class Durability(StrEnum):
+    """How hard each journal commit is pushed to disk.
+
+    ``process``: WAL with ``synchronous=NORMAL``. A killed process (``kill -9``, a crash)
+    loses nothing; a power cut or kernel panic may lose the last commits. The default:
+    it is what protects against the failure that actually happens to agents (a killed
+    gateway), at about ten times the commit rate of ``power``.
+
+    ``power``: WAL with ``synchronous=FULL``, an fsync per commit. Survives a power cut.
+    """
+
+    PROCESS = "process"
+    POWER = "power"
+
+
+class StepState(StrEnum):
+    """Forward state of a step (docs/engine.md)."""
+
+    REJECTED = "rejected"
+    PENDING = "pending"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"
+
+
+class RollbackState(StrEnum):
+    """Rollback state of a step (docs/engine.md)."""
+
+    COMPENSATED = "compensated"
+    COMPENSATION_FAILED = "compensation_failed"
+    VERIFICATION_FAILED = "verification_failed"
+    DEFERRED = "deferred"
+    UNRECOVERABLE = "unrecoverable"
+    NOT_APPLICABLE = "not_applicable"
+
+
+class RunStatus(StrEnum):
+    """Status of a run.
+
+    ``open`` takes calls; ``rolling_back`` is being rolled back now; ``rolled_back``
+    was rolled back completely; ``rollback_incomplete`` was rolled back with steps
+    outstanding. Only ``open`` takes new calls.
+    """
+
+    OPEN = "open"
+    ROLLING_BACK = "rolling_back"
+    ROLLED_BACK = "rolled_back"
+    ROLLBACK_INCOMPLETE = "rollback_incomplete"
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    """One run as journaled. Times are UNIX seconds (float)."""
+
+    id: str
+    started_at: float
+    status: RunStatus
+    scope: list[str]
+    label: str | None
+    step_count: int
+    rollback_started_at: float | None = None
+    rollback_finished_at: float | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """Return a JSON object with ``id``, ``started_at``, ``status``, ``steps`` and the rest."""
+        return {
+            "id": self.id,
+            "started_at": self.started_at,
+            "status": self.status.value,
+            "steps": self.step_count,
+            "scope": self.scope,
+            "label": self.label,
+            "rollback_started_at": self.rollback_started_at,
+            "rollback_finished_at": self.rollback_finished_at,
+        }
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """One journaled call.
+
+    ``compensation`` is ``{"tool", "args"}`` computed at call time, or ``None``;
+    ``compensation_error`` says why it could not be computed. ``resolution`` is
+    ``"applied"`` or ``"not_applied"`` once a person resolved an uncertain step.
+    ``requires`` lists the ``seq`` of the earlier steps this one depends on.
+    """
+
+    run_id: str
+    seq: int
+    tool: str
+    effect: str
+    permission: str
+    args: dict[str, Any]
+    reason: str | None
+    state: StepState
+    idempotency_key: str
+    started_at: float
+    finished_at: float | None = None
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    compensation: dict[str, Any] | None = None
+    compensation_error: str | None = None
+    approval: dict[str, Any] | None = None
+    resolution: str | None = None
+    rollback_state: RollbackState | None = None
+    rollback_reason: str | None = None
+    requires: list[int] = field(default_factory=list)
+    owner: str | None = None
+
+    @property
+    def may_have_applied(self) -> bool:
+        """True when the backend may carry this step's effect (succeeded, or uncertain not resolved as not applied)."""
+        if self.state is StepState.SUCCEEDED:
+            return True
+        if self.state in (StepState.UNCERTAIN, StepState.PENDING):
+            return self.resolution != "not_applied"
+        return False
+
+    def to_json(self) -> dict[str, Any]:
+        """Return every field as JSON data."""
+        return {
+            "run_id": self.run_id,
+            "step": self.seq,
+            "tool": self.tool,
+            "effect": self.effect,
+            "permission": self.permission,
+            "args": self.args,
+            "reason": self.reason,
+            "state": self.state.value,
+            "idempotency_key": self.idempotency_key,
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "result": self.result,
+            "error": self.error,
+            "compensation": self.compensation,
+            "compensation_error": self.compensation_error,
+            "approval": self.approval,
+            "resolution": self.resolution,
+            "rollback_state": self.rollback_state.value if self.rollback_state else None,
+            "rollback_reason": self.rollback_reason,
+            "requires": self.requires,
+        }
+
+
+class Journal(Protocol):
+    """What the engine needs from a journal store. Every write is durable on return."""
+
+    def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
+        """Record a new open run."""
+        ...
+
+    def get_run(self, run_id: str) -> RunRecord:
+        """Return a run; raises :class:`~reversi_core.errors.JournalError` if unknown."""
+        ...
+
+    def list_runs(self) -> list[RunRecord]:
+        """All runs, oldest first."""
+        ...
+
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        """All steps of a run, by ``seq``."""
+        ...
+
+    def get_step(self, run_id: str, seq: int) -> StepRecord:
+        """One step; raises :class:`~reversi_core.errors.JournalError` if unknown."""
+        ...
+
+    def record_rejected(
+        self, run_id: str, tool: str, effect: str, permission: str, args: dict[str, Any],
+        reason: str | None, error: str, approval: dict[str, Any] | None,
+    ) -> int:
+        """Record a step refused before execution; returns its ``seq``."""
+        ...
+
+    def begin_step(
+        self, run_id: str, tool: str, effect: str, permission: str, args: dict[str, Any],
+        reason: str | None, approval: dict[str, Any] | None, requires: list[int],
+    ) -> StepRecord:
+        """Durably record a ``pending`` step (the intent) in an open run, before execution.
+
+        Raises :class:`~reversi_core.errors.RunClosedError` if the run is not open.
+        """
+        ...
+
+    def finish_step(
+        self, run_id: str, seq: int, state: StepState, *, result: dict[str, Any] | None,
+        error: str | None, compensation: dict[str, Any] | None, compensation_error: str | None,
+    ) -> None:
+        """Durably record a step's outcome."""
+        ...
+
+    def resolve_step(
+        self, run_id: str, seq: int, applied: bool, result: dict[str, Any] | None,
+        compensation: dict[str, Any] | None, compensation_error: str | None,
+    ) -> None:
+        """Record a person's resolution of an uncertain step."""
+        ...
+
+    def start_rollback(self, run_id: str) -> RunRecord:
+        """Close the run to new calls and take its rollback lock.
+
+        Raises :class:`~reversi_core.errors.RollbackInProgressError` when a live process
+        holds the lock.
+        """
+        ...
+
+    def set_rollback_state(
+        self, run_id: str, seq: int, state: RollbackState | None, reason: str | None
+    ) -> None:
+        """Durably record a step's rollback state."""
+        ...
+
+    def finish_rollback(self, run_id: str, complete: bool) -> None:
+        """Release the rollback lock and set the run's status."""
+        ...
+
+    def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:
+        """Append to the run's audit trail (rollback attempts, resolutions)."""
+        ...
+
+    def list_events(self, run_id: str) -> list[dict[str, Any]]:
+        """The run's audit trail, oldest first."""
+        ...
+
+    def close(self) -> None:
+        """Release the store."""
+        ...
