@@ -1,0 +1,82 @@
+"""Workspace sessions. Packages are discovered from packages/*/pyproject.toml.
+
+Adding a connector never edits this file: `scripts/new_connector.py NAME` creates
+packages/reversi-connector-NAME/ and every session below picks it up.
+
+    nox -s tests          every package's tests, the demo test and (later) certification
+    nox -s demo           the README's demo: an agent's run and its rollback
+    nox -s lint           ruff and mypy (strict on reversi-core)
+    nox -s "package(name='fs')"   one package's own tests in its own environment
+"""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).parent
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_existing_virtualenvs = True
+nox.options.error_on_missing_interpreters = True
+
+
+def discover_packages() -> dict[str, Path]:
+    """``{short name: package dir}`` for every packages/*/pyproject.toml except templates."""
+    found: dict[str, Path] = {}
+    for pyproject in sorted(ROOT.glob("packages/*/pyproject.toml")):
+        folder = pyproject.parent
+        if folder.name.startswith("_"):
+            continue
+        dist = tomllib.loads(pyproject.read_text())["project"]["name"]
+        short = dist.removeprefix("reversi-connector-").removeprefix("reversi-")
+        found[short] = folder
+    return found
+
+
+PACKAGES = discover_packages()
+PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
+
+
+def install_workspace(session: nox.Session, names: list[str] | None = None) -> None:
+    """Install core first, then the chosen packages (default: all), editable."""
+    chosen = names or list(PACKAGES)
+    ordered = ["core", *[n for n in chosen if n != "core"]]
+    args: list[str] = []
+    for name in ordered:
+        args += ["-e", str(PACKAGES[name])]
+    session.install(*args)
+
+
+@nox.session(python="3.11")
+def tests(session: nox.Session) -> None:
+    """Run every package's tests, the scripts' tests and the certification suite."""
+    install_workspace(session)
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session(python="3.11")
+@nox.parametrize("name", list(PACKAGES))
+def package(session: nox.Session, name: str) -> None:
+    """Run one package's own tests with only that package (and core) installed."""
+    install_workspace(session, [name])
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("python", "-m", "pytest", str(PACKAGES[name] / "tests"), *session.posargs)
+
+
+@nox.session(python="3.11")
+def demo(session: nox.Session) -> None:
+    """The README's demo: an agent's scripted run on a temporary tree, then its rollback."""
+    install_workspace(session, ["fs"])
+    session.run("python", "scripts/demo.py", *session.posargs)
+
+
+@nox.session(python="3.11")
+def lint(session: nox.Session) -> None:
+    """ruff over the workspace; mypy, strict on reversi-core."""
+    install_workspace(session)
+    session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
+    session.run("ruff", "check", ".")
+    session.run("mypy", "packages/reversi-core/src/reversi_core")

@@ -1,0 +1,71 @@
+"""The __name__ connector.
+
+TEMPLATE: the note tools below keep notes in memory so that a new package builds, is
+discovered and passes its tests from the first minute. Replace them with the vendor's
+tools; keep the shape: a pydantic input model per tool, one ``@tool`` declaration with
+effect, permission and compensation, and errors mapped into ``reversi_core.errors``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+from reversi_core.connector import CallContext, Connector, tool
+from reversi_core.errors import ToolError
+from reversi_core.manifest import Compensation, Effect
+
+
+class CreateNoteArgs(BaseModel):
+    """Input of ``__name__.create_note``."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str = Field(description="The note's text.")
+
+
+class NoteIdArgs(BaseModel):
+    """Input of ``__name__.get_note`` and ``__name__.delete_note``."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="The note's id, as create_note returned it.")
+
+
+class __Class__Connector(Connector):
+    """The __name__ connector (template: notes kept in memory)."""
+
+    name = "__name__"
+    credential_env = None
+
+    def __init__(self, notes: dict[str, str] | None = None) -> None:
+        self.notes: dict[str, str] = {} if notes is None else notes
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **options: Any) -> __Class__Connector:
+        """Build the connector; the template reads no variable."""
+        return cls()
+
+    @tool(effect=Effect.READ_ONLY, permission="__name__:notes:read", input=NoteIdArgs)
+    async def get_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
+        """Read a note. Returns ``{"id", "text"}``; raises ToolError(code="not_found")."""
+        if args.id not in self.notes:
+            raise ToolError(f"no note {args.id}", status=404, code="not_found")
+        return {"id": args.id, "text": self.notes[args.id]}
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="__name__:notes:write",
+        input=CreateNoteArgs,
+        compensation=Compensation(tool="__name__.delete_note", argument_map={"id": "result.id"}),
+    )
+    async def create_note(self, args: CreateNoteArgs, ctx: CallContext) -> dict[str, Any]:
+        """Create a note. Returns ``{"id"}``."""
+        note_id = uuid.uuid4().hex
+        self.notes[note_id] = args.text
+        return {"id": note_id}
+
+    @tool(effect=Effect.IDEMPOTENT, permission="__name__:notes:write", input=NoteIdArgs)
+    async def delete_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note; a note already gone is success. Returns ``{"id", "deleted": bool}``."""
+        return {"id": args.id, "deleted": self.notes.pop(args.id, None) is not None}

@@ -1,0 +1,27 @@
+"""The template connector's tools, manifests and rollback through the engine."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_connector___name__ import __Class__Connector
+
+
+def test_manifests_form_a_valid_registry() -> None:
+    registry = registry_for([__Class__Connector])
+    assert registry.names == ["__name__.create_note", "__name__.delete_note", "__name__.get_note"]
+
+
+@pytest.mark.anyio
+async def test_create_is_rolled_back(tmp_path: Path) -> None:
+    connector = __Class__Connector()
+    journal = SQLiteJournal.open(tmp_path / "data")
+    run = Run.start(journal, registry_for([connector]), executor=executor_for([connector]))
+    _, created = await run.call("__name__.create_note", {"text": "hello"})
+    assert connector.notes == {created["id"]: "hello"}
+    report = await run.rollback(compensate=compensator_for([connector]))
+    assert report.complete
+    assert connector.notes == {}
+    journal.close()
