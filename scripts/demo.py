@@ -27,7 +27,14 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reversi_core import EffectUncertainError, Run, SQLiteJournal, ToolError, executor_for, registry_for
+from reversi_core import (
+    EffectUncertainError,
+    Run,
+    SQLiteJournal,
+    ToolError,
+    executor_for,
+    registry_for,
+)
 from reversi_core.connector import load_connector_class
 
 BACKUP_DIR = ".reversi-backups"
@@ -65,14 +72,24 @@ def fingerprint(root: Path) -> dict[str, tuple[str, int, str]]:
 AGENT_SCRIPT: list[tuple[str, dict[str, object], str]] = [
     ("fs.list_dir", {"path": "."}, "look around"),
     ("fs.read_file", {"path": "src/app.py"}, "read the entry point"),
-    ("fs.write_file", {"path": "src/app.py", "content": "def main():\n    print('hello, world')\n"},
-     "improve the greeting"),
+    (
+        "fs.write_file",
+        {"path": "src/app.py", "content": "def main():\n    print('hello, world')\n"},
+        "improve the greeting",
+    ),
     ("fs.make_dir", {"path": "reports/2026"}, "make room for reports"),
-    ("fs.write_file", {"path": "reports/2026/summary.md", "content": "# Summary\n\nAll done.\n"},
-     "write a summary"),
+    (
+        "fs.write_file",
+        {"path": "reports/2026/summary.md", "content": "# Summary\n\nAll done.\n"},
+        "write a summary",
+    ),
     ("fs.delete_file", {"path": "notes/todo.txt"}, "the todo list is done"),
     ("fs.make_dir", {"path": "assets"}, "a home for binary assets"),
-    ("fs.move_file", {"source": "data/logo.bin", "destination": "assets/logo.bin"}, "move the logo"),
+    (
+        "fs.move_file",
+        {"source": "data/logo.bin", "destination": "assets/logo.bin"},
+        "move the logo",
+    ),
     ("fs.write_file", {"path": "../outside.txt", "content": "escape"}, "try to leave the root"),
 ]
 
@@ -121,7 +138,9 @@ def main() -> int:
         connectors = shutil.which("reversi-connectors", path=str(bin_dir)) or "reversi-connectors"
         cli(reversi, "show", run_id, "--data", str(data))
         compensator = f"{shlex.quote(connectors)} compensate --root {shlex.quote(str(root))}"
-        code = cli(reversi, "rollback", run_id, "--data", str(data), "--compensator-cmd", compensator)
+        code = cli(
+            reversi, "rollback", run_id, "--data", str(data), "--compensator-cmd", compensator
+        )
         after = fingerprint(root)
         if code != 0:
             print(f"\nrollback exited {code}: not complete")
@@ -130,9 +149,13 @@ def main() -> int:
             diff = sorted({p for p, _ in set(before.items()) ^ set(after.items())})
             print(f"\nFAILED: the tree differs from before the run: {diff}")
             return 1
-        print(f"\nOK: the tree is byte for byte as before the run ({len(after)} entries, modes included;"
-              f" backups kept in {BACKUP_DIR}/)")
-        code = cli(reversi, "rollback", run_id, "--data", str(data), "--compensator-cmd", compensator)
+        print(
+            f"\nOK: the tree is byte for byte as before the run ({len(after)} entries, modes included;"
+            f" backups kept in {BACKUP_DIR}/)"
+        )
+        code = cli(
+            reversi, "rollback", run_id, "--data", str(data), "--compensator-cmd", compensator
+        )
         if code != 0 or fingerprint(root) != before:
             print("\nFAILED: a second rollback was not a no-op")
             return 1

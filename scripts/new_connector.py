@@ -50,14 +50,22 @@ def create(name: str, dest: Path) -> Path:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("name", help="the connector token: lowercase letters and digits, such as gcalendar")
-    parser.add_argument("--dest", type=Path, default=ROOT / "packages", help="folder to create the package in")
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "name", help="the connector token: lowercase letters and digits, such as gcalendar"
+    )
+    parser.add_argument(
+        "--dest", type=Path, default=ROOT / "packages", help="folder to create the package in"
+    )
     args = parser.parse_args(argv)
     if not NAME_RE.match(args.name) or args.name in RESERVED:
-        print(f"new_connector: error: {args.name!r} is not a connector token "
-              "(2-31 lowercase letters and digits, starting with a letter; not core/template/all)",
-              file=sys.stderr)
+        print(
+            f"new_connector: error: {args.name!r} is not a connector token "
+            "(2-31 lowercase letters and digits, starting with a letter; not core/template/all)",
+            file=sys.stderr,
+        )
         return 2
     try:
         target = create(args.name, args.dest)

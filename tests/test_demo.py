@@ -12,7 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_demo_rolls_the_tree_back_byte_for_byte() -> None:
     proc = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "demo.py")],
-        capture_output=True, text=True, timeout=300, check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     out = proc.stdout
     assert proc.returncode == 0, out + proc.stderr

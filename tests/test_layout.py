@@ -59,7 +59,9 @@ def test_package_shape(package: Path) -> None:
     if package.name != "reversi-core":
         deps = meta["project"]["dependencies"]
         core = [d for d in deps if d.startswith("reversi-core")]
-        assert core and "==" not in core[0] and "<" in core[0], core
+        assert core, deps
+        assert "==" not in core[0], core
+        assert "<" in core[0], core
         token = package.name.removeprefix("reversi-connector-")
         assert meta["project"]["entry-points"]["reversi.connectors"][token].startswith(f"{module}:")
 
@@ -77,13 +79,21 @@ def test_no_forbidden_imports(package: Path) -> None:
 
 def test_engine_knows_no_transport_or_terminal() -> None:
     core = ROOT / "packages" / "reversi-core" / "src" / "reversi_core"
-    inner = [core / "engine.py", core / "registry.py", core / "manifest.py", *sorted((core / "journal").glob("*.py"))]
+    inner = [
+        core / "engine.py",
+        core / "registry.py",
+        core / "manifest.py",
+        *sorted((core / "journal").glob("*.py")),
+    ]
     for path in inner:
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module:
                 mod = node.module
-                assert not mod.startswith(("cli", "mcp", "reversi_core.cli", "reversi_core.mcp")), (path, mod)
+                assert not mod.startswith(("cli", "mcp", "reversi_core.cli", "reversi_core.mcp")), (
+                    path,
+                    mod,
+                )
                 assert top(mod) not in ("rich", "mcp"), (path, mod)
             if isinstance(node, ast.Import):
                 for alias in node.names:

@@ -13,7 +13,9 @@ SCRIPT = ROOT / "scripts" / "new_connector.py"
 
 
 def run_script(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, check=False
+    )
 
 
 def test_creates_a_working_package(tmp_path: Path) -> None:
@@ -26,21 +28,31 @@ def test_creates_a_working_package(tmp_path: Path) -> None:
         "widget": "reversi_connector_widget:WidgetConnector"
     }
     assert any(d.startswith("reversi-core>=") and "<" in d for d in meta["project"]["dependencies"])
-    for rel in ("CHANGELOG.md", "src/reversi_connector_widget/__about__.py",
-                "src/reversi_connector_widget/py.typed", "tests/test_widget_connector.py"):
+    for rel in (
+        "CHANGELOG.md",
+        "src/reversi_connector_widget/__about__.py",
+        "src/reversi_connector_widget/py.typed",
+        "tests/test_widget_connector.py",
+    ):
         assert (pkg / rel).is_file(), rel
     leftovers = [
-        p for p in pkg.rglob("*")
+        p
+        for p in pkg.rglob("*")
         if "__name__" in str(p) or (p.is_file() and "__Class__" in p.read_text())
     ]
     assert leftovers == []
     env = dict(os.environ, PYTHONPATH=str(pkg / "src"))
     tests = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(pkg / "tests")],
-        capture_output=True, text=True, cwd=ROOT, env=env, check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        check=False,
     )
     assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert " passed" in tests.stdout and "failed" not in tests.stdout
+    assert " passed" in tests.stdout
+    assert "failed" not in tests.stdout
 
 
 def test_refuses_bad_names_and_existing_folders(tmp_path: Path) -> None:

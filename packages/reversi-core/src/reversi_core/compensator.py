@@ -60,8 +60,12 @@ class CommandCompensator:
         try:
             with anyio.fail_after(self.timeout):
                 proc = await anyio.run_process(
-                    self.argv, input=payload, check=False, env=self.env,
-                    stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                    self.argv,
+                    input=payload,
+                    check=False,
+                    env=self.env,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
                 )
         except TimeoutError:
             raise ToolError(
@@ -69,7 +73,9 @@ class CommandCompensator:
                 code="timeout",
             ) from None
         except OSError as exc:
-            raise ToolError(f"cannot start compensator {self.argv[0]}: {exc.strerror}", code="spawn") from None
+            raise ToolError(
+                f"cannot start compensator {self.argv[0]}: {exc.strerror}", code="spawn"
+            ) from None
         if proc.returncode != 0:
             lines = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if ln.strip()]
             reason = lines[-1] if lines else f"exit status {proc.returncode}, no message"

@@ -107,7 +107,13 @@ class CompensationCall:
         if not isinstance(data, dict):
             raise InvalidArgumentsError("compensation call must be a JSON object")
         problems = []
-        for key, kind in (("tool", str), ("args", dict), ("idempotency_key", str), ("run_id", str), ("step", int)):
+        for key, kind in (
+            ("tool", str),
+            ("args", dict),
+            ("idempotency_key", str),
+            ("run_id", str),
+            ("step", int),
+        ):
             if key not in data:
                 problems.append(f"{key}: missing")
             elif not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
@@ -116,8 +122,13 @@ class CompensationCall:
             raise InvalidArgumentsError(
                 "invalid compensation call: " + "; ".join(problems), problems=problems
             )
-        return cls(tool=data["tool"], args=data["args"], idempotency_key=data["idempotency_key"],
-                   run_id=data["run_id"], step=data["step"])
+        return cls(
+            tool=data["tool"],
+            args=data["args"],
+            idempotency_key=data["idempotency_key"],
+            run_id=data["run_id"],
+            step=data["step"],
+        )
 
 
 Compensator = Callable[[CompensationCall], Awaitable[dict[str, Any]]]
@@ -143,7 +154,7 @@ def tool(
     *,
     effect: Effect,
     permission: str,
-    input: type[BaseModel],  # noqa: A002 - the field's own name in the manifest
+    input: type[BaseModel],
     compensation: Compensation | None = None,
     approval: Approval | None = None,
     requires: Iterable[Requirement] = (),
@@ -183,13 +194,15 @@ class Connector:
 
     Subclasses set ``name`` (the connector token), ``credential_env`` (the main
     credential variable, or ``None`` when always enabled) and, optionally,
-    ``env_vars`` (every variable it reads, for the docs), and implement
-    :meth:`from_env`.
+    ``env_vars`` (every variable it reads, for the docs) and ``open_world`` (``False``
+    when the tools touch only a closed, local domain such as a directory tree; served
+    over MCP as the tools' ``openWorldHint``), and implement :meth:`from_env`.
     """
 
     name: ClassVar[str]
     credential_env: ClassVar[str | None] = None
     env_vars: ClassVar[tuple[str, ...]] = ()
+    open_world: ClassVar[bool] = True
     _tools: ClassVar[dict[str, ToolSpec]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -244,7 +257,9 @@ class Connector:
 
     # -- calling -------------------------------------------------------------------
 
-    async def call(self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None) -> dict[str, Any]:
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
         """Validate ``args`` with the tool's input model and run the tool.
 
         Returns the tool's JSON result. Raises :class:`UnknownToolError`,
@@ -261,7 +276,9 @@ class Connector:
             model = spec.input.model_validate(dict(args))
         except ValidationError as exc:
             problems = [
-                f"args.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}" if err["loc"] else f"args: {err['msg']}"
+                f"args.{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+                if err["loc"]
+                else f"args: {err['msg']}"
                 for err in exc.errors()
             ]
             raise InvalidArgumentsError(
@@ -276,9 +293,13 @@ class Connector:
             text = scrub(f"{type(exc).__name__}: {exc}")
             if spec.effect is Effect.READ_ONLY:
                 raise ToolError(f"{name} failed: {text}", code="unexpected") from None
-            raise EffectUncertainError(f"{name} raised unexpectedly, outcome unknown: {text}") from None
+            raise EffectUncertainError(
+                f"{name} raised unexpectedly, outcome unknown: {text}"
+            ) from None
         if not isinstance(result, dict):
-            raise ToolError(f"{name} returned {type(result).__name__}, not a JSON object", code="bad_result")
+            raise ToolError(
+                f"{name} returned {type(result).__name__}, not a JSON object", code="bad_result"
+            )
         return result
 
     async def aclose(self) -> None:
@@ -303,7 +324,9 @@ def load_connector_class(name: str) -> type[Connector]:
         if ep.name == name:
             cls = ep.load()
             if not (isinstance(cls, type) and issubclass(cls, Connector)):
-                raise ConfigurationError(f"entry point {ep.value} for {name!r} is not a Connector class")
+                raise ConfigurationError(
+                    f"entry point {ep.value} for {name!r} is not a Connector class"
+                )
             return cls
     installed = ", ".join(sorted(available_connectors())) or "none"
     raise ConnectorNotFoundError(f"unknown connector {name!r} (installed: {installed})")
@@ -358,14 +381,20 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
             raise ConfigurationError(
                 f"no enabled connector for {call.tool}; set its credential variable and retry"
             )
-        ctx = CallContext(run_id=call.run_id, step=call.step, idempotency_key=call.idempotency_key,
-                          compensation=True)
+        ctx = CallContext(
+            run_id=call.run_id,
+            step=call.step,
+            idempotency_key=call.idempotency_key,
+            compensation=True,
+        )
         return await connector.call(call.tool, call.args, ctx)
 
     return compensate
 
 
-def executor_for(connectors: Iterable[Connector]) -> Callable[[str, dict[str, Any], CallContext], Awaitable[dict[str, Any]]]:
+def executor_for(
+    connectors: Iterable[Connector],
+) -> Callable[[str, dict[str, Any], CallContext], Awaitable[dict[str, Any]]]:
     """An executor for :meth:`reversi_core.engine.Run.call` that dispatches by tool prefix."""
     by_name = {c.name: c for c in connectors}
 
@@ -376,4 +405,3 @@ def executor_for(connectors: Iterable[Connector]) -> Callable[[str, dict[str, An
         return await connector.call(tool_name, args, ctx)
 
     return execute
-

@@ -12,6 +12,7 @@ sit on top of it.
 
 from __future__ import annotations
 
+import contextlib
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -28,11 +29,12 @@ from .errors import (
     JournalError,
     PermissionDenied,
     ReversiError,
+    RunClosedError,
     RunStateError,
     ToolError,
     UnknownToolError,
 )
-from .journal import Journal, RollbackState, RunRecord, StepRecord, StepState
+from .journal import Journal, RollbackState, RunRecord, RunStatus, StepRecord, StepState
 from .manifest import (
     Approval,
     Effect,
@@ -248,6 +250,15 @@ class Run:
         execute = execute or self.executor
         if execute is None:
             raise RunStateError("no executor: pass execute= or create the run with executor=")
+        # A rolled-back run refuses every call up front: nothing is journaled in it and no
+        # approver is asked about it (begin_step checks again, for a rollback that starts
+        # while this call is being approved).
+        status = self.journal.get_run(self.id).status
+        if status is not RunStatus.OPEN:
+            raise RunClosedError(
+                f"run {self.id} was rolled back ({status.value}); it takes no new calls. "
+                "Start a new run."
+            )
         try:
             manifest = self.registry.get(tool)
         except UnknownToolError as exc:
@@ -264,25 +275,37 @@ class Run:
             self.registry.validate_arguments(tool, args)
         except InvalidArgumentsError as exc:
             safe_args = args if isinstance(args, dict) else {"_invalid": repr(args)}
-            self._reject(tool, manifest.effect.value, manifest.permission, safe_args, reason, exc, None)
+            self._reject(
+                tool, manifest.effect.value, manifest.permission, safe_args, reason, exc, None
+            )
             raise
         approval: dict[str, Any] | None = None
         if manifest.approval is Approval.ALWAYS:
             decision = await self._ask_approval(tool, manifest, args, reason)
             approval = decision.to_json()
             if not decision.approved:
-                why = (
-                    f"{tool} needs approval and {decision.by} denied it"
-                    + (f": {decision.note}" if decision.note else "")
+                why = f"{tool} needs approval and {decision.by} denied it" + (
+                    f": {decision.note}" if decision.note else ""
                 )
                 exc3 = ApprovalDenied(why)
-                self._reject(tool, manifest.effect.value, manifest.permission, args, reason, exc3, approval)
+                self._reject(
+                    tool, manifest.effect.value, manifest.permission, args, reason, exc3, approval
+                )
                 raise exc3
         requires = self._edges(manifest, args)
         step = self.journal.begin_step(
-            self.id, tool, manifest.effect.value, manifest.permission, args, reason, approval, requires
+            self.id,
+            tool,
+            manifest.effect.value,
+            manifest.permission,
+            args,
+            reason,
+            approval,
+            requires,
         )
-        ctx = CallContext(run_id=self.id, step=step.seq, idempotency_key=step.idempotency_key, timeout=timeout)
+        ctx = CallContext(
+            run_id=self.id, step=step.seq, idempotency_key=step.idempotency_key, timeout=timeout
+        )
         try:
             if timeout is not None:
                 with anyio.fail_after(timeout):
@@ -290,64 +313,128 @@ class Run:
             else:
                 result = await execute(tool, args, ctx)
         except ToolError as exc:
-            self.journal.finish_step(self.id, step.seq, StepState.FAILED, result=None,
-                                     error=scrub(str(exc)), compensation=None, compensation_error=None)
+            self.journal.finish_step(
+                self.id,
+                step.seq,
+                StepState.FAILED,
+                result=None,
+                error=scrub(str(exc)),
+                compensation=None,
+                compensation_error=None,
+            )
             raise
         except CallRejected as exc:
             # a rejection by the tool itself (say, its own argument check): nothing ran
-            self.journal.finish_step(self.id, step.seq, StepState.FAILED, result=None,
-                                     error=scrub(str(exc)), compensation=None, compensation_error=None)
+            self.journal.finish_step(
+                self.id,
+                step.seq,
+                StepState.FAILED,
+                result=None,
+                error=scrub(str(exc)),
+                compensation=None,
+                compensation_error=None,
+            )
             raise
         except TimeoutError:
             msg = f"{tool} did not finish within {timeout} s"
             if manifest.writes:
-                self.journal.finish_step(self.id, step.seq, StepState.UNCERTAIN, result=None,
-                                         error=msg + "; it may or may not have taken effect",
-                                         compensation=None, compensation_error=None)
+                self.journal.finish_step(
+                    self.id,
+                    step.seq,
+                    StepState.UNCERTAIN,
+                    result=None,
+                    error=msg + "; it may or may not have taken effect",
+                    compensation=None,
+                    compensation_error=None,
+                )
                 raise EffectUncertainError(msg + "; outcome unknown") from None
-            self.journal.finish_step(self.id, step.seq, StepState.FAILED, result=None, error=msg,
-                                     compensation=None, compensation_error=None)
+            self.journal.finish_step(
+                self.id,
+                step.seq,
+                StepState.FAILED,
+                result=None,
+                error=msg,
+                compensation=None,
+                compensation_error=None,
+            )
             raise ToolError(msg, code="timeout") from None
         except EffectUncertainError as exc:
-            self.journal.finish_step(self.id, step.seq, StepState.UNCERTAIN, result=None,
-                                     error=scrub(str(exc)), compensation=None, compensation_error=None)
+            self.journal.finish_step(
+                self.id,
+                step.seq,
+                StepState.UNCERTAIN,
+                result=None,
+                error=scrub(str(exc)),
+                compensation=None,
+                compensation_error=None,
+            )
             raise
         except BaseException as exc:
             # Cancellation, a bug, anything unforeseen: for a write the outcome is unknown.
             text = scrub(f"{type(exc).__name__}: {exc}")
             state = StepState.UNCERTAIN if manifest.writes else StepState.FAILED
-            try:
-                self.journal.finish_step(self.id, step.seq, state, result=None,
-                                         error=f"unexpected error: {text}", compensation=None,
-                                         compensation_error=None)
-            except JournalError:
-                pass  # the step stays pending and becomes uncertain when the journal reopens
+            # If even this write fails, the step stays pending and becomes uncertain when
+            # the journal is next opened: nothing is lost.
+            with contextlib.suppress(JournalError):
+                self.journal.finish_step(
+                    self.id,
+                    step.seq,
+                    state,
+                    result=None,
+                    error=f"unexpected error: {text}",
+                    compensation=None,
+                    compensation_error=None,
+                )
             if isinstance(exc, Exception):
                 if manifest.writes:
-                    raise EffectUncertainError(f"{tool}: unexpected error, outcome unknown: {text}") from None
+                    raise EffectUncertainError(
+                        f"{tool}: unexpected error, outcome unknown: {text}"
+                    ) from None
                 raise ToolError(f"{tool}: unexpected error: {text}", code="unexpected") from None
             raise
         result = scrub_json(result)
         compensation, comp_error = self._compensation_for(manifest, args, result)
-        self.journal.finish_step(self.id, step.seq, StepState.SUCCEEDED, result=result, error=None,
-                                 compensation=compensation, compensation_error=comp_error)
+        self.journal.finish_step(
+            self.id,
+            step.seq,
+            StepState.SUCCEEDED,
+            result=result,
+            error=None,
+            compensation=compensation,
+            compensation_error=comp_error,
+        )
         return step.seq, result
 
     def _reject(
-        self, tool: str, effect: str, permission: str, args: Any, reason: str | None,
-        exc: Exception, approval: dict[str, Any] | None,
+        self,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: Any,
+        reason: str | None,
+        exc: Exception,
+        approval: dict[str, Any] | None,
     ) -> None:
         self.journal.record_rejected(
-            self.id, tool, effect, permission, args if isinstance(args, dict) else {"_invalid": repr(args)},
-            reason, scrub(str(exc)), approval,
+            self.id,
+            tool,
+            effect,
+            permission,
+            args if isinstance(args, dict) else {"_invalid": repr(args)},
+            reason,
+            scrub(str(exc)),
+            approval,
         )
 
     async def _ask_approval(
         self, tool: str, manifest: Manifest, args: dict[str, Any], reason: str | None
     ) -> ApprovalDecision:
         if self.approver is None:
-            return ApprovalDecision(False, by="no approver",
-                                    note="this run has no approver; approve such calls through a client that can be asked")
+            return ApprovalDecision(
+                False,
+                by="no approver",
+                note="this run has no approver; approve such calls through a client that can be asked",
+            )
         answer = await self.approver(ApprovalRequest(self.id, tool, manifest, args, reason))
         if isinstance(answer, ApprovalDecision):
             return answer
@@ -389,17 +476,26 @@ class Run:
 
     # -- resolution ------------------------------------------------------------------
 
-    def resolve(self, step: int, *, applied: bool, result: dict[str, Any] | None = None) -> StepRecord:
+    def resolve(
+        self, step: int, *, applied: bool, result: dict[str, Any] | None = None
+    ) -> StepRecord:
         """Record that an uncertain step was (``applied=True``) or was not applied.
 
         ``result`` (optional, for an applied step) supplies what the call would have
         returned, so that compensation arguments mapped from ``result.`` can be computed.
-        Raises :class:`RunStateError` if the step is not uncertain.
+        Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
         record = self.journal.get_step(self.id, step)
         if record.state is not StepState.UNCERTAIN:
             raise RunStateError(
-                f"step {step} of run {self.id} is {record.state.value}, not uncertain; only uncertain steps are resolved"
+                f"step {step} of run {self.id} is {record.state.value}, not uncertain; "
+                "only uncertain steps are resolved"
+            )
+        if record.rollback_state is RollbackState.COMPENSATED:
+            # resolving would clear the rollback state and make the next rollback undo it again
+            raise RunStateError(
+                f"step {step} of run {self.id} was already compensated; "
+                "there is nothing left to resolve"
             )
         compensation: dict[str, Any] | None = None
         comp_error: str | None = None
@@ -458,7 +554,8 @@ class Run:
                 if s.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
                     continue
                 entry = OutstandingStep(
-                    s.seq, s.tool,
+                    s.seq,
+                    s.tool,
                     s.rollback_state.value if s.rollback_state else s.state.value,
                     s.rollback_reason or s.error or "outstanding",
                 )
@@ -487,7 +584,9 @@ class Run:
         timeout: float | None,
         report: RollbackReport,
     ) -> tuple[RollbackState | None, str | None]:
-        def record(state: RollbackState | None, reason: str | None) -> tuple[RollbackState | None, str | None]:
+        def record(
+            state: RollbackState | None, reason: str | None
+        ) -> tuple[RollbackState | None, str | None]:
             if step.rollback_state != state or step.rollback_reason != reason:
                 self.journal.set_rollback_state(self.id, step.seq, state, reason)
             return state, reason
@@ -495,7 +594,9 @@ class Run:
         if step.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
             return step.rollback_state, step.rollback_reason  # done in an earlier attempt
         if step.state in (StepState.REJECTED, StepState.FAILED):
-            return record(RollbackState.NOT_APPLICABLE, f"step {step.state.value}: nothing was changed")
+            return record(
+                RollbackState.NOT_APPLICABLE, f"step {step.state.value}: nothing was changed"
+            )
         if step.effect == Effect.READ_ONLY.value:
             return record(RollbackState.NOT_APPLICABLE, "read-only: nothing to undo")
         if step.state in (StepState.UNCERTAIN, StepState.PENDING):
@@ -503,7 +604,8 @@ class Run:
                 return record(RollbackState.NOT_APPLICABLE, "resolved as not applied")
             if step.resolution is None:
                 why = (
-                    "still running in another process" if step.state is StepState.PENDING
+                    "still running in another process"
+                    if step.state is StepState.PENDING
                     else "outcome uncertain"
                 )
                 return record(
@@ -516,7 +618,9 @@ class Run:
             if step.compensation_error:
                 return record(RollbackState.COMPENSATION_FAILED, step.compensation_error)
             if step.effect == Effect.IRREVERSIBLE.value:
-                return record(RollbackState.UNRECOVERABLE, "irreversible: a person must undo it by hand")
+                return record(
+                    RollbackState.UNRECOVERABLE, "irreversible: a person must undo it by hand"
+                )
             return record(
                 RollbackState.UNRECOVERABLE,
                 f"{step.effect} call made by the agent has no compensation: a person must undo it by hand",
@@ -525,7 +629,9 @@ class Run:
         if standing:
             return record(
                 RollbackState.DEFERRED,
-                "required by step(s) " + ", ".join(map(str, sorted(standing))) + " that still stand",
+                "required by step(s) "
+                + ", ".join(map(str, sorted(standing)))
+                + " that still stand",
             )
         call = CompensationCall(
             tool=step.compensation["tool"],
@@ -534,8 +640,12 @@ class Run:
             run_id=self.id,
             step=step.seq,
         )
-        self.journal.add_event(self.id, step.seq, "compensation_started",
-                               {"tool": call.tool, "idempotency_key": call.idempotency_key})
+        self.journal.add_event(
+            self.id,
+            step.seq,
+            "compensation_started",
+            {"tool": call.tool, "idempotency_key": call.idempotency_key},
+        )
         try:
             if timeout is not None:
                 with anyio.fail_after(timeout):
@@ -543,7 +653,9 @@ class Run:
             else:
                 result = await compensate(call)
         except TimeoutError:
-            return record(RollbackState.COMPENSATION_FAILED, f"{call.tool} did not finish within {timeout} s")
+            return record(
+                RollbackState.COMPENSATION_FAILED, f"{call.tool} did not finish within {timeout} s"
+            )
         except Exception as exc:
             text = str(exc) if isinstance(exc, ReversiError) else f"{type(exc).__name__}: {exc}"
             return record(RollbackState.COMPENSATION_FAILED, scrub(f"{call.tool} failed: {text}"))
@@ -551,10 +663,14 @@ class Run:
             try:
                 ok = await verify(step, result if isinstance(result, dict) else {})
             except Exception as exc:
-                return record(RollbackState.VERIFICATION_FAILED, scrub(f"verify raised {type(exc).__name__}: {exc}"))
+                return record(
+                    RollbackState.VERIFICATION_FAILED,
+                    scrub(f"verify raised {type(exc).__name__}: {exc}"),
+                )
             if not ok:
-                return record(RollbackState.VERIFICATION_FAILED,
-                              f"{call.tool} ran but verification says the step is not undone")
+                return record(
+                    RollbackState.VERIFICATION_FAILED,
+                    f"{call.tool} ran but verification says the step is not undone",
+                )
         report.compensated_now.append(step.seq)
         return record(RollbackState.COMPENSATED, None)
-

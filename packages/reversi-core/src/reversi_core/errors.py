@@ -140,7 +140,12 @@ class ToolError(ReversiError):
 
     def to_json(self) -> dict[str, Any]:
         """Return ``{"type": "tool_error", "message", "status", "code"}``."""
-        return {"type": "tool_error", "message": str(self), "status": self.status, "code": self.code}
+        return {
+            "type": "tool_error",
+            "message": str(self),
+            "status": self.status,
+            "code": self.code,
+        }
 
 
 class EffectUncertainError(ReversiError):

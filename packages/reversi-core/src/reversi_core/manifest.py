@@ -157,7 +157,7 @@ MISSING: Any = _Missing()
 """Returned by :func:`lookup` when a path does not exist."""
 
 
-class MappingFailed(Exception):  # noqa: N818 - an internal signal, caught by the engine
+class MappingFailed(Exception):
     """A source names a value that is not there (raised by :func:`evaluate_argument_map`)."""
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,10 +89,10 @@ def _schema_has_path(schema: Mapping[str, Any], path: list[str]) -> bool:
             node = node.get("items", {})
             continue
         # anyOf (Optional[...] in pydantic): accept when any branch has it
-        branches = node.get("anyOf") or node.get("oneOf")
-        if branches and any(_schema_has_path(b | {"$defs": defs}, [part]) for b in branches):
-            return True
-        return False
+        branches = node.get("anyOf") or node.get("oneOf") or []
+        return bool(branches) and any(
+            _schema_has_path(b | {"$defs": defs}, [part]) for b in branches
+        )
     return True
 
 
@@ -122,7 +122,9 @@ class Registry:
             if isinstance(raw, Manifest):
                 manifest = raw
             else:
-                name = str(raw.get("name", "<unnamed>")) if isinstance(raw, Mapping) else "<unnamed>"
+                name = (
+                    str(raw.get("name", "<unnamed>")) if isinstance(raw, Mapping) else "<unnamed>"
+                )
                 try:
                     manifest = Manifest.model_validate(raw)
                 except Exception as exc:  # pydantic.ValidationError, with its field list
@@ -187,16 +189,23 @@ class Registry:
             if earlier is None:
                 raise ManifestError(m.name, f"requires names unknown tool {req.tool}")
             for match in req.match:
-                for source, schema in ((match.this, m.input_schema), (match.earlier, earlier.input_schema)):
-                    if source.startswith("args.") and not _schema_has_path(schema, source.split(".")[1:]):
-                        raise ManifestError(m.name, f"requires source {source!r} names no input property")
+                for source, schema in (
+                    (match.this, m.input_schema),
+                    (match.earlier, earlier.input_schema),
+                ):
+                    if source.startswith("args.") and not _schema_has_path(
+                        schema, source.split(".")[1:]
+                    ):
+                        raise ManifestError(
+                            m.name, f"requires source {source!r} names no input property"
+                        )
 
     # -- lookup ---------------------------------------------------------------------
 
     def __contains__(self, name: object) -> bool:
         return name in self._manifests
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[Manifest]:
         return iter(self._manifests.values())
 
     def __len__(self) -> int:

@@ -198,15 +198,29 @@ class Journal(Protocol):
         ...
 
     def record_rejected(
-        self, run_id: str, tool: str, effect: str, permission: str, args: dict[str, Any],
-        reason: str | None, error: str, approval: dict[str, Any] | None,
+        self,
+        run_id: str,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: dict[str, Any],
+        reason: str | None,
+        error: str,
+        approval: dict[str, Any] | None,
     ) -> int:
         """Record a step refused before execution; returns its ``seq``."""
         ...
 
     def begin_step(
-        self, run_id: str, tool: str, effect: str, permission: str, args: dict[str, Any],
-        reason: str | None, approval: dict[str, Any] | None, requires: list[int],
+        self,
+        run_id: str,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+        requires: list[int],
     ) -> StepRecord:
         """Durably record a ``pending`` step (the intent) in an open run, before execution.
 
@@ -215,15 +229,27 @@ class Journal(Protocol):
         ...
 
     def finish_step(
-        self, run_id: str, seq: int, state: StepState, *, result: dict[str, Any] | None,
-        error: str | None, compensation: dict[str, Any] | None, compensation_error: str | None,
+        self,
+        run_id: str,
+        seq: int,
+        state: StepState,
+        *,
+        result: dict[str, Any] | None,
+        error: str | None,
+        compensation: dict[str, Any] | None,
+        compensation_error: str | None,
     ) -> None:
         """Durably record a step's outcome."""
         ...
 
     def resolve_step(
-        self, run_id: str, seq: int, applied: bool, result: dict[str, Any] | None,
-        compensation: dict[str, Any] | None, compensation_error: str | None,
+        self,
+        run_id: str,
+        seq: int,
+        applied: bool,
+        result: dict[str, Any] | None,
+        compensation: dict[str, Any] | None,
+        compensation_error: str | None,
     ) -> None:
         """Record a person's resolution of an uncertain step."""
         ...

@@ -100,6 +100,13 @@ MIGRATIONS: list[str] = [
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
+# Rollbacks running in this process, by (journal file, run id). The rollback lock in the
+# journal names its owner by process, so two rollbacks of one run inside one process
+# (two tasks of a gateway, two journal handles) would both pass it; this set refuses the
+# second one.
+_ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
+_ACTIVE_LOCK = threading.Lock()
+
 
 def _process_start_time(pid: int) -> str:
     try:
@@ -133,6 +140,13 @@ def _owner_alive(owner: str | None) -> bool:
     except PermissionError:
         pass
     return start == "?" or _process_start_time(pid) == start
+
+
+def _newer_message(path: Path, version: int) -> str:
+    return (
+        f"journal {path} has schema version {version}, newer than the "
+        f"{SCHEMA_VERSION} this reversi-core understands; upgrade reversi-core"
+    )
 
 
 def _dumps(value: Any) -> str | None:
@@ -195,7 +209,9 @@ class SQLiteJournal:
             raise JournalError(f"data directory {data} is not readable")
         if not path.exists():
             if not create:
-                raise JournalError(f"no journal in {data} (expected {path.name}); nothing has run here")
+                raise JournalError(
+                    f"no journal in {data} (expected {path.name}); nothing has run here"
+                )
             try:
                 fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
                 os.close(fd)
@@ -209,12 +225,24 @@ class SQLiteJournal:
             conn = sqlite3.connect(
                 str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
+        except sqlite3.DatabaseError as exc:
+            raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
+        try:
+            # Refuse a newer file before anything writes to it (switching to WAL rewrites
+            # the header of a file in rollback-journal mode).
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            if version > SCHEMA_VERSION:
+                raise JournalVersionError(_newer_message(path, version))
             conn.execute("PRAGMA journal_mode=WAL").fetchone()
             sync = "FULL" if durability is Durability.POWER else "NORMAL"
             conn.execute(f"PRAGMA synchronous={sync}")
             conn.execute("PRAGMA foreign_keys=ON")
         except sqlite3.DatabaseError as exc:
+            conn.close()
             raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
+        except BaseException:
+            conn.close()
+            raise
         journal = cls(conn, path, durability)
         try:
             journal._migrate()
@@ -247,10 +275,7 @@ class SQLiteJournal:
         with self._tx() as c:
             version = c.execute("PRAGMA user_version").fetchone()[0]
             if version > SCHEMA_VERSION:
-                raise JournalVersionError(
-                    f"journal {self.path} has schema version {version}, newer than the "
-                    f"{SCHEMA_VERSION} this reversi-core understands; upgrade reversi-core"
-                )
+                raise JournalVersionError(_newer_message(self.path, version))
             if version == 0:
                 tables = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
                 if tables:
@@ -310,8 +335,14 @@ class SQLiteJournal:
     @staticmethod
     def _run(row: tuple[Any, ...]) -> RunRecord:
         return RunRecord(
-            id=row[0], started_at=row[1], status=RunStatus(row[2]), scope=json.loads(row[3]),
-            label=row[4], rollback_started_at=row[5], rollback_finished_at=row[6], step_count=row[7],
+            id=row[0],
+            started_at=row[1],
+            status=RunStatus(row[2]),
+            scope=json.loads(row[3]),
+            label=row[4],
+            rollback_started_at=row[5],
+            rollback_finished_at=row[6],
+            step_count=row[7],
         )
 
     def get_run(self, run_id: str) -> RunRecord:
@@ -340,13 +371,27 @@ class SQLiteJournal:
 
     def _step(self, row: tuple[Any, ...], requires: list[int]) -> StepRecord:
         return StepRecord(
-            run_id=row[0], seq=row[1], tool=row[2], effect=row[3], permission=row[4],
-            args=json.loads(row[5]), reason=row[6], state=StepState(row[7]),
-            idempotency_key=row[8], owner=row[9], started_at=row[10], finished_at=row[11],
-            result=_loads(row[12]), error=row[13], compensation=_loads(row[14]),
-            compensation_error=row[15], approval=_loads(row[16]), resolution=row[17],
+            run_id=row[0],
+            seq=row[1],
+            tool=row[2],
+            effect=row[3],
+            permission=row[4],
+            args=json.loads(row[5]),
+            reason=row[6],
+            state=StepState(row[7]),
+            idempotency_key=row[8],
+            owner=row[9],
+            started_at=row[10],
+            finished_at=row[11],
+            result=_loads(row[12]),
+            error=row[13],
+            compensation=_loads(row[14]),
+            compensation_error=row[15],
+            approval=_loads(row[16]),
+            resolution=row[17],
             rollback_state=RollbackState(row[18]) if row[18] else None,
-            rollback_reason=row[19], requires=requires,
+            rollback_reason=row[19],
+            requires=requires,
         )
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
@@ -365,7 +410,8 @@ class SQLiteJournal:
     def get_step(self, run_id: str, seq: int) -> StepRecord:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {self._STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?", (run_id, seq)
+                f"SELECT {self._STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
+                (run_id, seq),
             ).fetchone()
             reqs = [
                 r[0]
@@ -384,7 +430,9 @@ class SQLiteJournal:
         return f"reversi-{run_id}-{seq}"
 
     def _next_seq(self, c: sqlite3.Connection, run_id: str) -> int:
-        row = c.execute("SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run_id = ?", (run_id,)).fetchone()
+        row = c.execute(
+            "SELECT coalesce(max(seq), 0) + 1 FROM steps WHERE run_id = ?", (run_id,)
+        ).fetchone()
         return int(row[0])
 
     def _require_run(self, c: sqlite3.Connection, run_id: str) -> str:
@@ -394,8 +442,15 @@ class SQLiteJournal:
         return str(row[0])
 
     def record_rejected(
-        self, run_id: str, tool: str, effect: str, permission: str, args: dict[str, Any],
-        reason: str | None, error: str, approval: dict[str, Any] | None,
+        self,
+        run_id: str,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: dict[str, Any],
+        reason: str | None,
+        error: str,
+        approval: dict[str, Any] | None,
     ) -> int:
         now = time.time()
         with self._tx() as c:
@@ -405,14 +460,33 @@ class SQLiteJournal:
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, started_at, finished_at, error, approval) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?)",
-                (run_id, seq, tool, effect, permission, _dumps(args), reason,
-                 self.forward_key(run_id, seq), now, now, scrub(error), _dumps(approval)),
+                (
+                    run_id,
+                    seq,
+                    tool,
+                    effect,
+                    permission,
+                    _dumps(args),
+                    reason,
+                    self.forward_key(run_id, seq),
+                    now,
+                    now,
+                    scrub(error),
+                    _dumps(approval),
+                ),
             )
         return seq
 
     def begin_step(
-        self, run_id: str, tool: str, effect: str, permission: str, args: dict[str, Any],
-        reason: str | None, approval: dict[str, Any] | None, requires: list[int],
+        self,
+        run_id: str,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+        requires: list[int],
     ) -> StepRecord:
         now = time.time()
         with self._tx() as c:
@@ -426,8 +500,19 @@ class SQLiteJournal:
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, owner, started_at, approval) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-                (run_id, seq, tool, effect, permission, _dumps(args), reason,
-                 self.forward_key(run_id, seq), self._owner, now, _dumps(approval)),
+                (
+                    run_id,
+                    seq,
+                    tool,
+                    effect,
+                    permission,
+                    _dumps(args),
+                    reason,
+                    self.forward_key(run_id, seq),
+                    self._owner,
+                    now,
+                    _dumps(approval),
+                ),
             )
             c.executemany(
                 "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
@@ -436,16 +521,30 @@ class SQLiteJournal:
         return self.get_step(run_id, seq)
 
     def finish_step(
-        self, run_id: str, seq: int, state: StepState, *, result: dict[str, Any] | None,
-        error: str | None, compensation: dict[str, Any] | None, compensation_error: str | None,
+        self,
+        run_id: str,
+        seq: int,
+        state: StepState,
+        *,
+        result: dict[str, Any] | None,
+        error: str | None,
+        compensation: dict[str, Any] | None,
+        compensation_error: str | None,
     ) -> None:
         with self._tx() as c:
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
                 "compensation = ?, compensation_error = ? WHERE run_id = ? AND seq = ? AND state = 'pending'",
-                (state.value, time.time(), _dumps(result), scrub(error) if error else None,
-                 _dumps(compensation), scrub(compensation_error) if compensation_error else None,
-                 run_id, seq),
+                (
+                    state.value,
+                    time.time(),
+                    _dumps(result),
+                    scrub(error) if error else None,
+                    _dumps(compensation),
+                    scrub(compensation_error) if compensation_error else None,
+                    run_id,
+                    seq,
+                ),
             )
             if cur.rowcount != 1:
                 # Another process decided this step was orphaned: keep the late outcome as
@@ -453,24 +552,54 @@ class SQLiteJournal:
                 self._event(c, run_id, seq, "late_outcome", {"state": state.value, "error": error})
 
     def resolve_step(
-        self, run_id: str, seq: int, applied: bool, result: dict[str, Any] | None,
-        compensation: dict[str, Any] | None, compensation_error: str | None,
+        self,
+        run_id: str,
+        seq: int,
+        applied: bool,
+        result: dict[str, Any] | None,
+        compensation: dict[str, Any] | None,
+        compensation_error: str | None,
     ) -> None:
         with self._tx() as c:
             c.execute(
                 "UPDATE steps SET resolution = ?, result = coalesce(?, result), compensation = ?, "
                 "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL "
                 "WHERE run_id = ? AND seq = ?",
-                ("applied" if applied else "not_applied", _dumps(result), _dumps(compensation),
-                 scrub(compensation_error) if compensation_error else None, run_id, seq),
+                (
+                    "applied" if applied else "not_applied",
+                    _dumps(result),
+                    _dumps(compensation),
+                    scrub(compensation_error) if compensation_error else None,
+                    run_id,
+                    seq,
+                ),
             )
             self._event(c, run_id, seq, "resolved", {"applied": applied})
 
     # -- rollback ----------------------------------------------------------------
 
     def start_rollback(self, run_id: str) -> RunRecord:
+        key = (os.path.realpath(self.path), run_id)
+        with _ACTIVE_LOCK:
+            if key in _ACTIVE_ROLLBACKS:
+                raise RollbackInProgressError(
+                    f"run {run_id} is being rolled back by this process (pid {os.getpid()}) "
+                    "already; this rollback refused to run at the same time. "
+                    "Try again when it ends."
+                )
+            _ACTIVE_ROLLBACKS.add(key)
+        try:
+            return self._start_rollback(run_id)
+        except BaseException:
+            with _ACTIVE_LOCK:
+                _ACTIVE_ROLLBACKS.discard(key)
+            raise
+
+    def _start_rollback(self, run_id: str) -> RunRecord:
         with self._tx() as c:
-            row = c.execute("SELECT status, rollback_owner FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = c.execute(
+                "SELECT status, rollback_owner FROM runs WHERE id = ?", (run_id,)
+            ).fetchone()
             if row is None:
                 raise JournalError(f"no run {run_id!r} in {self.path}")
             status, owner = row
@@ -496,20 +625,33 @@ class SQLiteJournal:
                 "UPDATE steps SET rollback_state = ?, rollback_reason = ? WHERE run_id = ? AND seq = ?",
                 (state.value if state else None, scrub(reason) if reason else None, run_id, seq),
             )
-            self._event(c, run_id, seq, "rollback_state", {"state": state.value if state else None, "reason": reason})
+            self._event(
+                c,
+                run_id,
+                seq,
+                "rollback_state",
+                {"state": state.value if state else None, "reason": reason},
+            )
 
     def finish_rollback(self, run_id: str, complete: bool) -> None:
         status = RunStatus.ROLLED_BACK if complete else RunStatus.ROLLBACK_INCOMPLETE
-        with self._tx() as c:
-            c.execute(
-                "UPDATE runs SET status = ?, rollback_owner = NULL, rollback_finished_at = ? WHERE id = ?",
-                (status.value, time.time(), run_id),
-            )
-            self._event(c, run_id, None, "rollback_finished", {"complete": complete})
+        try:
+            with self._tx() as c:
+                c.execute(
+                    "UPDATE runs SET status = ?, rollback_owner = NULL, rollback_finished_at = ? "
+                    "WHERE id = ?",
+                    (status.value, time.time(), run_id),
+                )
+                self._event(c, run_id, None, "rollback_finished", {"complete": complete})
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE_ROLLBACKS.discard((os.path.realpath(self.path), run_id))
 
     # -- events ------------------------------------------------------------------
 
-    def _event(self, c: sqlite3.Connection, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:
+    def _event(
+        self, c: sqlite3.Connection, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]
+    ) -> None:
         c.execute(
             "INSERT INTO events (run_id, seq, at, kind, detail) VALUES (?, ?, ?, ?, ?)",
             (run_id, seq, time.time(), kind, _dumps(detail)),

@@ -1,0 +1,71 @@
+"""The fs connector driven by the real engine: journaled calls, edges, rollback."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.journal import RollbackState
+
+
+def tree_of(root: Path) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != ".reversi-backups"]
+        for name in dirnames + filenames:
+            full = Path(dirpath) / name
+            st = full.lstat()
+            data = full.read_bytes() if stat.S_ISREG(st.st_mode) else None
+            out[str(full.relative_to(root))] = (stat.S_IMODE(st.st_mode), data)
+    return out
+
+
+@pytest.mark.anyio
+async def test_a_run_is_journaled_and_rolled_back(plain: Any, tmp_path: Path) -> None:
+    (plain.root / "notes.txt").write_text("mine")
+    (plain.root / "notes.txt").chmod(0o640)
+    before = tree_of(plain.root)
+    fs = plain.fs
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = Run.start(journal, registry_for([fs]), executor=executor_for([fs]))
+        made, _ = await run.call("fs.make_dir", {"path": "out/logs"})
+        wrote, _ = await run.call("fs.write_file", {"path": "out/logs/a.log", "content": "1"})
+        edited, _ = await run.call("fs.write_file", {"path": "notes.txt", "content": "agent"})
+        moved, _ = await run.call(
+            "fs.move_file", {"source": "notes.txt", "destination": "out/notes.txt"}
+        )
+        await run.call("fs.read_file", {"path": "out/notes.txt"})
+        requires = {s.seq: s.requires for s in run.steps()}
+        assert requires[wrote] == [made]
+        assert sorted(requires[moved]) == [made, edited]
+        report = await run.rollback(compensate=compensator_for([fs]))
+        assert report.complete, report.to_json()
+    assert tree_of(plain.root) == before
+
+
+@pytest.mark.anyio
+async def test_a_directory_waits_for_what_was_put_in_it(plain: Any, tmp_path: Path) -> None:
+    """When undoing the file fails, the directory holding it is deferred, not attempted."""
+    fs = plain.fs
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = Run.start(journal, registry_for([fs]), executor=executor_for([fs]))
+        made, _ = await run.call("fs.make_dir", {"path": "work"})
+        wrote, _ = await run.call("fs.write_file", {"path": "work/f.txt", "content": "x"})
+        # someone replaces the file by a directory: the write's undo cannot delete it
+        (plain.root / "work" / "f.txt").unlink()
+        (plain.root / "work" / "f.txt").mkdir()
+        report = await run.rollback(compensate=compensator_for([fs]))
+        assert not report.complete
+        states = {s.seq: s.rollback_state for s in report.steps}
+        assert states[wrote] is RollbackState.COMPENSATION_FAILED
+        assert states[made] is RollbackState.DEFERRED
+        assert (plain.root / "work").is_dir()
+        (plain.root / "work" / "f.txt").rmdir()
+        again = await run.rollback(compensate=compensator_for([fs]))
+        assert again.complete, again.to_json()
+    assert os.listdir(plain.root) == []

@@ -1,0 +1,42 @@
+"""What the command-line tools share: argument parsing that never exits, one-line errors."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from ..redact import scrub
+
+__all__ = ["CliError", "Parser", "error_line", "fail"]
+
+
+class CliError(Exception):
+    """An error to report as one line on stderr with an exit status."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose usage errors raise :class:`CliError` (status 2)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(f"{message} (see '{self.prog} --help')", 2)
+
+
+def one_line(text: str) -> str:
+    """``text`` scrubbed and folded onto one line."""
+    return " ".join(scrub(text).split())
+
+
+def error_line(prog: str, message: str) -> str:
+    """``"<prog>: error: <message>"``, scrubbed, on one line."""
+    return f"{prog}: error: {one_line(message)}"
+
+
+def fail(prog: str, message: str, code: int) -> int:
+    """Print :func:`error_line` on stderr and return ``code``."""
+    print(error_line(prog, message), file=sys.stderr)
+    return code

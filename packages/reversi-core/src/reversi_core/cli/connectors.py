@@ -1,0 +1,299 @@
+"""``reversi-connectors``: serve a connector over MCP, print manifests, run a compensation.
+
+Credentials come from the environment only; a flag that looks like one (``--token``,
+``--api-key``, ``--password``, ``--secret``...) is refused with the name of the variable
+to set. Exit statuses are listed in :data:`EPILOG` and in ``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import yaml
+
+from ..connector import (
+    CompensationCall,
+    Connector,
+    available_connectors,
+    compensator_for,
+    enabled_from_env,
+    load_connector_class,
+)
+from ..errors import ConfigurationError, InvalidArgumentsError, ReversiError
+from ._common import CliError, Parser, fail, one_line
+
+__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "manifest_objects"]
+
+PROG = "reversi-connectors"
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+
+EPILOG = """\
+exit status:
+  0  success (compensate: the undo succeeded; its JSON result is on stdout)
+  1  compensate: the compensation ran and failed, or its outcome is unknown;
+     the reason is the last line of stderr
+  2  usage or bad input: unknown connector, a credential passed as a flag,
+     malformed JSON on stdin, a connector that cannot be configured
+
+Credentials are read from the environment only, never from flags.
+"""
+
+_SECRET_FLAG = re.compile(r"token|api[-_]?key|password|passwd|secret|credential", re.IGNORECASE)
+_VALUE_OPTIONS = {"--root", "--backup-dir", "--format"}
+
+
+def build_parser() -> Parser:
+    """The argument parser of ``reversi-connectors``."""
+    parser = Parser(
+        prog=PROG,
+        description="Serve Reversi connectors over MCP, print their manifests, run compensations.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="serve one connector's tools over MCP on stdio",
+        description="Serve one connector's tools as an MCP server on stdin/stdout.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    serve.add_argument("name", metavar="NAME", help="connector name (see 'manifests all')")
+    _add_fs_options(serve)
+
+    manifests = sub.add_parser(
+        "manifests",
+        help="print manifests as JSON or YAML",
+        description="Print the manifests of one connector or of all installed "
+        "connectors. Needs no credentials.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    manifests.add_argument("name", metavar="NAME|all", help="connector name, or 'all'")
+    manifests.add_argument(
+        "--format", choices=("json", "yaml"), default="json", help="output format (default: json)"
+    )
+
+    compensate = sub.add_parser(
+        "compensate",
+        help="run one compensation call read from stdin",
+        description="Read one JSON object {tool, args, idempotency_key, run_id, step} on stdin, "
+        "run the compensation with the connector that owns the tool, print its JSON result "
+        "and exit 0; on failure exit non-zero with the reason as the last line of stderr. "
+        "Every installed connector whose credential variable is set is enabled; connectors "
+        "without credentials (fs) always are.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_fs_options(compensate)
+    return parser
+
+
+def _add_fs_options(parser: Parser) -> None:
+    parser.add_argument(
+        "--root",
+        metavar="DIR",
+        help="root directory of the fs connector: the only tree it may touch",
+    )
+    parser.add_argument(
+        "--backup-dir",
+        metavar="DIR",
+        help="where the fs connector keeps backups (default: <root>/.reversi-backups)",
+    )
+
+
+def _options(args: Any) -> dict[str, Any]:
+    return {
+        k: v for k, v in (("root", args.root), ("backup_dir", args.backup_dir)) if v is not None
+    }
+
+
+# -- refusing credentials on the command line -----------------------------------------
+
+
+def _positionals(argv: Sequence[str]) -> list[str]:
+    out: list[str] = []
+    skip = False
+    for token in argv:
+        if skip:
+            skip = False
+            continue
+        if token.startswith("-"):
+            skip = token in _VALUE_OPTIONS
+            continue
+        out.append(token)
+    return out
+
+
+def _credential_hint(argv: Sequence[str]) -> str:
+    """Which environment variable(s) to set instead of a credential flag."""
+    words = _positionals(argv)
+    name = words[1] if len(words) > 1 and words[0] in ("serve", "manifests") else None
+    if name is not None and name != "all":
+        try:
+            cls = load_connector_class(name)
+        except Exception:  # unknown or broken: fall through to the generic hint
+            cls = None
+        if cls is not None:
+            if cls.credential_env is None and not cls.env_vars:
+                return f"the {name} connector takes no credentials"
+            main_var = cls.credential_env or cls.env_vars[0]
+            hint = f"set {main_var} in the environment instead"
+            if len(cls.env_vars) > 1:
+                hint += f" ({name} reads {', '.join(cls.env_vars)})"
+            return hint
+    known = []
+    for token in sorted(available_connectors()):
+        try:
+            env = load_connector_class(token).credential_env
+        except Exception:  # noqa: S112 - a broken connector simply adds no hint
+            continue
+        if env:
+            known.append(env)
+    if known:
+        return (
+            "set the connector's credential variable in the environment instead "
+            f"(installed connectors read {', '.join(known)})"
+        )
+    return "set the connector's credential variable in the environment instead"
+
+
+def _refuse_credential_flags(argv: Sequence[str]) -> None:
+    for word in argv:
+        if word == "--":
+            break
+        if not word.startswith("-"):
+            continue
+        flag = word.split("=", 1)[0]
+        if _SECRET_FLAG.search(flag.lstrip("-")):
+            raise CliError(
+                f"{flag} is not accepted: credentials are read from the environment only; "
+                + _credential_hint(argv),
+                EXIT_USAGE,
+            )
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+def _load(name: str) -> type[Connector]:
+    try:
+        return load_connector_class(name)
+    except ConfigurationError as exc:  # ConnectorNotFoundError lists the installed ones
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except Exception as exc:
+        raise CliError(
+            f"cannot load connector {name!r}: {type(exc).__name__}: {exc}", EXIT_USAGE
+        ) from None
+
+
+def manifest_objects(classes: Sequence[type[Connector]]) -> list[dict[str, Any]]:
+    """The printed form of every manifest of ``classes``: ``output_schema`` only when set."""
+    out = []
+    for cls in classes:
+        for manifest in cls.manifests():
+            data = manifest.to_json()
+            if data.get("output_schema") is None:
+                data.pop("output_schema", None)
+            out.append(data)
+    return out
+
+
+def _cmd_manifests(args: Any) -> int:
+    names = sorted(available_connectors()) if args.name == "all" else [args.name]
+    if not names:
+        raise CliError(
+            "no connectors are installed (entry-point group reversi.connectors)", EXIT_USAGE
+        )
+    objects = manifest_objects([_load(n) for n in names])
+    if args.format == "yaml":
+        sys.stdout.write(yaml.safe_dump(objects, sort_keys=False, allow_unicode=True))
+    else:
+        print(json.dumps(objects, indent=2, ensure_ascii=False))
+    return EXIT_OK
+
+
+def _cmd_serve(args: Any) -> int:
+    from ..mcp.serve import serve_stdio
+
+    cls = _load(args.name)
+    try:
+        connector = cls.from_env(os.environ, **_options(args))
+    except ConfigurationError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    anyio.run(serve_stdio, connector)
+    return EXIT_OK
+
+
+def _cmd_compensate(args: Any) -> int:
+    raw = sys.stdin.read()
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"stdin is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
+            'expected one object {"tool", "args", "idempotency_key", "run_id", "step"}',
+            EXIT_USAGE,
+        ) from None
+    try:
+        call = CompensationCall.from_json(data)
+    except InvalidArgumentsError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    try:
+        connectors = enabled_from_env(**_options(args))
+    except ConfigurationError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+    async def run() -> dict[str, Any]:
+        try:
+            return await compensator_for(connectors)(call)
+        finally:
+            for connector in connectors:
+                await connector.aclose()
+
+    try:
+        result = anyio.run(run)
+    except ReversiError as exc:
+        # the protocol: exit non-zero, the reason alone on the last line of stderr
+        print(one_line(str(exc)) or type(exc).__name__, file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps(result))
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``reversi-connectors``; return the exit status (see :data:`EPILOG`)."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    try:
+        _refuse_credential_flags(argv)
+        try:
+            args = parser.parse_args(argv)
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+        if args.command == "manifests":
+            return _cmd_manifests(args)
+        if args.command == "serve":
+            return _cmd_serve(args)
+        return _cmd_compensate(args)
+    except CliError as exc:
+        return fail(PROG, str(exc), exc.code)
+    except KeyboardInterrupt:
+        return fail(PROG, "interrupted", 130)
+    except Exception as exc:  # a bug: still one line, never a traceback with a secret in it
+        return fail(PROG, f"unexpected {type(exc).__name__}: {exc}", EXIT_FAILED)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

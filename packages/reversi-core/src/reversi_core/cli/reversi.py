@@ -1,0 +1,623 @@
+"""``reversi``: inspect journaled runs, roll them back, resolve uncertain steps.
+
+Argument parsing and output only: the work is done by :class:`reversi_core.engine.Run`
+on a :class:`reversi_core.journal.SQLiteJournal`. Human output is drawn with rich;
+``--json`` output is printed plainly (never wrapped or truncated). Errors are one line
+on stderr. Exit statuses are listed in :data:`EPILOG` and in ``docs/cli.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import shutil
+import sqlite3
+import sys
+from collections.abc import Callable, Sequence
+from datetime import datetime
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import anyio
+import yaml
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator
+from ..connector import load_connector_class
+from ..engine import RollbackReport, Run
+from ..errors import (
+    ConfigurationError,
+    JournalError,
+    RollbackInProgressError,
+    RunStateError,
+)
+from ..journal import (
+    RollbackState,
+    RunRecord,
+    RunStatus,
+    SQLiteJournal,
+    StepRecord,
+    StepState,
+    resolve_data_dir,
+)
+from ..manifest import Effect, Manifest
+from ..redact import scrub
+from ..registry import Registry
+from ._common import CliError, Parser, fail
+
+__all__ = [
+    "EXIT_BUSY",
+    "EXIT_INCOMPLETE",
+    "EXIT_INTERNAL",
+    "EXIT_JOURNAL",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
+
+PROG = "reversi"
+
+EXIT_OK = 0
+EXIT_INCOMPLETE = 1
+EXIT_USAGE = 2
+EXIT_JOURNAL = 3
+EXIT_BUSY = 4
+EXIT_INTERNAL = 5
+
+EPILOG = """\
+exit status:
+  0  success; for rollback: the rollback is complete
+  1  rollback incomplete: some steps are outstanding (listed in the report);
+     deal with them and run the same command again
+  2  usage or bad input: bad arguments, unknown run or step, malformed JSON,
+     a step that is not uncertain, a compensator command that cannot be found
+  3  journal error: the data directory or journal is missing or unreadable,
+     or was written by a newer reversi-core
+  4  another process is rolling back the same run right now
+  5  internal error (a bug: please report it)
+
+The data directory is --data DIR, else $REVERSI_DATA, else ./reversi-data.
+"""
+
+_STATUS_STYLE = {
+    RunStatus.OPEN: "cyan",
+    RunStatus.ROLLING_BACK: "magenta",
+    RunStatus.ROLLED_BACK: "green",
+    RunStatus.ROLLBACK_INCOMPLETE: "bold red",
+}
+
+_ROLLBACK_STYLE = {
+    RollbackState.COMPENSATED: "green",
+    RollbackState.NOT_APPLICABLE: "dim",
+    RollbackState.COMPENSATION_FAILED: "bold red",
+    RollbackState.VERIFICATION_FAILED: "bold red",
+    RollbackState.DEFERRED: "yellow",
+    RollbackState.UNRECOVERABLE: "bold red",
+}
+
+_STATE_STYLE = {
+    StepState.SUCCEEDED: "green",
+    StepState.FAILED: "red",
+    StepState.REJECTED: "dim",
+    StepState.PENDING: "magenta",
+    StepState.UNCERTAIN: "bold yellow",
+}
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def build_parser() -> Parser:
+    """The argument parser of ``reversi``."""
+    fmt = argparse.RawDescriptionHelpFormatter
+    common = Parser(add_help=False)
+    common.add_argument(
+        "--data",
+        metavar="DIR",
+        help="data directory holding the journal (default: $REVERSI_DATA, else ./reversi-data)",
+    )
+    parser = Parser(
+        prog=PROG,
+        description="Inspect the journaled runs of AI agents, roll them back, "
+        "resolve uncertain steps.",
+        epilog=EPILOG,
+        formatter_class=fmt,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    runs = sub.add_parser(
+        "runs",
+        parents=[common],
+        help="list runs",
+        epilog=EPILOG,
+        formatter_class=fmt,
+        description="List the journaled runs, oldest first.",
+    )
+    runs.add_argument("--json", action="store_true", help="print JSON instead of a table")
+
+    show = sub.add_parser(
+        "show",
+        parents=[common],
+        help="show a run and its steps",
+        epilog=EPILOG,
+        formatter_class=fmt,
+        description="Show a run and every step, with uncertain steps marked.",
+    )
+    show.add_argument("run", metavar="RUN", help="run id")
+    show.add_argument("--json", action="store_true", help="print JSON instead of tables")
+
+    rollback = sub.add_parser(
+        "rollback",
+        parents=[common],
+        help="roll a run back",
+        epilog=EPILOG,
+        formatter_class=fmt,
+        description="Undo a run newest step first. Each compensation is one invocation of the "
+        "compensator command, which reads the call as JSON on stdin. Running the same rollback "
+        "again retries only what is outstanding.",
+    )
+    rollback.add_argument("run", metavar="RUN", help="run id")
+    rollback.add_argument(
+        "--compensator-cmd",
+        metavar="CMD",
+        required=True,
+        help="command run once per compensation (split like a shell line, run without a shell), "
+        'e.g. "reversi-connectors compensate --root ."',
+    )
+    rollback.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=DEFAULT_COMPENSATION_TIMEOUT,
+        help=f"time limit of one compensation (default: {DEFAULT_COMPENSATION_TIMEOUT:g})",
+    )
+    rollback.add_argument("--json", action="store_true", help="print the report as JSON")
+
+    resolve = sub.add_parser(
+        "resolve",
+        parents=[common],
+        help="record whether an uncertain step took effect",
+        epilog=EPILOG,
+        formatter_class=fmt,
+        description="Record a person's finding about an uncertain step: it was applied (a "
+        "rollback will undo it) or not applied (a rollback will leave it alone).",
+    )
+    resolve.add_argument("run", metavar="RUN", help="run id")
+    resolve.add_argument("step", metavar="STEP", type=int, help="step number")
+    which = resolve.add_mutually_exclusive_group(required=True)
+    which.add_argument("--applied", action="store_true", help="the call did take effect")
+    which.add_argument("--not-applied", action="store_true", help="the call did not take effect")
+    resolve.add_argument(
+        "--result-json",
+        metavar="JSON",
+        help="with --applied: the JSON object the call returned, when the compensation's "
+        "arguments come from the result",
+    )
+    resolve.add_argument(
+        "--manifests",
+        metavar="DIR",
+        help="directory of manifest files (JSON or YAML) to find the tool's compensation in, "
+        "for tools whose connector is not installed here",
+    )
+    resolve.add_argument("--json", action="store_true", help="print the resolved step as JSON")
+    return parser
+
+
+# -- shared helpers -------------------------------------------------------------------------
+
+
+def _open_journal(args: argparse.Namespace) -> SQLiteJournal:
+    try:
+        return SQLiteJournal.open(resolve_data_dir(args.data), create=False)
+    except JournalError as exc:
+        raise CliError(str(exc), EXIT_JOURNAL) from None
+
+
+def _get_run(journal: SQLiteJournal, run_id: str) -> RunRecord:
+    try:
+        return journal.get_run(run_id)
+    except JournalError:
+        raise CliError(
+            f"no run {run_id!r} in {journal.path} (see 'reversi runs')", EXIT_USAGE
+        ) from None
+
+
+def _get_step(journal: SQLiteJournal, run_id: str, seq: int) -> StepRecord:
+    try:
+        return journal.get_step(run_id, seq)
+    except JournalError:
+        raise CliError(
+            f"run {run_id} has no step {seq} (see 'reversi show {run_id}')", EXIT_USAGE
+        ) from None
+
+
+def _when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts).astimezone().isoformat(sep=" ", timespec="seconds")
+
+
+def _print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def _data_flag(args: argparse.Namespace) -> str:
+    return f" --data {shlex.quote(args.data)}" if args.data else ""
+
+
+def _state_text(step: StepRecord) -> Text:
+    if step.state is StepState.UNCERTAIN:
+        if step.resolution:
+            return Text(f"uncertain → {step.resolution.replace('_', ' ')}", style="yellow")
+        return Text("⚠ UNCERTAIN", style=_STATE_STYLE[step.state])
+    return Text(step.state.value, style=_STATE_STYLE.get(step.state, ""))
+
+
+def _rollback_text(step: StepRecord) -> Text:
+    if step.rollback_state is None:
+        return Text("")
+    return Text(step.rollback_state.value, style=_ROLLBACK_STYLE.get(step.rollback_state, ""))
+
+
+def _unresolved(steps: Sequence[StepRecord]) -> list[StepRecord]:
+    return [s for s in steps if s.state is StepState.UNCERTAIN and s.resolution is None]
+
+
+def _resolve_hint(
+    console: Console, run_id: str, steps: Sequence[StepRecord], args: argparse.Namespace
+) -> None:
+    if not steps:
+        return
+    console.print(
+        f"\n[bold yellow]⚠ {len(steps)} uncertain step(s):[/] the call may or may not have taken "
+        "effect. Check the backend, then record what you found:"
+    )
+    for s in steps:
+        cmd = f"reversi resolve {run_id} {s.seq} --applied|--not-applied{_data_flag(args)}"
+        console.print(f"  step {s.seq} {escape(s.tool)}:  [bold]{escape(cmd)}[/]", soft_wrap=True)
+    console.print("A rollback leaves uncertain steps alone until they are resolved.")
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
+    with _open_journal(args) as journal:
+        runs = journal.list_runs()
+    if args.json:
+        _print_json([r.to_json() for r in runs])
+        return EXIT_OK
+    if not runs:
+        out.print(f"no runs in {escape(str(resolve_data_dir(args.data)))}")
+        return EXIT_OK
+    table = Table(title=f"runs in {escape(str(resolve_data_dir(args.data)))}", title_justify="left")
+    table.add_column("run", no_wrap=True)
+    table.add_column("started", no_wrap=True)
+    table.add_column("status", no_wrap=True)
+    table.add_column("steps", justify="right")
+    table.add_column("label")
+    for r in runs:
+        table.add_row(
+            r.id,
+            _when(r.started_at),
+            Text(r.status.value, style=_STATUS_STYLE.get(r.status, "")),
+            str(r.step_count),
+            escape(r.label or ""),
+        )
+    out.print(table)
+    return EXIT_OK
+
+
+def _step_details(step: StepRecord) -> str:
+    parts = []
+    if step.error:
+        parts.append(f"[red]error:[/] {escape(step.error)}")
+    if step.compensation_error:
+        parts.append(f"[red]no compensation:[/] {escape(step.compensation_error)}")
+    if step.rollback_reason:
+        parts.append(f"[yellow]rollback:[/] {escape(step.rollback_reason)}")
+    if step.reason:
+        parts.append(f"[dim]agent: {escape(step.reason)}[/]")
+    return "\n".join(parts)
+
+
+def _cmd_show(args: argparse.Namespace, out: Console) -> int:
+    with _open_journal(args) as journal:
+        run = _get_run(journal, args.run)
+        steps = journal.list_steps(args.run)
+    if args.json:
+        _print_json({"run": run.to_json(), "steps": [s.to_json() for s in steps]})
+        return EXIT_OK
+    out.print(f"[bold]run {escape(run.id)}[/]" + (f"  ({escape(run.label)})" if run.label else ""))
+    out.print(f"  status:   [{_STATUS_STYLE.get(run.status, '')}]{run.status.value}[/]")
+    out.print(f"  started:  {_when(run.started_at)}")
+    if run.rollback_started_at:
+        out.print(
+            f"  rollback: started {_when(run.rollback_started_at)}"
+            + (
+                f", last finished {_when(run.rollback_finished_at)}"
+                if run.rollback_finished_at
+                else ""
+            )
+        )
+    out.print(f"  scope:    {escape(', '.join(run.scope)) or '(none)'}")
+    out.print(f"  steps:    {len(steps)}")
+    if not steps:
+        return EXIT_OK
+    rolled = any(s.rollback_state or s.rollback_reason for s in steps)
+    needs = any(s.requires for s in steps)
+    table = Table()
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("tool / effect", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    if rolled:
+        table.add_column("rollback", no_wrap=True)
+    table.add_column("reason / error", min_width=30, ratio=1)
+    if needs:
+        table.add_column("requires", no_wrap=True)
+    for s in steps:
+        row: list[Any] = [str(s.seq), f"{escape(s.tool)}\n[dim]{s.effect}[/]", _state_text(s)]
+        if rolled:
+            row.append(_rollback_text(s))
+        row.append(_step_details(s))
+        if needs:
+            row.append(", ".join(map(str, s.requires)))
+        table.add_row(*row)
+    out.print(table)
+    _resolve_hint(out, run.id, _unresolved(steps), args)
+    return EXIT_OK
+
+
+def _check_command(cmd: str) -> None:
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise CliError(
+            f"--compensator-cmd cannot be split like a shell line: {exc}", EXIT_USAGE
+        ) from None
+    if not argv:
+        raise CliError("--compensator-cmd is empty", EXIT_USAGE)
+    exe = argv[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise CliError(f"compensator command {exe} is not an executable file", EXIT_USAGE)
+    elif shutil.which(exe) is None:
+        raise CliError(f"compensator command {exe!r} is not on PATH", EXIT_USAGE)
+
+
+def _print_report(out: Console, report: RollbackReport, args: argparse.Namespace) -> None:
+    table = Table(title=f"rollback of {escape(report.run_id)}", title_justify="left")
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("rollback", no_wrap=True)
+    table.add_column("reason")
+    for s in report.steps:
+        rollback = (
+            _rollback_text(s) if s.rollback_state else Text("outstanding", style="bold yellow")
+        )
+        table.add_row(
+            str(s.seq), escape(s.tool), _state_text(s), rollback, escape(s.rollback_reason or "")
+        )
+    out.print(table)
+    if report.unrecoverable:
+        out.print("\n[bold red]Unrecoverable[/] (a person must undo these by hand):")
+        for o in report.unrecoverable:
+            out.print(f"  step {o.step} {escape(o.tool)}: {escape(o.reason)}")
+    uncertain = _unresolved(report.steps)
+    skip = {o.step for o in report.unrecoverable} | {s.seq for s in uncertain}
+    others = [o for o in report.outstanding if o.step not in skip]
+    if others:
+        out.print("\n[bold yellow]Outstanding:[/]")
+        for o in others:
+            out.print(f"  step {o.step} {escape(o.tool)} ({o.state}): {escape(o.reason)}")
+    _resolve_hint(out, report.run_id, uncertain, args)
+    if report.complete:
+        out.print(
+            f"\n[bold green]rollback complete[/]: {len(report.compensated_now)} compensation(s) "
+            "ran now; every step is undone or had nothing to undo."
+        )
+    else:
+        out.print(
+            f"\n[bold red]rollback incomplete[/]: {len(report.outstanding)} step(s) outstanding. "
+            "Deal with them and run the same command again; compensations that already "
+            "succeeded are not repeated."
+        )
+
+
+def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
+    _check_command(args.compensator_cmd)
+    try:
+        compensator = CommandCompensator(args.compensator_cmd, timeout=args.timeout)
+    except ConfigurationError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+    with _open_journal(args) as journal:
+        _get_run(journal, args.run)
+        # The journal holds every compensation call already computed, so the rollback
+        # needs no manifests: an empty registry is enough.
+        run = Run.open(journal, Registry({}), args.run)
+        with err.status(f"rolling back {escape(args.run)}…") as status:
+
+            def progress(step: StepRecord, state: RollbackState | None, reason: str | None) -> None:
+                label = state.value if state else "outstanding"
+                style = _ROLLBACK_STYLE.get(state, "") if state else "yellow"
+                err.print(
+                    f"  step {step.seq} {escape(step.tool)}: [{style}]{label}[/]"
+                    + (
+                        f" ({escape(reason)})"
+                        if reason and state is not RollbackState.NOT_APPLICABLE
+                        else ""
+                    )
+                )
+                status.update(f"rolling back {escape(args.run)}: step {step.seq} done…")
+
+            try:
+                report = anyio.run(partial(run.rollback, compensate=compensator, progress=progress))
+            except RollbackInProgressError as exc:
+                raise CliError(str(exc), EXIT_BUSY) from None
+    if args.json:
+        _print_json(report.to_json())
+    else:
+        _print_report(out, report, args)
+    return EXIT_OK if report.complete else EXIT_INCOMPLETE
+
+
+def _load_manifest_files(directory: str, tool: str) -> Manifest | None:
+    path = Path(directory)
+    if not path.is_dir():
+        raise CliError(f"--manifests {directory} is not a directory", EXIT_USAGE)
+    for file in sorted(path.iterdir()):
+        if file.suffix not in (".json", ".yaml", ".yml"):
+            continue
+        try:
+            text = file.read_text()
+            data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
+        except (OSError, ValueError, yaml.YAMLError) as exc:
+            raise CliError(f"cannot read manifests from {file}: {exc}", EXIT_USAGE) from None
+        for item in data if isinstance(data, list) else [data]:
+            if isinstance(item, dict) and item.get("name") == tool:
+                try:
+                    return Manifest.model_validate(item)
+                except Exception as exc:
+                    raise CliError(
+                        f"invalid manifest for {tool} in {file}: {exc}", EXIT_USAGE
+                    ) from None
+    return None
+
+
+def _manifest_for(tool: str, manifests_dir: str | None) -> Manifest | None:
+    if manifests_dir:
+        found = _load_manifest_files(manifests_dir, tool)
+        if found is not None:
+            return found
+    try:
+        cls = load_connector_class(tool.split(".", 1)[0])
+    except Exception:
+        return None
+    return next((m for m in cls.manifests() if m.name == tool), None)
+
+
+def _parse_result(text: str | None) -> dict[str, Any] | None:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise CliError(
+            f"--result-json is not valid JSON ({exc.msg} at column {exc.colno})", EXIT_USAGE
+        ) from None
+    if not isinstance(value, dict):
+        raise CliError("--result-json must be a JSON object", EXIT_USAGE)
+    return value
+
+
+def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
+    applied = bool(args.applied)
+    if not applied and args.result_json is not None:
+        raise CliError("--result-json goes with --applied only", EXIT_USAGE)
+    result = _parse_result(args.result_json)
+    with _open_journal(args) as journal:
+        _get_run(journal, args.run)
+        step = _get_step(journal, args.run, args.step)
+        manifests: dict[str, Manifest] = {}
+        needs_map = step.effect in (Effect.REVERSIBLE.value, Effect.COMPENSABLE.value)
+        if applied and step.state is StepState.UNCERTAIN and needs_map:
+            manifest = _manifest_for(step.tool, args.manifests)
+            if manifest is None:
+                raise CliError(
+                    f"no manifest for {step.tool} is known here, so its compensation cannot be "
+                    "computed: install its connector or pass --manifests DIR",
+                    EXIT_USAGE,
+                )
+            manifests[step.tool] = manifest
+        run = Run.open(journal, Registry(manifests), args.run)
+        try:
+            resolved = run.resolve(args.step, applied=applied, result=result)
+        except RunStateError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+    if args.json:
+        _print_json(resolved.to_json())
+        return EXIT_OK
+    how = "applied" if applied else "not applied"
+    out.print(
+        f"step {resolved.seq} ({escape(resolved.tool)}) of run {escape(args.run)} "
+        f"resolved as {how}."
+    )
+    if not applied:
+        out.print("A rollback will leave it alone.")
+    elif resolved.compensation:
+        call = json.dumps(resolved.compensation["args"], ensure_ascii=False)
+        out.print(
+            f"A rollback will undo it with {escape(resolved.compensation['tool'])} {escape(call)}.",
+            soft_wrap=True,
+        )
+    elif resolved.compensation_error:
+        out.print(
+            "[bold red]Its compensation cannot be computed:[/] "
+            + escape(resolved.compensation_error)
+        )
+    else:
+        out.print(
+            "It has no compensation: a rollback will list it as unrecoverable, "
+            "for a person to undo."
+        )
+    return EXIT_OK
+
+
+# -- entry point ------------------------------------------------------------------------------
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``reversi``; return the exit status (see :data:`EPILOG`)."""
+    parser = build_parser()
+    out = Console(highlight=False)
+    if not out.is_terminal and not os.environ.get("COLUMNS"):
+        out = Console(highlight=False, width=120)  # a pipe or a file: no terminal to fit
+    err = Console(stderr=True, highlight=False)
+    try:
+        try:
+            args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
+        except SystemExit as exc:  # --help
+            return int(exc.code or 0)
+        commands: dict[str, Callable[[], int]] = {
+            "runs": lambda: _cmd_runs(args, out),
+            "show": lambda: _cmd_show(args, out),
+            "rollback": lambda: _cmd_rollback(args, out, err),
+            "resolve": lambda: _cmd_resolve(args, out),
+        }
+        return commands[args.command]()
+    except CliError as exc:
+        return fail(PROG, str(exc), exc.code)
+    except JournalError as exc:
+        return fail(PROG, str(exc), EXIT_JOURNAL)
+    except sqlite3.Error as exc:
+        return fail(PROG, f"journal error: {exc}", EXIT_JOURNAL)
+    except KeyboardInterrupt:
+        return fail(PROG, "interrupted", 130)
+    except Exception as exc:
+        return fail(
+            PROG,
+            scrub(f"internal error, please report it: {type(exc).__name__}: {exc}"),
+            EXIT_INTERNAL,
+        )
+
+
+if __name__ == "__main__":
+    sys.exit(main())

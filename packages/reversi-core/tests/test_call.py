@@ -1,0 +1,394 @@
+"""A call (docs/engine.md, "A call"): each rule as its own test."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _memconnector import MemConnector, raw_executor
+from _procs import journal_bytes
+
+from reversi_core import (
+    ApprovalDecision,
+    ApprovalDenied,
+    ApprovalRequest,
+    CallContext,
+    EffectUncertainError,
+    InvalidArgumentsError,
+    PermissionDenied,
+    Run,
+    SQLiteJournal,
+    StepState,
+    ToolError,
+    UnknownToolError,
+    compensator_for,
+    register_secret,
+)
+from reversi_core.journal import RollbackState
+
+pytestmark = pytest.mark.anyio
+
+MakeRun = Callable[..., Run]
+
+
+# -- rule 1: refused before execution -------------------------------------------------
+
+
+async def test_unknown_tool_is_rejected_journaled_and_not_executed(make_run: MakeRun) -> None:
+    executed: list[str] = []
+
+    async def execute(tool: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        executed.append(tool)
+        return {}
+
+    run = make_run(executor=execute)
+    with pytest.raises(UnknownToolError, match=r"mem\.nope"):
+        await run.call("mem.nope", {"x": 1}, reason="trying")
+    assert executed == []
+    [step] = run.steps()
+    assert step.state is StepState.REJECTED
+    assert step.tool == "mem.nope"
+    assert step.args == {"x": 1}
+    assert step.reason == "trying"
+    assert "unknown tool" in (step.error or "")
+
+
+async def test_permission_outside_scope_is_rejected_naming_the_permission(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run(scope=["mem:read"])
+    with pytest.raises(PermissionDenied, match="mem:write") as info:
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    assert info.value.permission == "mem:write"
+    assert mem.calls == []
+    assert mem.data == {}
+    [step] = run.steps()
+    assert step.state is StepState.REJECTED
+    assert step.permission == "mem:write"
+    assert "mem:write" in (step.error or "")
+
+
+async def test_invalid_arguments_are_rejected_field_by_field(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    with pytest.raises(InvalidArgumentsError) as info:
+        await run.call("mem.put", {"key": 3, "value": ["x"]})
+    problems = info.value.problems
+    assert len(problems) == 2
+    assert problems[0].startswith("args.key: ")
+    assert "3 is not of type 'string'" in problems[0]
+    assert problems[1].startswith("args.value: ")
+    with pytest.raises(InvalidArgumentsError) as missing:
+        await run.call("mem.put", {"value": "x"})
+    assert missing.value.problems == ["args: 'key' is a required property"]
+    assert mem.calls == []
+    steps = run.steps()
+    assert [s.state for s in steps] == [StepState.REJECTED, StepState.REJECTED]
+    assert "args.key" in (steps[0].error or "")
+    assert steps[0].args == {"key": 3, "value": ["x"]}
+
+
+# -- rule 2: approval -------------------------------------------------------------------
+
+
+async def test_approval_always_without_approver_is_rejected(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    with pytest.raises(ApprovalDenied, match="approval"):
+        await run.call("mem.guarded_put", {"key": "a", "value": "1"})
+    assert mem.calls == []
+    [step] = run.steps()
+    assert step.state is StepState.REJECTED
+    assert step.approval is not None
+    assert step.approval["approved"] is False
+    assert step.approval["by"] == "no approver"
+
+
+async def test_approver_denial_is_rejected_with_the_decision_journaled(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        asked.append(request)
+        return ApprovalDecision(False, by="alice", note="not today")
+
+    run = make_run(approver=approver)
+    with pytest.raises(ApprovalDenied, match="alice denied it: not today"):
+        await run.call("mem.guarded_put", {"key": "a", "value": "1"}, reason="because")
+    assert mem.calls == []
+    assert len(asked) == 1
+    assert asked[0].tool == "mem.guarded_put"
+    assert asked[0].args == {"key": "a", "value": "1"}
+    assert asked[0].reason == "because"
+    assert asked[0].run_id == run.id
+    [step] = run.steps()
+    assert step.state is StepState.REJECTED
+    assert step.approval == {"approved": False, "by": "alice", "note": "not today"}
+
+
+async def test_approver_approval_runs_the_call_with_the_decision_journaled(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    async def approver(request: ApprovalRequest) -> ApprovalDecision:
+        return ApprovalDecision(True, by="bob", note="fine")
+
+    run = make_run(approver=approver)
+    seq, result = await run.call("mem.guarded_put", {"key": "a", "value": "1"})
+    assert result == {"previous": None, "existed": False}
+    assert mem.data == {"a": "1"}
+    step = run.journal.get_step(run.id, seq)
+    assert step.state is StepState.SUCCEEDED
+    assert step.approval == {"approved": True, "by": "bob", "note": "fine"}
+
+
+async def test_approver_answering_a_bool_is_accepted(make_run: MakeRun, mem: MemConnector) -> None:
+    async def approver(request: ApprovalRequest) -> bool:
+        return True
+
+    run = make_run(approver=approver)
+    seq, _ = await run.call("mem.guarded_put", {"key": "a", "value": "1"})
+    assert run.journal.get_step(run.id, seq).approval == {
+        "approved": True,
+        "by": "approver",
+        "note": None,
+    }
+
+
+async def test_approval_never_does_not_ask_the_approver(make_run: MakeRun) -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def approver(request: ApprovalRequest) -> bool:
+        asked.append(request)
+        return False
+
+    run = make_run(approver=approver)
+    await run.call("mem.put", {"key": "a", "value": "1"})
+    assert asked == []
+    assert run.steps()[0].approval is None
+
+
+# -- rules 3-5: intent, execution, outcome ------------------------------------------------
+
+
+async def test_pending_is_durable_before_execution(
+    make_run: MakeRun, mem: MemConnector, data_dir: Path
+) -> None:
+    seen: list[tuple[StepState, str, str | None]] = []
+
+    def look(args: dict[str, Any], ctx: CallContext) -> None:
+        other = SQLiteJournal.open(data_dir, create=False)  # a second connection
+        try:
+            assert ctx.run_id is not None
+            assert ctx.step is not None
+            step = other.get_step(ctx.run_id, ctx.step)
+            seen.append((step.state, step.tool, step.owner))
+        finally:
+            other.close()
+
+    mem.hooks["mem.put"] = look
+    run = make_run()
+    seq, _ = await run.call("mem.put", {"key": "a", "value": "1"})
+    assert len(seen) == 1
+    state, tool, owner = seen[0]
+    assert state is StepState.PENDING
+    assert tool == "mem.put"
+    assert owner is not None
+    assert run.journal.get_step(run.id, seq).state is StepState.SUCCEEDED
+
+
+async def test_succeeded_with_compensation_computed_at_call_time(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.data["a"] = "old"
+    run = make_run()
+    seq, result = await run.call("mem.put", {"key": "a", "value": "new"})
+    assert result == {"previous": "old", "existed": True}
+    step = run.journal.get_step(run.id, seq)
+    assert step.state is StepState.SUCCEEDED
+    assert step.result == result
+    assert step.finished_at is not None
+    assert step.rollback_state is None
+    assert step.compensation == {
+        "tool": "mem.restore",
+        "args": {"key": "a", "previous": "old", "existed": True},
+    }
+    assert step.compensation_error is None
+    # compensable: the prior state travels in the result
+    seq2, _ = await run.call("mem.bump", {"name": "n", "by": 5})
+    assert run.journal.get_step(run.id, seq2).compensation == {
+        "tool": "mem.set_counter",
+        "args": {"name": "n", "value": 0},
+    }
+
+
+async def test_tool_error_makes_the_step_failed(make_run: MakeRun, mem: MemConnector) -> None:
+    mem.fault("mem.put", "tool_error", message="HTTP 409 conflict")
+    run = make_run()
+    with pytest.raises(ToolError, match="HTTP 409 conflict"):
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    [step] = run.steps()
+    assert step.state is StepState.FAILED
+    assert step.error == "HTTP 409 conflict"
+    assert step.compensation is None
+    assert step.result is None
+
+
+async def test_effect_uncertain_error_makes_the_step_uncertain(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "uncertain", message="connection reset after sending")
+    run = make_run()
+    with pytest.raises(EffectUncertainError, match="connection reset"):
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    [step] = run.steps()
+    assert step.state is StepState.UNCERTAIN
+    assert step.error == "connection reset after sending"
+    assert step.compensation is None
+
+
+async def test_unexpected_exception_from_a_writing_tool_makes_the_step_uncertain(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "unexpected", message="boom")
+    run = make_run(executor=raw_executor(mem))  # the RuntimeError reaches the engine as is
+    with pytest.raises(EffectUncertainError, match="RuntimeError: boom"):
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    [step] = run.steps()
+    assert step.state is StepState.UNCERTAIN
+    assert "unexpected error: RuntimeError: boom" in (step.error or "")
+
+
+async def test_unexpected_exception_through_the_connector_is_uncertain_too(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "unexpected", message="boom")
+    run = make_run()  # Connector.call maps the RuntimeError itself
+    with pytest.raises(EffectUncertainError, match="outcome unknown"):
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    assert run.steps()[0].state is StepState.UNCERTAIN
+
+
+async def test_unexpected_exception_from_a_read_only_tool_makes_the_step_failed(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.get", "unexpected", message="bad read")
+    run = make_run(executor=raw_executor(mem))
+    with pytest.raises(ToolError, match="RuntimeError: bad read") as info:
+        await run.call("mem.get", {"key": "a"})
+    assert info.value.code == "unexpected"
+    [step] = run.steps()
+    assert step.state is StepState.FAILED
+    assert "bad read" in (step.error or "")
+
+
+async def test_timeout_on_a_write_makes_the_step_uncertain(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "hang")
+    run = make_run()
+    with pytest.raises(EffectUncertainError, match=r"did not finish within 0\.05 s"):
+        await run.call("mem.put", {"key": "a", "value": "1"}, timeout=0.05)
+    [step] = run.steps()
+    assert step.state is StepState.UNCERTAIN
+    assert "may or may not have taken effect" in (step.error or "")
+
+
+async def test_timeout_on_a_read_makes_the_step_failed(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.get", "hang")
+    run = make_run()
+    with pytest.raises(ToolError, match=r"did not finish within 0\.05 s") as info:
+        await run.call("mem.get", {"key": "a"}, timeout=0.05)
+    assert info.value.code == "timeout"
+    [step] = run.steps()
+    assert step.state is StepState.FAILED
+
+
+async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_rollback(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "bad_result")  # the put happens but its result lacks "previous"
+    run = make_run()
+    seq, result = await run.call("mem.put", {"key": "a", "value": "1"})
+    assert result == {}
+    step = run.journal.get_step(run.id, seq)
+    assert step.state is StepState.SUCCEEDED
+    assert step.compensation is None
+    assert step.compensation_error is not None
+    assert "result.previous" in step.compensation_error
+    report = await run.rollback(compensate=compensator_for([mem]))
+    assert mem.calls_of("mem.restore") == []  # never called with missing arguments
+    assert not report.complete
+    [out] = report.outstanding
+    assert out.step == seq
+    assert out.state == RollbackState.COMPENSATION_FAILED.value
+    assert out.reason == step.compensation_error
+    assert run.journal.get_step(run.id, seq).rollback_state is RollbackState.COMPENSATION_FAILED
+
+
+async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    d1, _ = await run.call("mem.mkdir", {"path": "docs"})
+    d2, _ = await run.call("mem.mkdir", {"path": "src"})
+    mem.fault("mem.mkdir", "tool_error", times=1)
+    with pytest.raises(ToolError):
+        await run.call("mem.mkdir", {"path": "docs/api"})  # failed: never a dependency
+    inner, _ = await run.call("mem.put", {"key": "docs/api/index", "value": "x"})
+    outside, _ = await run.call("mem.put", {"key": "other", "value": "y"})
+    prefix, _ = await run.call("mem.put", {"key": "docsx/a", "value": "z"})
+    by_seq = {s.seq: s for s in run.steps()}
+    assert by_seq[inner].requires == [d1]
+    assert by_seq[outside].requires == []
+    assert by_seq[prefix].requires == []
+    assert by_seq[d2].requires == []
+
+
+async def test_idempotency_key_in_context_is_the_journaled_key(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    s1, _ = await run.call("mem.put", {"key": "a", "value": "1"})
+    s2, _ = await run.call("mem.put", {"key": "a", "value": "1"})
+    ctxs = [c.ctx for c in mem.calls_of("mem.put")]
+    steps = {s.seq: s for s in run.steps()}
+    assert [c.idempotency_key for c in ctxs] == [
+        steps[s1].idempotency_key,
+        steps[s2].idempotency_key,
+    ]
+    assert ctxs[0].idempotency_key != ctxs[1].idempotency_key
+    assert [(c.run_id, c.step, c.compensation) for c in ctxs] == [
+        (run.id, s1, False),
+        (run.id, s2, False),
+    ]
+
+
+async def test_failure_messages_are_journaled_scrubbed(
+    make_run: MakeRun, mem: MemConnector, data_dir: Path
+) -> None:
+    secret = f"ghp_{uuid.uuid4().hex}"
+    register_secret(secret)
+    run = make_run()
+    mem.fault("mem.put", "tool_error", times=1, message=f"HTTP 401: token {secret} rejected")
+    with pytest.raises(ToolError) as failed:
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    assert secret in str(failed.value)  # the caller's own exception is the tool's
+    mem.fault("mem.put", "uncertain", times=1, message=f"lost connection using {secret}")
+    with pytest.raises(EffectUncertainError):
+        await run.call("mem.put", {"key": "b", "value": "2"})
+    steps = run.steps()
+    assert [s.error for s in steps] == [
+        "HTTP 401: token [REDACTED] rejected",
+        "lost connection using [REDACTED]",
+    ]
+    raw = journal_bytes(data_dir)
+    assert b"HTTP 401: token [REDACTED] rejected" in raw
+    assert secret.encode() not in raw

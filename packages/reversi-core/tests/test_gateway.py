@@ -1,0 +1,680 @@
+"""reversi-gateway, driven as a subprocess with the mcp stdio client.
+
+The upstream here is ``box``: a tiny connector written for these tests (the script in
+``BOX_SCRIPT``), served by :func:`reversi_core.mcp.serve.serve_stdio` exactly as
+``reversi-connectors serve`` serves an installed connector. Its files live in a root
+directory; a write's text can ask it to misbehave:
+
+* ``!fail``: a definite failure (ToolError), nothing written;
+* ``!uncertain``: writes, then reports an uncertain outcome;
+* ``!die``: writes, then the upstream process exits mid-call;
+* ``!hang``: never answers (writes a marker file ``hang.json`` with its pid and its
+  parent's, the gateway's, first).
+
+The same script is the compensator process (``box.py compensate ROOT``) and prints the
+manifests (``box.py manifests``). The fs end-to-end test is ``test_gateway_fs.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import anyio
+import mcp_types as types
+import pytest
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+from reversi_core import SQLiteJournal, StepState
+from reversi_core.journal import StepRecord
+
+BIN = Path(sys.executable).parent
+
+
+def _script(name: str) -> str:
+    path = BIN / name
+    return str(path) if path.exists() else name
+
+
+GATEWAY = _script("reversi-gateway")
+REVERSI = _script("reversi")
+
+BOX_SCRIPT = '''
+"""The box connector: files under a root; text starting with '!' misbehaves."""
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+from pydantic import BaseModel
+
+from reversi_core import (
+    CallContext, Compensation, CompensationCall, Connector, EffectUncertainError, ToolError, tool,
+)
+from reversi_core.manifest import Approval, Effect
+
+
+class WriteArgs(BaseModel):
+    name: str
+    text: str
+
+
+class RestoreArgs(BaseModel):
+    name: str
+    previous: str | None = None
+    existed: bool
+
+
+class NameArgs(BaseModel):
+    name: str
+
+
+class PublishArgs(BaseModel):
+    message: str
+
+
+RESTORE = Compensation(tool="box.restore", argument_map={
+    "name": "args.name", "previous": "result.previous", "existed": "result.existed"})
+
+
+class Box(Connector):
+    name = "box"
+    open_world = False
+
+    def __init__(self, root: str) -> None:
+        self.root = Path(root)
+
+    @classmethod
+    def from_env(cls, environ, **options):
+        return cls(options["root"])
+
+    async def _write(self, args: WriteArgs) -> dict[str, Any]:
+        if args.text == "!fail":
+            raise ToolError("the box is full", status=507, code="full")
+        path = self.root / args.name
+        existed = path.exists()
+        previous = path.read_text() if existed else None
+        if args.text == "!hang":
+            marker = {"upstream": os.getpid(), "gateway": os.getppid()}
+            (self.root.parent / "hang.json").write_text(json.dumps(marker))
+            await anyio.sleep(3600)
+        path.write_text(args.text)
+        if args.text == "!uncertain":
+            raise EffectUncertainError("the disk did not confirm the write")
+        if args.text == "!die":
+            os._exit(3)
+        return {"previous": previous, "existed": existed}
+
+    @tool(effect=Effect.REVERSIBLE, permission="box:write", input=WriteArgs, compensation=RESTORE)
+    async def write(self, args: WriteArgs, ctx: CallContext) -> dict[str, Any]:
+        """Write a file."""
+        return await self._write(args)
+
+    @tool(effect=Effect.REVERSIBLE, permission="box:write", input=WriteArgs, compensation=RESTORE,
+          approval=Approval.ALWAYS)
+    async def guarded_write(self, args: WriteArgs, ctx: CallContext) -> dict[str, Any]:
+        """Write a file, once a person approved it."""
+        return await self._write(args)
+
+    @tool(effect=Effect.IDEMPOTENT, permission="box:restore", input=RestoreArgs)
+    async def restore(self, args: RestoreArgs, ctx: CallContext) -> dict[str, Any]:
+        """Put a file back as it was."""
+        path = self.root / args.name
+        if args.existed:
+            path.write_text(args.previous or "")
+        elif path.exists():
+            path.unlink()
+        return {"name": args.name}
+
+    @tool(effect=Effect.READ_ONLY, permission="box:read", input=NameArgs)
+    async def read(self, args: NameArgs, ctx: CallContext) -> dict[str, Any]:
+        """Read a file."""
+        if args.name == "!hang":
+            await anyio.sleep(3600)
+        path = self.root / args.name
+        if not path.exists():
+            raise ToolError(f"no file {args.name}", code="not_found")
+        return {"text": path.read_text()}
+
+    @tool(effect=Effect.READ_ONLY, permission="box:read", input=NameArgs)
+    async def peek(self, args: NameArgs, ctx: CallContext) -> dict[str, Any]:
+        """Read a file (the tests leave this one without a manifest)."""
+        return {"text": (self.root / args.name).read_text()}
+
+    @tool(effect=Effect.IRREVERSIBLE, permission="box:publish", input=PublishArgs)
+    async def publish(self, args: PublishArgs, ctx: CallContext) -> dict[str, Any]:
+        """Publish a message (cannot be undone)."""
+        return {"published": args.message}
+
+
+def main() -> int:
+    command = sys.argv[1]
+    if command == "manifests":
+        print(json.dumps([m.to_json() for m in Box.manifests()], indent=2))
+        return 0
+    box = Box(sys.argv[2])
+    if command == "serve":
+        from reversi_core.mcp.serve import serve_stdio
+        anyio.run(serve_stdio, box)
+        return 0
+    if command == "compensate":
+        call = CompensationCall.from_json(json.load(sys.stdin))
+        try:
+            result = anyio.run(box.call, call.tool, call.args)
+        except Exception as exc:
+            print(f"{call.tool} failed: {exc}", file=sys.stderr)
+            return 1
+        print(json.dumps(result))
+        return 0
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
+'''
+
+
+# -- fixtures ------------------------------------------------------------------------
+
+
+class Box:
+    """Paths of one test's box upstream: the script, its root, manifests and data."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.script = tmp / "box.py"
+        self.script.write_text(textwrap.dedent(BOX_SCRIPT))
+        self.root = tmp / "root"
+        self.root.mkdir()
+        self.manifests = tmp / "manifests"
+        self.manifests.mkdir()
+        self.data = tmp / "data"
+        out = subprocess.run([sys.executable, str(self.script), "manifests"],
+                             check=True, capture_output=True, text=True)
+        self.all_manifests: list[dict[str, Any]] = json.loads(out.stdout)
+        # box.peek stays without a manifest: the gateway must hide it
+        self.write_manifests([m for m in self.all_manifests if m["name"] != "box.peek"])
+        self.errlogs: list[Path] = []
+
+    def write_manifests(self, manifests: list[dict[str, Any]]) -> None:
+        for old in self.manifests.iterdir():
+            old.unlink()
+        (self.manifests / "box.json").write_text(json.dumps(manifests, indent=2))
+
+    def argv(self, *extra: str) -> list[str]:
+        return [
+            "--manifests", str(self.manifests), "--data", str(self.data),
+            "--upstream-cmd", sys.executable,
+            "--upstream-arg", str(self.script), "--upstream-arg", "serve",
+            "--upstream-arg", str(self.root), *extra,
+        ]
+
+    def compensator(self) -> str:
+        return f"{sys.executable} {self.script} compensate {self.root}"
+
+    def stderr(self) -> str:
+        return "".join(p.read_text() for p in self.errlogs)
+
+    def steps(self, run_id: str) -> list[StepRecord]:
+        with SQLiteJournal.open(self.data, create=False) as journal:
+            return journal.list_steps(run_id)
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Box:
+    return Box(tmp_path)
+
+
+Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult | types.ErrorData]]
+
+
+@asynccontextmanager
+async def session(
+    box: Box, *extra: str, elicit: Elicit | None = None, name: str = "gateway-test"
+) -> AsyncIterator[ClientSession]:
+    """An initialized MCP client session with ``reversi-gateway`` in front of ``box``."""
+    errlog = box.tmp / f"gateway-{len(box.errlogs)}.err"
+    box.errlogs.append(errlog)
+    params = StdioServerParameters(command=GATEWAY, args=box.argv(*extra), env=dict(os.environ))
+    with errlog.open("w") as err:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write, elicitation_callback=elicit,
+                          client_info=types.Implementation(name=name, version="1")) as client,
+        ):
+            await client.initialize()
+            yield client
+
+
+def meta(result: types.CallToolResult) -> dict[str, Any]:
+    assert result.meta is not None
+    return result.meta
+
+
+def text(result: types.CallToolResult) -> str:
+    return "\n".join(c.text for c in result.content if isinstance(c, types.TextContent))
+
+
+def step(box: Box, result: types.CallToolResult) -> StepRecord:
+    m = meta(result)
+    steps = {s.seq: s for s in box.steps(m["reversi/run"])}
+    return steps[m["reversi/step"]]
+
+
+# -- listing -------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_lists_only_tools_with_manifests_with_annotations(box: Box) -> None:
+    async with session(box) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == {"box.write", "box.guarded_write", "box.restore", "box.read", "box.publish"}
+    write = tools["box.write"].annotations
+    assert write is not None
+    assert (write.read_only_hint, write.destructive_hint, write.idempotent_hint) == (False, True, False)
+    assert write.open_world_hint is False  # the upstream's own hint (box is a closed domain)
+    read = tools["box.read"].annotations
+    assert read is not None
+    assert (read.read_only_hint, read.destructive_hint, read.idempotent_hint) == (True, False, True)
+    restore = tools["box.restore"].annotations
+    assert restore is not None and restore.idempotent_hint is True
+    assert tools["box.write"].meta is not None
+    assert tools["box.write"].meta["reversi/effect"] == "reversible"
+    assert tools["box.write"].meta["reversi/permission"] == "box:write"
+    assert "hidden (no manifest): box.peek" in box.stderr()
+
+
+@pytest.mark.anyio
+async def test_unknown_and_hidden_tools_are_refused_and_journaled(box: Box) -> None:
+    async with session(box) as client:
+        hidden = await client.call_tool("box.peek", {"name": "a"})
+        unknown = await client.call_tool("nope.tool", {})
+    for result, name in ((hidden, "box.peek"), (unknown, "nope.tool")):
+        assert result.is_error
+        assert meta(result)["reversi/outcome"] == "rejected"
+        assert f"unknown tool {name!r}" in text(result)
+        record = step(box, result)
+        assert record.state is StepState.REJECTED
+        assert record.tool == name
+    assert not (box.root / "a").exists()
+
+
+@pytest.mark.anyio
+async def test_drifted_tool_is_reported_listed_and_refused(box: Box) -> None:
+    manifests = [m for m in box.all_manifests if m["name"] != "box.peek"]
+    for m in manifests:
+        if m["name"] == "box.write":
+            m["input_schema"]["properties"]["mode"] = {"type": "string"}  # an old manifest
+    box.write_manifests(manifests)
+    async with session(box) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        refused = await client.call_tool("box.write", {"name": "a", "text": "x"})
+        fine = await client.call_tool("box.read", {"name": "missing"})
+    assert tools["box.write"].meta is not None and tools["box.write"].meta["reversi/drifted"] is True
+    assert "drifted: box.write" in box.stderr()
+    assert refused.is_error
+    assert "reversi-connectors manifests box" in text(refused)
+    assert step(box, refused).state is StepState.REJECTED
+    assert not (box.root / "a").exists()
+    assert meta(fine)["reversi/outcome"] == "failed"  # other tools still go through
+
+
+# -- calls ---------------------------------------------------------------------------
+
+
+@pytest.mark.anyio
+async def test_write_and_read_through_the_gateway(box: Box) -> None:
+    async with session(box) as client:
+        first = await client.call_tool("box.write", {"name": "a.txt", "text": "one"})
+        second = await client.call_tool("box.write", {"name": "a.txt", "text": "two"},
+                                        meta={"reversi/reason": "fix the typo"})
+        read = await client.call_tool("box.read", {"name": "a.txt"})
+    assert not first.is_error and not read.is_error
+    assert first.structured_content == {"previous": None, "existed": False}
+    assert second.structured_content == {"previous": "one", "existed": True}
+    assert read.structured_content == {"text": "two"}
+    assert json.loads(text(read)) == {"text": "two"}
+    run_id = meta(first)["reversi/run"]
+    assert {meta(r)["reversi/run"] for r in (first, second, read)} == {run_id}
+    assert [meta(r)["reversi/step"] for r in (first, second, read)] == [1, 2, 3]
+    assert all(meta(r)["reversi/outcome"] == "succeeded" for r in (first, second, read))
+    assert (box.root / "a.txt").read_text() == "two"
+    steps = box.steps(run_id)
+    assert [s.state for s in steps] == [StepState.SUCCEEDED] * 3
+    assert steps[1].reason == "fix the typo"
+    assert steps[1].compensation == {
+        "tool": "box.restore", "args": {"name": "a.txt", "previous": "one", "existed": True}}
+    assert f"run {run_id} started" in box.stderr()
+
+
+@pytest.mark.anyio
+async def test_one_run_per_session_created_when_the_client_initializes(box: Box) -> None:
+    async with session(box) as client:
+        await client.list_tools()
+    async with session(box) as client:
+        result = await client.call_tool("box.read", {"name": "x"})
+    with SQLiteJournal.open(box.data, create=False) as journal:
+        runs = journal.list_runs()
+    assert len(runs) == 2
+    assert meta(result)["reversi/run"] in {r.id for r in runs}
+    assert all(r.label and "gateway-test via reversi-gateway" in r.label for r in runs)
+
+
+@pytest.mark.anyio
+async def test_scope_refusal_names_the_missing_permission(box: Box) -> None:
+    async with session(box, "--scope", "box:read") as client:
+        refused = await client.call_tool("box.write", {"name": "a", "text": "x"})
+        allowed = await client.call_tool("box.read", {"name": "a"})
+    assert refused.is_error
+    assert "box:write" in text(refused)
+    assert "--scope box:write" in text(refused)
+    assert refused.structured_content["error"]["permission"] == "box:write"
+    assert step(box, refused).state is StepState.REJECTED
+    assert meta(allowed)["reversi/outcome"] == "failed"  # no such file, but it ran
+    assert not (box.root / "a").exists()
+
+
+@pytest.mark.anyio
+async def test_default_scope_leaves_out_compensations_and_irreversible_tools(box: Box) -> None:
+    async with session(box) as client:
+        restore = await client.call_tool("box.restore", {"name": "a", "existed": False})
+        publish = await client.call_tool("box.publish", {"message": "hi"})
+    assert "box:restore" in text(restore)
+    assert "box:publish" in text(publish)
+    assert step(box, restore).state is StepState.REJECTED
+    assert step(box, publish).state is StepState.REJECTED
+
+
+@pytest.mark.anyio
+async def test_invalid_arguments_are_refused_and_journaled(box: Box) -> None:
+    async with session(box) as client:
+        result = await client.call_tool("box.write", {"name": "a"})
+    assert result.is_error
+    assert "args" in text(result) and "text" in text(result)
+    assert result.structured_content["error"]["code"] == "invalid_arguments"
+    assert step(box, result).state is StepState.REJECTED
+
+
+@pytest.mark.anyio
+async def test_upstream_failure_and_uncertain_outcome(box: Box) -> None:
+    async with session(box) as client:
+        failed = await client.call_tool("box.write", {"name": "a", "text": "!fail"})
+        uncertain = await client.call_tool("box.write", {"name": "b", "text": "!uncertain"})
+    assert meta(failed)["reversi/outcome"] == "failed"
+    assert "the box is full" in text(failed)
+    assert failed.structured_content["error"]["code"] == "full"
+    assert step(box, failed).state is StepState.FAILED
+    assert meta(uncertain)["reversi/outcome"] == "uncertain"
+    run_id = meta(uncertain)["reversi/run"]
+    assert f"reversi resolve {run_id} 2 --applied" in text(uncertain)
+    record = step(box, uncertain)
+    assert record.state is StepState.UNCERTAIN
+    assert "did not confirm" in (record.error or "")
+
+
+@pytest.mark.anyio
+async def test_upstream_dying_mid_call_is_uncertain_and_the_next_call_works(box: Box) -> None:
+    async with session(box) as client:
+        died = await client.call_tool("box.write", {"name": "a", "text": "!die"})
+        after = await client.call_tool("box.write", {"name": "b", "text": "fine"})
+        read = await client.call_tool("box.read", {"name": "a"})
+    assert meta(died)["reversi/outcome"] == "uncertain"
+    assert "exited or closed the connection" in text(died)
+    assert step(box, died).state is StepState.UNCERTAIN
+    assert meta(after)["reversi/outcome"] == "succeeded"
+    assert step(box, after).state is StepState.SUCCEEDED
+    assert read.structured_content == {"text": "!die"}  # the write did happen: hence uncertain
+    assert "retired" in box.stderr()
+
+
+@pytest.mark.anyio
+async def test_no_answer_within_the_call_timeout(box: Box) -> None:
+    async with session(box, "--call-timeout", "1") as client:
+        started = time.monotonic()
+        hung_write = await client.call_tool("box.write", {"name": "a", "text": "!hang"})
+        assert time.monotonic() - started < 10
+        hung_read = await client.call_tool("box.read", {"name": "!hang"})
+        after = await client.call_tool("box.write", {"name": "b", "text": "fine"})
+    assert meta(hung_write)["reversi/outcome"] == "uncertain"
+    assert "did not answer box.write within 1 s" in text(hung_write)
+    assert step(box, hung_write).state is StepState.UNCERTAIN
+    assert meta(hung_read)["reversi/outcome"] == "failed"  # a read changes nothing
+    assert step(box, hung_read).state is StepState.FAILED
+    assert meta(after)["reversi/outcome"] == "succeeded"
+    assert (box.root / "b").read_text() == "fine"
+    marker = json.loads((box.tmp / "hang.json").read_text())
+    with suppress(ProcessLookupError):
+        os.kill(marker["upstream"], signal.SIGKILL)
+
+
+# -- approval ------------------------------------------------------------------------
+
+
+def answering(result: types.ElicitResult, seen: list[str]) -> Elicit:
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        assert isinstance(params, types.ElicitRequestFormParams)
+        seen.append(params.message)
+        return result
+
+    return elicit
+
+
+@pytest.mark.anyio
+async def test_approval_by_elicitation_accepted(box: Box) -> None:
+    seen: list[str] = []
+    accept = answering(types.ElicitResult(action="accept", content={"approve": True, "note": "ok by me"}),
+                       seen)
+    async with session(box, elicit=accept, name="desk") as client:
+        result = await client.call_tool("box.guarded_write", {"name": "g", "text": "approved"},
+                                        meta={"reversi/reason": "needed"})
+    assert meta(result)["reversi/outcome"] == "succeeded"
+    assert (box.root / "g").read_text() == "approved"
+    assert len(seen) == 1 and "box.guarded_write" in seen[0] and "needed" in seen[0]
+    record = step(box, result)
+    assert record.approval == {"approved": True, "by": "the user via desk", "note": "ok by me"}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("answer", [
+    types.ElicitResult(action="decline"),
+    types.ElicitResult(action="cancel"),
+    types.ElicitResult(action="accept", content={"approve": False}),
+])
+async def test_approval_by_elicitation_denied(box: Box, answer: types.ElicitResult) -> None:
+    seen: list[str] = []
+    async with session(box, elicit=answering(answer, seen)) as client:
+        result = await client.call_tool("box.guarded_write", {"name": "g", "text": "no"})
+    assert result.is_error
+    assert meta(result)["reversi/outcome"] == "rejected"
+    assert "needs approval" in text(result)
+    assert result.structured_content["error"]["code"] == "approval_denied"
+    assert not (box.root / "g").exists()
+    record = step(box, result)
+    assert record.state is StepState.REJECTED
+    assert record.approval is not None and record.approval["approved"] is False
+    assert len(seen) == 1
+
+
+@pytest.mark.anyio
+async def test_approval_without_elicitation_capability_is_refused_with_a_way_out(box: Box) -> None:
+    async with session(box) as client:
+        result = await client.call_tool("box.guarded_write", {"name": "g", "text": "no"})
+    assert result.is_error
+    assert "elicitation" in text(result)
+    assert "--approve box.guarded_write" in text(result)
+    record = step(box, result)
+    assert record.state is StepState.REJECTED
+    assert record.approval is not None and record.approval["approved"] is False
+    assert not (box.root / "g").exists()
+
+
+@pytest.mark.anyio
+async def test_approval_given_in_advance_on_the_command_line(box: Box) -> None:
+    async with session(box, "--approve", "box.guarded_write") as client:
+        result = await client.call_tool("box.guarded_write", {"name": "g", "text": "yes"})
+    assert meta(result)["reversi/outcome"] == "succeeded"
+    record = step(box, result)
+    assert record.approval is not None and record.approval["approved"] is True
+    assert "--approve" in record.approval["by"]
+
+
+# -- start-up errors -------------------------------------------------------------------
+
+
+def _run_gateway(box: Box, *extra: str, argv: list[str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([GATEWAY, *(argv if argv is not None else box.argv(*extra))],
+                          input="", capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize(("change", "needle"), [
+    ("no_compensation", "box.write: effect reversible needs a compensation"),
+    ("bad_json", "cannot read"),
+    ("empty", "no *.json, *.yaml or *.yml files"),
+    ("not_a_list", "must hold a list of manifest objects"),
+])
+def test_invalid_manifests_stop_the_gateway_with_status_2(box: Box, change: str, needle: str) -> None:
+    target = box.manifests / "box.json"
+    if change == "no_compensation":
+        manifests = [dict(m) for m in box.all_manifests]
+        for m in manifests:
+            if m["name"] == "box.write":
+                m["compensation"] = None
+        box.write_manifests(manifests)
+    elif change == "bad_json":
+        target.write_text("[{")
+    elif change == "empty":
+        target.unlink()
+    else:
+        target.write_text(json.dumps([1, 2]))
+    done = _run_gateway(box)
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0].startswith("reversi-gateway: error:")
+    assert needle in lines[0]
+    if change == "no_compensation":
+        assert "box.json" in lines[0]
+
+
+def test_yaml_manifests_are_read(box: Box) -> None:
+    import yaml
+
+    (box.manifests / "box.json").unlink()
+    (box.manifests / "box.yaml").write_text(yaml.safe_dump(box.all_manifests))
+    done = _run_gateway(box, "--scope", "box:nothing")
+    assert done.returncode == 2
+    assert "--scope box:nothing: no manifest needs this permission" in done.stderr
+
+
+def test_bad_command_line_values_exit_2(box: Box) -> None:
+    assert "does not ask for approval" in _run_gateway(box, "--approve", "box.write").stderr
+    assert "no manifest declares" in _run_gateway(box, "--approve", "box.nothing").stderr
+    assert _run_gateway(box, "--call-timeout", "0").returncode == 2
+    assert _run_gateway(box, argv=["--manifests", str(box.manifests)]).returncode == 2
+
+
+def test_an_upstream_that_cannot_start_exits_1(box: Box) -> None:
+    argv = box.argv()
+    argv[argv.index("--upstream-cmd") + 1] = str(box.tmp / "no-such-server")
+    done = _run_gateway(box, argv=argv)
+    assert done.returncode == 1
+    assert "could not be started" in done.stderr
+
+
+# -- crashes, resolution and rollback --------------------------------------------------
+
+
+def _reversi(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([REVERSI, *args], capture_output=True, text=True, timeout=120)
+
+
+@pytest.mark.anyio
+async def test_gateway_killed_mid_call_leaves_an_uncertain_step(box: Box) -> None:
+    marker = box.tmp / "hang.json"
+    outcome: dict[str, Any] = {}
+    async with session(box) as client:
+        done = await client.call_tool("box.write", {"name": "a", "text": "kept"})
+        run_id = meta(done)["reversi/run"]
+
+        async def hang() -> None:
+            try:
+                outcome["result"] = await client.call_tool("box.write", {"name": "b", "text": "!hang"})
+            except Exception as exc:  # the gateway is gone: the connection closes
+                outcome["error"] = exc
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(hang)
+            with anyio.fail_after(30):
+                while not marker.exists():
+                    await anyio.sleep(0.02)
+            pids = json.loads(marker.read_text())
+            os.kill(pids["gateway"], signal.SIGKILL)
+    with suppress(ProcessLookupError):
+        os.kill(pids["upstream"], signal.SIGKILL)
+    assert "error" in outcome
+    steps = box.steps(run_id)  # opening the journal turns the orphaned pending step uncertain
+    assert [s.state for s in steps] == [StepState.SUCCEEDED, StepState.UNCERTAIN]
+    assert "stopped before recording" in (steps[1].error or "")
+
+    shown = _reversi("show", run_id, "--data", str(box.data))
+    assert shown.returncode == 0, shown.stderr
+    assert "uncertain" in shown.stdout
+    incomplete = _reversi("rollback", run_id, "--data", str(box.data),
+                          "--compensator-cmd", box.compensator())
+    assert incomplete.returncode == 1, incomplete.stdout + incomplete.stderr
+    resolved = _reversi("resolve", run_id, "2", "--not-applied", "--data", str(box.data))
+    assert resolved.returncode == 0, resolved.stderr
+    complete = _reversi("rollback", run_id, "--data", str(box.data),
+                        "--compensator-cmd", box.compensator())
+    assert complete.returncode == 0, complete.stdout + complete.stderr
+    assert not (box.root / "a").exists()
+
+
+@pytest.mark.anyio
+async def test_rollback_of_a_gateway_run_and_calls_after_it(box: Box) -> None:
+    (box.root / "kept.txt").write_text("original")
+    async with session(box) as client:
+        first = await client.call_tool("box.write", {"name": "kept.txt", "text": "changed"})
+        await client.call_tool("box.write", {"name": "new.txt", "text": "new"})
+        run_id = meta(first)["reversi/run"]
+        rolled = _reversi("rollback", run_id, "--data", str(box.data),
+                          "--compensator-cmd", box.compensator())
+        assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+        after = await client.call_tool("box.write", {"name": "late.txt", "text": "late"})
+    assert (box.root / "kept.txt").read_text() == "original"
+    assert not (box.root / "new.txt").exists()
+    assert after.is_error
+    assert "rolled back" in text(after)
+    assert not (box.root / "late.txt").exists()
+    again = _reversi("rollback", run_id, "--data", str(box.data), "--compensator-cmd", box.compensator())
+    assert again.returncode == 0
+
+
+@pytest.mark.anyio
+async def test_a_gateway_and_a_rollback_share_the_data_directory(box: Box) -> None:
+    async with session(box) as client:
+        earlier = await client.call_tool("box.write", {"name": "old.txt", "text": "old"})
+    old_run = meta(earlier)["reversi/run"]
+    async with session(box) as client:
+        rollback = subprocess.Popen(
+            [REVERSI, "rollback", old_run, "--data", str(box.data), "--compensator-cmd", box.compensator()],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        results = [await client.call_tool("box.write", {"name": f"n{i}.txt", "text": str(i)})
+                   for i in range(20)]
+        out, err = rollback.communicate(timeout=120)
+    assert rollback.returncode == 0, out + err
+    assert all(meta(r)["reversi/outcome"] == "succeeded" for r in results)
+    assert not (box.root / "old.txt").exists()
+    assert sorted(p.name for p in box.root.iterdir()) == sorted(f"n{i}.txt" for i in range(20))

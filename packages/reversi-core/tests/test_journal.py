@@ -1,0 +1,186 @@
+"""The embedded SQLite journal: files, pragmas, versions, bad inputs, migration."""
+
+from __future__ import annotations
+
+import sqlite3
+import stat
+from pathlib import Path
+
+import pytest
+
+from reversi_core import Durability, JournalError, JournalVersionError, SQLiteJournal, StepState
+from reversi_core.journal import RunStatus
+from reversi_core.journal.sqlite import JOURNAL_FILENAME, SCHEMA_VERSION
+
+TABLES = {"runs", "steps", "edges", "events"}
+
+
+def _mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def _tables(path: Path) -> set[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    finally:
+        conn.close()
+
+
+def _user_version(path: Path) -> int:
+    conn = sqlite3.connect(path)
+    try:
+        return int(conn.execute("PRAGMA user_version").fetchone()[0])
+    finally:
+        conn.close()
+
+
+def test_journal_file_is_0600_in_a_0700_directory(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir)
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        assert _mode(data_dir) == 0o700
+        assert _mode(data_dir / JOURNAL_FILENAME) == 0o600
+        for side in data_dir.iterdir():  # -wal and -shm too
+            assert _mode(side) == 0o600, side.name
+    finally:
+        journal.close()
+
+
+def test_wal_mode_is_on(journal: SQLiteJournal) -> None:
+    assert journal._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_durability_power_sets_synchronous_full(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir, durability="power")
+    try:
+        assert journal.durability is Durability.POWER
+        assert journal._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+    finally:
+        journal.close()
+
+
+def test_durability_process_sets_synchronous_normal_and_is_the_default(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir)
+    try:
+        assert journal.durability is Durability.PROCESS
+        assert journal._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    finally:
+        journal.close()
+    with pytest.raises(ValueError, match="fast"):
+        SQLiteJournal.open(data_dir, durability="fast")
+
+
+def _newer_journal(data_dir: Path, *, wal: bool) -> Path:
+    data_dir.mkdir(mode=0o700)
+    path = data_dir / JOURNAL_FILENAME
+    conn = sqlite3.connect(path)
+    try:
+        if wal:
+            conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("CREATE TABLE future (x)")
+        conn.execute("INSERT INTO future VALUES (1)")
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION + 1}")
+        conn.commit()
+    finally:
+        conn.close()
+    return path
+
+
+@pytest.mark.parametrize("wal", [True, False], ids=["wal", "rollback-journal"])
+def test_newer_schema_is_refused_and_the_file_left_unchanged(data_dir: Path, wal: bool) -> None:
+    path = _newer_journal(data_dir, wal=wal)
+    before = path.read_bytes()
+    with pytest.raises(JournalVersionError) as info:
+        SQLiteJournal.open(data_dir)
+    message = str(info.value)
+    assert f"schema version {SCHEMA_VERSION + 1}" in message
+    assert f"newer than the {SCHEMA_VERSION}" in message
+    assert "upgrade reversi-core" in message
+    assert path.read_bytes() == before
+    assert _user_version(path) == SCHEMA_VERSION + 1
+
+
+def test_missing_data_dir_without_create_names_the_dir(data_dir: Path) -> None:
+    with pytest.raises(JournalError, match=str(data_dir)):
+        SQLiteJournal.open(data_dir, create=False)
+    assert not data_dir.exists()
+
+
+def test_data_dir_without_journal_without_create_is_refused(data_dir: Path) -> None:
+    data_dir.mkdir()
+    with pytest.raises(JournalError, match="no journal in"):
+        SQLiteJournal.open(data_dir, create=False)
+    assert list(data_dir.iterdir()) == []
+
+
+def test_non_journal_file_is_refused(data_dir: Path) -> None:
+    data_dir.mkdir()
+    path = data_dir / JOURNAL_FILENAME
+    garbage = b"this is not SQLite at all\x00\xff" * 200
+    path.write_bytes(garbage)
+    with pytest.raises(JournalError, match="not a Reversi journal"):
+        SQLiteJournal.open(data_dir)
+    assert path.read_bytes() == garbage
+
+
+def test_sqlite_file_of_another_program_is_refused(data_dir: Path) -> None:
+    data_dir.mkdir()
+    path = data_dir / JOURNAL_FILENAME
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE notes (x)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(JournalError, match="no Reversi schema version"):
+        SQLiteJournal.open(data_dir)
+    assert _tables(path) == {"notes"}
+
+
+def test_migration_from_version_zero_creates_the_schema(data_dir: Path) -> None:
+    data_dir.mkdir(mode=0o700)
+    path = data_dir / JOURNAL_FILENAME
+    path.touch(mode=0o600)  # an empty file is an empty database at user_version 0
+    assert _user_version(path) == 0
+    journal = SQLiteJournal.open(data_dir)
+    try:
+        journal.create_run("run_a", [], "label")
+        assert journal.get_run("run_a").status is RunStatus.OPEN
+    finally:
+        journal.close()
+    assert _user_version(path) == SCHEMA_VERSION
+    assert _tables(path) >= TABLES
+
+
+def test_reopening_keeps_every_step(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir)
+    journal.create_run("run_a", ["x:y"], None)
+    step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {"k": "v"}, "why", None, [])
+    journal.finish_step(
+        "run_a",
+        step.seq,
+        StepState.SUCCEEDED,
+        result={"ok": True},
+        error=None,
+        compensation={"tool": "mem.restore", "args": {}},
+        compensation_error=None,
+    )
+    journal.close()
+    again = SQLiteJournal.open(data_dir, create=False)
+    try:
+        [back] = again.list_steps("run_a")
+        assert back.state is StepState.SUCCEEDED
+        assert back.args == {"k": "v"}
+        assert back.result == {"ok": True}
+        assert back.idempotency_key == f"reversi-run_a-{back.seq}"
+        assert _user_version(data_dir / JOURNAL_FILENAME) == SCHEMA_VERSION
+    finally:
+        again.close()
+
+
+def test_unknown_run_and_step_raise_journal_error(journal: SQLiteJournal) -> None:
+    with pytest.raises(JournalError, match="no run 'run_x'"):
+        journal.get_run("run_x")
+    journal.create_run("run_a", [], None)
+    with pytest.raises(JournalError, match="has no step 7"):
+        journal.get_step("run_a", 7)

@@ -1,0 +1,259 @@
+"""Registry validation (one test per rule), default scope, schema hashes and drift."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from reversi_core import (
+    InvalidArgumentsError,
+    Manifest,
+    ManifestError,
+    Registry,
+    UnknownToolError,
+    detect_manifest_drift,
+    schema_hash,
+)
+from reversi_core.manifest import Effect
+
+PATH_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "content": {"type": "string"}},
+    "required": ["path"],
+}
+UNDO_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"path": {"type": "string"}, "previous": {"type": "string"}},
+    "required": ["path"],
+}
+
+
+def manifest(name: str, effect: str, permission: str = "t:write", **fields: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "effect": effect,
+        "permission": permission,
+        "input_schema": copy.deepcopy(PATH_SCHEMA),
+        **fields,
+    }
+
+
+def base() -> list[dict[str, Any]]:
+    """A valid set: a reversible write, its idempotent undo, a read and a dependent append."""
+    return [
+        manifest(
+            "t.write",
+            "reversible",
+            compensation={
+                "tool": "t.undo",
+                "argument_map": {"path": "args.path", "previous": "result.previous"},
+            },
+        ),
+        manifest("t.undo", "idempotent", "t:undo", input_schema=copy.deepcopy(UNDO_SCHEMA)),
+        manifest("t.read", "read_only", "t:read"),
+        manifest(
+            "t.append",
+            "reversible",
+            compensation={"tool": "t.undo", "argument_map": {"path": "args.path"}},
+            requires=[
+                {"tool": "t.write", "match": [{"this": "args.path", "earlier": "args.path"}]}
+            ],
+        ),
+    ]
+
+
+def by_name(items: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    return {m["name"]: m for m in items}
+
+
+def refused(items: list[dict[str, Any]], tool: str) -> ManifestError:
+    with pytest.raises(ManifestError) as info:
+        Registry.from_manifests(items)
+    assert info.value.tool == tool
+    assert str(info.value).startswith(f"{tool}: ")
+    return info.value
+
+
+def test_valid_set_loads() -> None:
+    registry = Registry.from_manifests(base())
+    assert registry.names == ["t.append", "t.read", "t.undo", "t.write"]
+    assert isinstance(registry.get("t.write"), Manifest)
+    assert "t.write" in registry
+    assert len(registry) == 4
+    with pytest.raises(UnknownToolError, match=r"t\.nope"):
+        registry.get("t.nope")
+
+
+def test_reversible_without_compensation_is_refused() -> None:
+    items = base()
+    del by_name(items)["t.write"]["compensation"]
+    assert "needs a compensation" in refused(items, "t.write").problem
+
+
+def test_compensable_without_compensation_is_refused() -> None:
+    items = [*base(), manifest("t.move", "compensable")]
+    assert "needs a compensation" in refused(items, "t.move").problem
+
+
+def test_read_only_with_compensation_is_refused() -> None:
+    items = base()
+    by_name(items)["t.read"]["compensation"] = {
+        "tool": "t.undo",
+        "argument_map": {"path": "args.path"},
+    }
+    assert "takes no compensation" in refused(items, "t.read").problem
+
+
+def test_unregistered_compensation_is_refused() -> None:
+    items = [m for m in base() if m["name"] != "t.undo"]
+    assert "t.undo is not a registered tool" in refused(items, "t.write").problem
+
+
+def test_non_idempotent_compensation_is_refused() -> None:
+    items = base()
+    by_name(items)["t.undo"]["effect"] = "read_only"
+    assert "must be idempotent" in refused(items, "t.write").problem
+
+
+def test_argument_map_with_an_extra_argument_is_refused() -> None:
+    items = base()
+    by_name(items)["t.write"]["compensation"]["argument_map"]["mode"] = {"const": "fast"}
+    problem = refused(items, "t.write").problem
+    assert "does not declare" in problem
+    assert "mode" in problem
+
+
+def test_argument_map_missing_a_required_argument_is_refused() -> None:
+    items = base()
+    by_name(items)["t.undo"]["input_schema"]["required"] = ["path", "previous"]
+    by_name(items)["t.write"]["compensation"]["argument_map"] = {"path": "args.path"}
+    problem = refused(items, "t.write").problem
+    assert "lacks required arguments" in problem
+    assert "previous" in problem
+
+
+def test_args_path_naming_no_input_property_is_refused() -> None:
+    items = base()
+    by_name(items)["t.write"]["compensation"]["argument_map"]["path"] = "args.filename"
+    assert "'args.filename' names no input property" in refused(items, "t.write").problem
+
+
+def test_requires_naming_an_unknown_tool_is_refused() -> None:
+    items = base()
+    by_name(items)["t.append"]["requires"][0]["tool"] = "t.mkdir"
+    assert "unknown tool t.mkdir" in refused(items, "t.append").problem
+
+
+def test_requires_source_naming_no_input_property_is_refused() -> None:
+    items = base()
+    by_name(items)["t.append"]["requires"][0]["match"][0]["earlier"] = "args.dir"
+    assert "'args.dir' names no input property" in refused(items, "t.append").problem
+
+
+def test_irreversible_without_approval_always_is_refused() -> None:
+    items = [*base(), manifest("t.send", "irreversible", "t:send")]
+    assert "approval 'always'" in refused(items, "t.send").problem
+    ok = [*base(), manifest("t.send", "irreversible", "t:send", approval="always")]
+    assert "t.send" in Registry.from_manifests(ok)
+
+
+def test_duplicate_name_is_refused() -> None:
+    items = [*base(), manifest("t.read", "read_only", "t:read")]
+    assert "declared twice" in refused(items, "t.read").problem
+
+
+def test_malformed_manifest_is_refused_naming_it() -> None:
+    items = [*base(), {"name": "t.bad", "effect": "sometimes", "permission": "p"}]
+    assert "invalid manifest" in refused(items, "t.bad").problem
+
+
+def test_args_paths_follow_pydantic_refs_and_optionals() -> None:
+    class Target(BaseModel):
+        path: str
+
+    class Args(BaseModel):
+        target: Target
+        note: Target | None = None
+
+    schema = Args.model_json_schema()
+    undo = manifest("t.undo", "idempotent", "t:undo", input_schema=copy.deepcopy(UNDO_SCHEMA))
+
+    def write(source: str) -> dict[str, Any]:
+        return manifest(
+            "t.write",
+            "reversible",
+            input_schema=schema,
+            compensation={"tool": "t.undo", "argument_map": {"path": source}},
+        )
+
+    assert "t.write" in Registry.from_manifests([write("args.target.path"), undo])
+    assert "t.write" in Registry.from_manifests([write("args.note.path"), undo])
+    refused([write("args.target.name"), undo], "t.write")
+
+
+def test_default_scope_excludes_permissions_only_used_by_idempotent_and_irreversible_tools() -> (
+    None
+):
+    items = [
+        *base(),
+        manifest("t.delete", "idempotent", "t:write"),  # shares t:write with t.write: stays
+        manifest("t.purge", "idempotent", "t:purge"),
+        manifest("t.send", "irreversible", "t:send", approval="always"),
+    ]
+    assert Registry.from_manifests(items).default_scope() == {"t:write", "t:read"}
+
+
+def test_validate_arguments_lists_each_bad_field() -> None:
+    registry = Registry.from_manifests(base())
+    registry.validate_arguments("t.write", {"path": "a"})
+    with pytest.raises(InvalidArgumentsError) as info:
+        registry.validate_arguments("t.write", {"path": 1, "content": 2})
+    assert info.value.problems == [
+        "args.content: 2 is not of type 'string'",
+        "args.path: 1 is not of type 'string'",
+    ]
+    with pytest.raises(InvalidArgumentsError, match="expected a JSON object"):
+        registry.validate_arguments("t.write", ["path"])
+
+
+def test_schema_hash_ignores_key_order() -> None:
+    a = {
+        "type": "object",
+        "properties": {"x": {"type": "string", "minLength": 1}, "y": {"type": "integer"}},
+    }
+    b = {
+        "properties": {"y": {"type": "integer"}, "x": {"minLength": 1, "type": "string"}},
+        "type": "object",
+    }
+    assert list(a) != list(b)
+    assert schema_hash(a) == schema_hash(b)
+    assert len(schema_hash(a)) == 64
+    assert schema_hash(a) != schema_hash({**a, "required": ["x"]})
+
+
+def test_manifest_drift_reports_added_removed_and_changed() -> None:
+    registry = Registry.from_manifests(base())
+    baseline = registry.schema_hashes()
+    assert not detect_manifest_drift(registry, {}, baseline)
+    baseline["t.gone"] = schema_hash({"type": "object"})
+    del baseline["t.read"]
+    changed_schema = {**PATH_SCHEMA, "required": ["path", "content"]}
+    drift = detect_manifest_drift(registry, {"t.write": changed_schema}, baseline)
+    assert drift
+    assert drift.added == ["t.read"]
+    assert drift.removed == ["t.gone"]
+    assert drift.changed == ["t.write"]
+    # key order alone is not drift
+    reordered = {"required": ["path"], "properties": PATH_SCHEMA["properties"], "type": "object"}
+    assert not detect_manifest_drift(registry, {"t.write": reordered}, registry.schema_hashes())
+
+
+def test_manifest_connector_and_writes() -> None:
+    registry = Registry.from_manifests(base())
+    assert registry.get("t.write").connector == "t"
+    assert registry.get("t.write").writes
+    assert not registry.get("t.read").writes
+    assert registry.get("t.read").effect is Effect.READ_ONLY
