@@ -250,3 +250,9 @@ async def test_in_process_compensator_undoes_a_write(plain: Any, manifests: dict
     assert (await compensate(call))["action"] == "restored"
     assert (await compensate(CompensationCall.from_json(call.to_json())))["action"] == "unchanged"
     assert (plain.root / "n.txt").read_text() == "before"
+
+
+def test_declared_as_a_closed_world() -> None:
+    """Its tools touch only the tree under the root (served as openWorldHint false)."""
+    assert FsConnector.open_world is False
+    assert FsConnector.credential_env is None

@@ -334,33 +334,3 @@ def test_compensation_with_arguments_the_tool_refuses(
     )
     assert proc.returncode == 1
     assert "invalid arguments for note.delete" in proc.stderr.splitlines()[-1]
-
-
-def test_compensate_with_an_unusable_root_is_a_usage_error(
-    fixture_path: dict[str, str], tmp_path: Path
-) -> None:
-    pytest.importorskip("reversi_connector_fs")
-    proc = run_cli(
-        fixture_path,
-        "compensate",
-        "--root",
-        str(tmp_path / "missing"),
-        stdin=call("note.delete", {"name": "a"}),
-    )
-    assert proc.returncode == 2
-    assert "is not an existing directory" in one_error_line(proc.stderr)
-
-
-def test_compensate_with_the_fs_connector(fixture_path: dict[str, str], tmp_path: Path) -> None:
-    pytest.importorskip("reversi_connector_fs")
-    (tmp_path / "made").mkdir()
-    proc = run_cli(
-        fixture_path,
-        "compensate",
-        "--root",
-        str(tmp_path),
-        stdin=call("fs.remove_dir", {"paths": ["made"]}),
-    )
-    assert proc.returncode == 0, proc.stderr
-    assert isinstance(json.loads(proc.stdout), dict)
-    assert not (tmp_path / "made").exists()

@@ -257,3 +257,26 @@ def test_manifest_connector_and_writes() -> None:
     assert registry.get("t.write").writes
     assert not registry.get("t.read").writes
     assert registry.get("t.read").effect is Effect.READ_ONLY
+
+
+def test_requires_this_side_must_name_an_argument() -> None:
+    items = base()
+    by_name(items)["t.append"]["requires"][0]["match"][0]["this"] = "result.path"
+    assert "must name an argument" in refused(items, "t.append").problem
+
+
+def test_match_relations_compare_values_and_normalised_paths() -> None:
+    from reversi_core.manifest import Match, match_holds
+
+    equals = Match(this="args.a", earlier="args.b")
+    same = Match(this="args.a", earlier="args.b", relation="same_path")
+    within = Match(this="args.a", earlier="result.created", relation="within")
+    assert match_holds(equals, "x/y", "x/y")
+    assert not match_holds(equals, "./x/y", "x/y")
+    assert match_holds(same, "./x//y", "x/y")
+    assert match_holds(same, "x/y/", "x/y")
+    assert not match_holds(same, "x/y/z", "x/y")
+    assert match_holds(within, "d/e/f.txt", ["d", "d/e"])
+    assert match_holds(within, "./d/f.txt", "d")
+    assert not match_holds(within, "d", "d")
+    assert not match_holds(within, "dd/f.txt", "d")

@@ -6,7 +6,6 @@ The fs connector is served when it is installed; the ``note`` test connector (in
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -65,67 +64,6 @@ def error_of(result: types.CallToolResult) -> dict[str, Any]:
 
 
 # -- the fs connector ---------------------------------------------------------------------------
-
-
-@pytest.mark.anyio
-async def test_fs_tools_are_listed_with_annotations_and_schemas(tmp_path: Path) -> None:
-    pytest.importorskip("reversi_connector_fs")
-    async with served(tmp_path, "fs", "--root", str(tmp_path)) as session:
-        listing = await session.list_tools()
-    tools = {t.name: t for t in listing.tools}
-    assert {"fs.read_file", "fs.write_file", "fs.restore_file"} <= set(tools)
-    write = tools["fs.write_file"]
-    assert write.input_schema["type"] == "object"
-    assert "path" in write.input_schema["properties"]
-    assert write.annotations is not None
-    assert write.annotations.read_only_hint is False
-    assert write.annotations.destructive_hint is True
-    assert write.annotations.idempotent_hint is False
-    assert write.meta is not None
-    assert write.meta["reversi/effect"] == "reversible"
-    assert write.meta["reversi/permission"] == "fs:write"
-    assert write.meta["reversi/compensation"]["tool"] == "fs.restore_file"
-    read = tools["fs.read_file"]
-    assert read.annotations is not None
-    assert (
-        read.annotations.read_only_hint,
-        read.annotations.destructive_hint,
-        read.annotations.idempotent_hint,
-    ) == (True, False, True)
-    restore = tools["fs.restore_file"]
-    assert restore.annotations is not None
-    assert restore.annotations.idempotent_hint is True
-    assert restore.meta is not None
-    assert restore.meta["reversi/compensation"] is None
-
-
-@pytest.mark.anyio
-async def test_fs_write_file_returns_structured_content(tmp_path: Path) -> None:
-    pytest.importorskip("reversi_connector_fs")
-    root = tmp_path / "root"
-    root.mkdir()
-    async with served(tmp_path, "fs", "--root", str(root)) as session:
-        result = await session.call_tool("fs.write_file", {"path": "hello.txt", "content": "hi\n"})
-        assert not result.is_error, result
-        assert result.meta == {"reversi/outcome": "succeeded"}
-        assert isinstance(result.structured_content, dict)
-        text = result.content[0]
-        assert isinstance(text, types.TextContent)
-        assert json.loads(text.text) == result.structured_content
-        assert (root / "hello.txt").read_text() == "hi\n"
-
-        refused = await session.call_tool(
-            "fs.write_file", {"path": "../outside.txt", "content": "x"}
-        )
-        assert refused.meta == {"reversi/outcome": "failed"}
-        error = error_of(refused)
-        assert error["type"] == "tool_error"
-        assert set(error) >= {"message", "status", "code"}
-        assert not (tmp_path / "outside.txt").exists()
-
-        missing = await session.call_tool("fs.read_file", {"path": "nope.txt"})
-        assert missing.meta == {"reversi/outcome": "failed"}
-        assert error_of(missing)["type"] == "tool_error"
 
 
 # -- every outcome, with the note test connector --------------------------------------------

@@ -202,9 +202,8 @@ class UnmoveFileArgs(_Args):
 # -- dependency declarations ------------------------------------------------------------
 #
 # The engine records a step's edges when it journals the intent, before the call runs, so
-# every ``this`` source below names an argument. ``within`` normalises both paths;
-# ``equals`` compares text, so an earlier step is matched on both its argument (as the
-# agent spelled it) and its normalised result.
+# every ``this`` source below names an argument; ``within`` and ``same_path`` compare
+# normalised paths, so ``./a.txt`` and ``a.txt`` are the same file.
 
 
 def _inside_made_dir(source: str) -> Requirement:
@@ -216,20 +215,18 @@ def _inside_made_dir(source: str) -> Requirement:
 
 _TOUCHED = (
     ("fs.write_file", "args.path"),
-    ("fs.write_file", "result.path"),
     ("fs.delete_file", "args.path"),
-    ("fs.delete_file", "result.path"),
     ("fs.move_file", "args.source"),
-    ("fs.move_file", "result.source"),
     ("fs.move_file", "args.destination"),
-    ("fs.move_file", "result.destination"),
 )
 
 
 def _same_file_as_earlier(*this: str) -> list[Requirement]:
     """This call touches a file that an earlier change in the run touched."""
     return [
-        Requirement(tool=earlier_tool, match=[Match(this=source, earlier=earlier)])
+        Requirement(
+            tool=earlier_tool, match=[Match(this=source, earlier=earlier, relation="same_path")]
+        )
         for source in this
         for earlier_tool, earlier in _TOUCHED
     ]
@@ -264,6 +261,7 @@ class FsConnector(Connector):
 
     name = "fs"
     credential_env = None
+    open_world = False  # only the directory tree under the root is touched
 
     def __init__(
         self, root: str | os.PathLike[str], backup_dir: str | os.PathLike[str] | None = None

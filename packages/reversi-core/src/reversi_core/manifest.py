@@ -88,16 +88,18 @@ class Compensation(BaseModel):
 class Match(BaseModel):
     """One condition of a :class:`Requirement`.
 
-    ``this`` is a source on the new call (``args.x`` or ``result.x``); ``earlier`` a source
-    on the earlier step. ``relation`` is ``equals`` (the values are equal) or ``within``
-    (``this`` is a ``/``-separated path strictly inside ``earlier``; when ``earlier`` is a
-    list, inside any of its items).
+    ``this`` is an ``args.`` source on the new call (edges are recorded before the call
+    runs, so its result is not known yet); ``earlier`` is an ``args.`` or ``result.``
+    source on the earlier step. ``relation`` is ``equals`` (equal values), ``same_path``
+    (the same ``/``-separated path once normalised: ``./a//b`` is ``a/b``) or ``within``
+    (``this`` is a path strictly inside ``earlier``; when ``earlier`` is a list, inside
+    any of its items).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     this: str
     earlier: str
-    relation: Literal["equals", "within"] = "equals"
+    relation: Literal["equals", "same_path", "within"] = "equals"
 
     @field_validator("this", "earlier")
     @classmethod
@@ -216,10 +218,14 @@ def evaluate_argument_map(
     return out
 
 
+def _normal(path: str) -> str:
+    return posixpath.normpath(path.strip("/"))
+
+
 def path_within(inner: str, outer: str) -> bool:
     """True when ``inner`` is a ``/``-separated path strictly inside ``outer`` (both normalised)."""
-    a = posixpath.normpath(inner.strip("/"))
-    b = posixpath.normpath(outer.strip("/"))
+    a = _normal(inner)
+    b = _normal(outer)
     if b in ("", "."):
         return a not in ("", ".")
     return a.startswith(b + "/")
@@ -231,6 +237,12 @@ def match_holds(match: Match, this_value: Any, earlier_value: Any) -> bool:
         return False
     if match.relation == "equals":
         return bool(this_value == earlier_value)
+    if match.relation == "same_path":
+        return (
+            isinstance(this_value, str)
+            and isinstance(earlier_value, str)
+            and _normal(this_value) == _normal(earlier_value)
+        )
     if not isinstance(this_value, str):
         return False
     candidates = earlier_value if isinstance(earlier_value, list) else [earlier_value]

@@ -189,6 +189,12 @@ class Registry:
             if earlier is None:
                 raise ManifestError(m.name, f"requires names unknown tool {req.tool}")
             for match in req.match:
+                if not match.this.startswith("args."):
+                    raise ManifestError(
+                        m.name,
+                        f"requires source {match.this!r}: 'this' must name an argument "
+                        "(edges are recorded before the call runs)",
+                    )
                 for source, schema in (
                     (match.this, m.input_schema),
                     (match.earlier, earlier.input_schema),

@@ -47,6 +47,8 @@ from ..redact import scrub, scrub_json
 __all__ = [
     "IDEMPOTENCY_KEY_META",
     "OUTCOME_META",
+    "RUN_ID_META",
+    "STEP_META",
     "build_server",
     "call_result",
     "serve_stdio",
