@@ -36,6 +36,8 @@ def discover_packages() -> dict[str, Path]:
 
 
 PACKAGES = discover_packages()
+NODE_DIR = ROOT / ".ci" / "node"
+INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector-cli@1"
 PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 
 
@@ -54,6 +56,21 @@ def tests(session: nox.Session) -> None:
     """Run every package's tests, the scripts' tests and the certification suite."""
     install_workspace(session)
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    # A real outside MCP client for tests/test_inspector_cli.py, from the npm registry.
+    session.run(
+        "npm",
+        "install",
+        "--silent",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(NODE_DIR),
+        INSPECTOR_PACKAGE,
+        external=True,
+    )
+    session.env["REVERSI_INSPECTOR_CLI"] = str(
+        NODE_DIR / "node_modules" / ".bin" / "mcp-inspector-cli"
+    )
     session.run("python", "-m", "pytest", *session.posargs)
 
 

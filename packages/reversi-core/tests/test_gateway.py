@@ -159,6 +159,31 @@ class Box(Connector):
         return {"published": args.message}
 
 
+async def serve_plain(box: Box) -> None:
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp.server.stdio import stdio_server
+
+    from reversi_core.mcp.serve import tool_definition
+
+    tools = [tool_definition(m) for m in box.manifests()]
+
+    async def list_tools(ctx, params):
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx, params):
+        try:
+            result = await box.call(params.name, params.arguments or {})
+        except Exception as exc:
+            return types.CallToolResult(content=[types.TextContent(type="text", text=str(exc))],
+                                        is_error=True)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(result))])
+
+    server = Server("plain", on_list_tools=list_tools, on_call_tool=call_tool)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())
+
+
 def main() -> int:
     command = sys.argv[1]
     if command == "manifests":
@@ -168,6 +193,9 @@ def main() -> int:
     if command == "serve":
         from reversi_core.mcp.serve import serve_stdio
         anyio.run(serve_stdio, box)
+        return 0
+    if command == "plain":  # an MCP server that does not speak Reversi's outcome convention
+        anyio.run(serve_plain, box)
         return 0
     if command == "compensate":
         call = CompensationCall.from_json(json.load(sys.stdin))
@@ -455,6 +483,27 @@ async def test_upstream_failure_and_uncertain_outcome(box: Box) -> None:
 
 
 @pytest.mark.anyio
+async def test_an_upstream_error_without_reversi_outcome_is_uncertain_for_a_write(box: Box) -> None:
+    argv = box.argv()
+    argv[argv.index("serve")] = "plain"
+    params = StdioServerParameters(command=GATEWAY, args=argv, env=dict(os.environ))
+    with (box.tmp / "plain.err").open("w") as err:
+        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as client:
+            await client.initialize()
+            write_error = await client.call_tool("box.write", {"name": "a", "text": "!fail"})
+            read_error = await client.call_tool("box.read", {"name": "missing"})
+            fine = await client.call_tool("box.write", {"name": "b", "text": "ok"})
+    assert meta(write_error)["reversi/outcome"] == "uncertain"
+    assert "the box is full" in text(write_error)
+    assert "reversi/outcome" in text(write_error)
+    assert step(box, write_error).state is StepState.UNCERTAIN
+    assert meta(read_error)["reversi/outcome"] == "failed"
+    assert step(box, read_error).state is StepState.FAILED
+    assert fine.structured_content == {"content": '{"previous": null, "existed": false}'}
+    assert step(box, fine).result == {"content": '{"previous": null, "existed": false}'}
+
+
+@pytest.mark.anyio
 async def test_upstream_dying_mid_call_is_uncertain_and_the_next_call_works(box: Box) -> None:
     async with session(box) as client:
         died = await client.call_tool("box.write", {"name": "a", "text": "!die"})
@@ -579,6 +628,43 @@ async def test_approval_given_in_advance_on_the_command_line(box: Box) -> None:
     assert record.approval is not None
     assert record.approval["approved"] is True
     assert "--approve" in record.approval["by"]
+
+
+@pytest.mark.anyio
+async def test_approval_on_a_2026_connection_goes_through_input_required(box: Box) -> None:
+    from mcp.client.client import Client
+
+    answers = [
+        types.ElicitResult(action="accept", content={"approve": True, "note": "go"}),
+        types.ElicitResult(action="decline"),
+    ]
+    seen: list[str] = []
+
+    async def elicit(ctx: Any, params: types.ElicitRequestParams) -> types.ElicitResult:
+        seen.append(params.message)
+        return answers[len(seen) - 1]
+
+    errlog = box.tmp / "modern.err"
+    box.errlogs.append(errlog)
+    params = StdioServerParameters(command=GATEWAY, args=box.argv(), env=dict(os.environ))
+    with errlog.open("w") as err:
+        async with Client(stdio_client(params, errlog=err), elicitation_callback=elicit) as client:
+            assert client.protocol_version == "2026-07-28"  # no initialize: requests carry an envelope
+            accepted = await client.call_tool("box.guarded_write", {"name": "g", "text": "yes"})
+            declined = await client.call_tool("box.guarded_write", {"name": "h", "text": "no"})
+            # refused by scope before anyone is asked
+            publish = await client.call_tool("box.publish", {"message": "hi"})
+    assert len(seen) == 2
+    assert meta(accepted)["reversi/outcome"] == "succeeded"
+    assert (box.root / "g").read_text() == "yes"
+    assert step(box, accepted).approval == {"approved": True, "by": "the user via mcp", "note": "go"}
+    assert meta(declined)["reversi/outcome"] == "rejected"
+    record = step(box, declined)
+    assert record.approval is not None
+    assert record.approval["note"] == "declined"
+    assert not (box.root / "h").exists()
+    assert "box:publish" in text(publish)
+    assert [s.seq for s in box.steps(meta(accepted)["reversi/run"])] == [1, 2, 3]
 
 
 # -- start-up errors -------------------------------------------------------------------

@@ -10,13 +10,12 @@ that runs past its time limit is killed and counts as failed.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import shlex
-import subprocess
 from collections.abc import Mapping
 from typing import Any
-
-import anyio
 
 from .connector import CompensationCall
 from .errors import ConfigurationError, ToolError
@@ -54,33 +53,39 @@ class CommandCompensator:
         """Run one compensation; return its JSON result (``{}`` if stdout is empty).
 
         Raises :class:`ToolError` with the command's last stderr line when it exits
-        non-zero, cannot be started, or exceeds the time limit.
+        non-zero, cannot be started, or exceeds the time limit (the child is killed).
+        A child that exits without reading its stdin is judged by its exit status alone.
         """
         payload = json.dumps(call.to_json()).encode()
         try:
-            with anyio.fail_after(self.timeout):
-                proc = await anyio.run_process(
-                    self.argv,
-                    input=payload,
-                    check=False,
-                    env=self.env,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.PIPE,
-                )
-        except TimeoutError:
-            raise ToolError(
-                f"compensator {self.argv[0]} did not finish {call.tool} within {self.timeout} s",
-                code="timeout",
-            ) from None
+            proc = await asyncio.create_subprocess_exec(
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=self.env,
+            )
         except OSError as exc:
             raise ToolError(
                 f"cannot start compensator {self.argv[0]}: {exc.strerror}", code="spawn"
             ) from None
+        try:
+            # communicate() tolerates a child that closes stdin early (BrokenPipe).
+            stdout, stderr = await asyncio.wait_for(proc.communicate(payload), self.timeout)
+        except TimeoutError:
+            await _kill(proc)
+            raise ToolError(
+                f"compensator {self.argv[0]} did not finish {call.tool} within {self.timeout} s",
+                code="timeout",
+            ) from None
+        except BaseException:
+            await _kill(proc)
+            raise
         if proc.returncode != 0:
-            lines = [ln for ln in proc.stderr.decode(errors="replace").splitlines() if ln.strip()]
+            lines = [ln for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
             reason = lines[-1] if lines else f"exit status {proc.returncode}, no message"
             raise ToolError(scrub(reason), code=f"exit_{proc.returncode}")
-        out = proc.stdout.decode(errors="replace").strip()
+        out = stdout.decode(errors="replace").strip()
         if not out:
             return {}
         try:
@@ -88,3 +93,12 @@ class CommandCompensator:
         except json.JSONDecodeError:
             return {"output": scrub(out)}
         return value if isinstance(value, dict) else {"result": value}
+
+
+async def _kill(proc: asyncio.subprocess.Process) -> None:
+    """Kill a child that is still running and reap it."""
+    if proc.returncode is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        with contextlib.suppress(Exception):
+            await asyncio.shield(proc.wait())

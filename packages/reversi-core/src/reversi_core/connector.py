@@ -371,7 +371,8 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
 
     The call's idempotency key reaches the tool in :class:`CallContext`. A tool of a
     connector that is not in ``connectors`` fails with :class:`ConfigurationError`
-    naming the connector (its credential is probably not set).
+    naming the connector (its credential is probably not set); a tool that is not
+    idempotent (so cannot be a compensation) fails with :class:`InvalidArgumentsError`.
     """
     by_name = {c.name: c for c in connectors}
 
@@ -380,6 +381,12 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
         if connector is None:
             raise ConfigurationError(
                 f"no enabled connector for {call.tool}; set its credential variable and retry"
+            )
+        spec = connector.tool_specs().get(call.tool)
+        if spec is not None and spec.effect is not Effect.IDEMPOTENT:
+            raise InvalidArgumentsError(
+                f"{call.tool} is not a compensation: its effect is {spec.effect.value}, and only "
+                "idempotent tools run as compensations"
             )
         ctx = CallContext(
             run_id=call.run_id,

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 from .connector import CallContext, CompensationCall, Compensator
 from .errors import (
@@ -508,6 +509,9 @@ class Run:
                         "; the step was uncertain, so there is no result: resolve it again with "
                         "the result the call returned, or undo it by hand"
                     )
+        if compensation is not None and compensation["tool"] in self.registry:
+            # refuse now what the compensation would refuse at rollback time
+            self.registry.validate_arguments(compensation["tool"], compensation["args"])
         self.journal.resolve_step(self.id, step, applied, result, compensation, comp_error)
         return self.journal.get_step(self.id, step)
 
@@ -548,6 +552,9 @@ class Run:
                 by_seq[step.seq] = self.journal.get_step(self.id, step.seq)
                 if progress is not None:
                     progress(by_seq[step.seq], state, reason)
+                # a cancellation (Ctrl-C in the CLI) stops the rollback here, between
+                # compensations, never inside one
+                await anyio.lowlevel.checkpoint()
             final = [by_seq[s] for s in sorted(by_seq, reverse=True)]
             report.steps = final
             for s in final:
@@ -648,7 +655,10 @@ class Run:
         )
         try:
             if timeout is not None:
-                with anyio.fail_after(timeout):
+                # Shielded: an interrupted rollback lets the compensation in flight finish
+                # (within its time limit) and journals its outcome before stopping, so a
+                # compensation that ran is never forgotten.
+                with anyio.fail_after(timeout, shield=True):
                     result = await compensate(call)
             else:
                 result = await compensate(call)

@@ -13,28 +13,34 @@ when the upstream server cannot be started. See ``docs/gateway.md``.
 
 from __future__ import annotations
 
+import argparse
 import os
+import shlex
+import signal
+import subprocess
 import sys
 from collections.abc import Sequence
+from contextlib import suppress
 from pathlib import Path
-
-import anyio
+from typing import TYPE_CHECKING
 
 from ..errors import ConfigurationError, ManifestError
 from ..journal import Durability, resolve_data_dir
 from ..manifest import Approval
-from ..mcp.gateway import (
-    DEFAULT_CALL_TIMEOUT,
-    DEFAULT_START_TIMEOUT,
-    GatewayConfig,
-    load_manifest_dir,
-    serve_gateway,
-)
 from ._common import CliError, Parser, fail
+
+if TYPE_CHECKING:
+    from ..mcp.gateway import GatewayConfig
 
 __all__ = ["build_parser", "main", "parse_config"]
 
 PROG = "reversi-gateway"
+
+DEFAULT_CALL_TIMEOUT = 120.0
+"""Seconds to wait for the upstream's answer to one call (``--call-timeout``)."""
+
+DEFAULT_START_TIMEOUT = 30.0
+"""Seconds the upstream may take to start (``--start-timeout``)."""
 
 
 def build_parser() -> Parser:
@@ -129,13 +135,20 @@ def _join_values(argv: Sequence[str], options: Sequence[str]) -> list[str]:
     return out
 
 
-def parse_config(argv: Sequence[str]) -> GatewayConfig:
-    """Parse and check the command line; raises :class:`CliError` (status 2)."""
+def parse_args(argv: Sequence[str]) -> argparse.Namespace:
+    """Parse the command line (nothing read yet); raises :class:`CliError` (status 2)."""
     args = build_parser().parse_args(_join_values(list(argv), ("--upstream-arg",)))
     if args.call_timeout <= 0:
         raise CliError("--call-timeout must be a positive number of seconds", 2)
     if args.start_timeout <= 0:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
+    return args
+
+
+def make_config(args: argparse.Namespace) -> GatewayConfig:
+    """Read the manifests and check the rest; raises :class:`CliError` (status 2)."""
+    from ..mcp.gateway import GatewayConfig, load_manifest_dir
+
     try:
         registry = load_manifest_dir(args.manifests)
     except ManifestError as exc:
@@ -172,15 +185,55 @@ def parse_config(argv: Sequence[str]) -> GatewayConfig:
     )
 
 
+def parse_config(argv: Sequence[str]) -> GatewayConfig:
+    """:func:`parse_args` then :func:`make_config`."""
+    return make_config(parse_args(argv))
+
+
+def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:
+    # The same start as reversi_core.mcp.gateway.spawn_upstream, done here before that
+    # module (and the MCP SDK, ~0.5 s of imports) is loaded, so that both start at once.
+    return subprocess.Popen(
+        [args.upstream_cmd, *args.upstream_arg],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env=dict(os.environ),
+        start_new_session=True,
+    )
+
+
+def _kill(process: subprocess.Popen[bytes]) -> None:
+    with suppress(ProcessLookupError, PermissionError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reversi-gateway``; returns the exit status."""
     try:
-        config = parse_config(sys.argv[1:] if argv is None else argv)
+        args = parse_args(sys.argv[1:] if argv is None else argv)
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)
     try:
-        return anyio.run(serve_gateway, config)
+        process = _start_upstream(args)
+    except OSError as exc:
+        command = shlex.join([args.upstream_cmd, *args.upstream_arg])
+        return fail(
+            PROG, f"the upstream server ({command}) could not be started: {exc.strerror or exc}", 1
+        )
+    try:
+        config = make_config(args)
+    except CliError as exc:
+        _kill(process)
+        return fail(PROG, str(exc), exc.code)
+    import anyio
+
+    from ..mcp.gateway import serve_gateway
+
+    try:
+        return anyio.run(serve_gateway, config, process)
     except KeyboardInterrupt:
+        _kill(process)
         return 130
 
 

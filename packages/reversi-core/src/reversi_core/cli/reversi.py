@@ -9,10 +9,12 @@ on stderr. Exit statuses are listed in :data:`EPILOG` and in ``docs/cli.md``.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import shlex
 import shutil
+import signal
 import sqlite3
 import sys
 from collections.abc import Callable, Sequence
@@ -442,6 +444,30 @@ def _print_report(out: Console, report: RollbackReport, args: argparse.Namespace
         )
 
 
+async def _interruptible_rollback(
+    run: Run,
+    compensator: CommandCompensator,
+    progress: Callable[[StepRecord, RollbackState | None, str | None], None],
+    timeout: float,
+) -> RollbackReport:
+    """Run the rollback; Ctrl-C cancels it between compensations, never inside one.
+
+    SIGINT cancels an anyio scope instead of raising KeyboardInterrupt at a random
+    point: the compensation in flight (shielded by the engine) finishes and its outcome
+    is journaled, then the rollback stops and KeyboardInterrupt is raised.
+    """
+    loop = asyncio.get_running_loop()
+    with anyio.CancelScope() as scope:
+        loop.add_signal_handler(signal.SIGINT, scope.cancel)
+        try:
+            return await run.rollback(
+                compensate=compensator, progress=progress, compensation_timeout=timeout
+            )
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    raise KeyboardInterrupt
+
+
 def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
     _check_command(args.compensator_cmd)
     try:
@@ -469,7 +495,17 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
                 status.update(f"rolling back {escape(args.run)}: step {step.seq} done…")
 
             try:
-                report = anyio.run(partial(run.rollback, compensate=compensator, progress=progress))
+                report = anyio.run(
+                    partial(
+                        _interruptible_rollback,
+                        run,
+                        compensator,
+                        progress,
+                        # the command is killed at --timeout; this outer bound also
+                        # shields the compensation in flight from Ctrl-C
+                        args.timeout + 5,
+                    )
+                )
             except RollbackInProgressError as exc:
                 raise CliError(str(exc), EXIT_BUSY) from None
     if args.json:

@@ -221,6 +221,13 @@ class SQLiteJournal:
                 raise JournalError(f"cannot create journal {path}: {exc.strerror}") from None
         elif not os.access(path, os.R_OK):
             raise JournalError(f"journal {path} is not readable")
+        elif not create and path.stat().st_size == 0:
+            raise JournalError(f"{path} is empty: it is not a Reversi journal")
+        if path.exists() and not (os.access(path, os.W_OK) and os.access(data, os.W_OK)):
+            raise JournalError(
+                f"journal {path} (or its directory) is not writable; Reversi needs write access "
+                "even to read it (WAL mode, crash recovery)"
+            )
         try:
             conn = sqlite3.connect(
                 str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False

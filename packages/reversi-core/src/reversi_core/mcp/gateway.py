@@ -19,7 +19,9 @@ convention of :mod:`reversi_core.mcp.serve`):
 * a result without ``isError``: ``succeeded``; the result is its ``structuredContent``
   (or ``{"content": <text>}`` when it has none);
 * ``isError`` with ``_meta["reversi/outcome"] == "uncertain"``: ``uncertain``;
-* any other ``isError``: ``failed`` (nothing changed);
+* ``isError`` with ``_meta["reversi/outcome"] == "failed"``: ``failed`` (nothing changed);
+* ``isError`` without ``reversi/outcome`` (not a Reversi server): ``uncertain`` for a
+  writing tool, ``failed`` for a read-only one;
 * the upstream closes the connection (it died) or does not answer within the call
   timeout: ``uncertain`` for a writing tool, ``failed`` for a read-only one; the
   upstream is then restarted for the next call.
@@ -31,26 +33,37 @@ step was journaled) and ``reversi/outcome`` (``succeeded``, ``failed``, ``uncert
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
+import hmac
 import json
+import os
+import secrets
 import shlex
+import signal
+import stat
+import subprocess
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from contextlib import asynccontextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO, cast
+from typing import IO, Any, TextIO, cast
 
 import anyio
 import anyio.abc
 import mcp_types as types
 import yaml
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..__about__ import __version__
 from ..connector import CallContext
@@ -71,7 +84,7 @@ from ..errors import (
 from ..journal import Durability, Journal, SQLiteJournal
 from ..manifest import Approval, Manifest
 from ..redact import scrub, scrub_json
-from ..registry import Registry, schema_hash
+from ..registry import Registry, canonical_json, schema_hash
 from .serve import IDEMPOTENCY_KEY_META, OUTCOME_META, RUN_ID_META, tool_annotations
 from .serve import STEP_META as UPSTREAM_STEP_META
 
@@ -227,40 +240,83 @@ class UpstreamConnection:
     session: ClientSession
     tools: list[types.Tool]
     generation: int
+    pid: int
     stop: anyio.Event = field(default_factory=anyio.Event)
     discarded: bool = False
+
+
+def spawn_upstream(
+    argv: list[str], env: Mapping[str, str] | None = None, errlog: TextIO | None = None
+) -> subprocess.Popen[bytes]:
+    """Start the upstream server with pipes on its stdin and stdout, in a session of its own.
+
+    Its stderr goes to ``errlog`` (default: this process's stderr). Raises
+    :class:`OSError` when the command cannot be run.
+    """
+    stderr: Any = None
+    if errlog is not None:
+        with suppress(AttributeError, OSError, ValueError):
+            stderr = errlog.fileno()
+    return subprocess.Popen(
+        argv,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=stderr,
+        env=dict(env) if env is not None else None,
+        start_new_session=True,
+    )
+
+
+async def _stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
+    """Wait ``grace`` seconds for the process to exit on its own, then TERM, then KILL."""
+    for sig in (None, signal.SIGTERM, signal.SIGKILL):
+        if sig is not None:
+            with suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, sig)
+        deadline = anyio.current_time() + grace
+        while process.poll() is None:
+            if anyio.current_time() >= deadline:
+                break
+            await anyio.sleep(0.01)
+        else:
+            return
 
 
 class Upstream:
     """The upstream MCP server: started on demand, restarted after it dies or hangs.
 
-    Connections live in tasks of ``task_group`` (the stdio client's context managers
-    must be entered and left in one task). :meth:`connection` returns the live one,
-    starting a new process when there is none; :meth:`discard` retires one after a
-    failure, and the next :meth:`connection` starts a fresh process.
+    Connections live in tasks of ``task_group`` (a client session's context must be
+    entered and left in one task). :meth:`connection` returns the live one, starting a
+    new process when there is none; :meth:`discard` retires one after a failure, and
+    the next :meth:`connection` starts a fresh process. ``first`` is a process already
+    started (the command line starts it before the slow imports, to save start-up time).
     """
 
     def __init__(
         self,
-        params: StdioServerParameters,
+        argv: list[str],
         task_group: anyio.abc.TaskGroup,
         *,
+        env: Mapping[str, str] | None = None,
         start_timeout: float = DEFAULT_START_TIMEOUT,
         errlog: TextIO | None = None,
+        first: subprocess.Popen[bytes] | None = None,
     ) -> None:
-        self.params = params
+        self.argv = list(argv)
+        self.env = env
         self._tg = task_group
         self._start_timeout = start_timeout
         self._errlog = errlog or sys.stderr
         self._lock = anyio.Lock()
         self._current: UpstreamConnection | None = None
         self._generation = 0
-        self.on_connect: list[Any] = []  # callbacks (conn) -> None after each (re)start
+        self._first = first
+        self.on_connect: list[Callable[[UpstreamConnection], None]] = []
 
     @property
     def description(self) -> str:
         """The upstream command line, for messages."""
-        return shlex.join([self.params.command, *self.params.args])
+        return shlex.join(self.argv)
 
     async def connection(self) -> UpstreamConnection:
         """The live connection, started (or restarted) now if needed.
@@ -276,7 +332,12 @@ class Upstream:
                 return current
             self._generation += 1
             try:
-                conn: UpstreamConnection = await self._tg.start(self._hold, self._generation)
+                process, self._first = self._first, None
+                if process is None:
+                    process = spawn_upstream(self.argv, self.env, self._errlog)
+                conn: UpstreamConnection = await self._tg.start(
+                    self._hold, self._generation, process
+                )
             except Exception as exc:
                 raise UpstreamError(
                     f"the upstream server ({self.description}) could not be started: "
@@ -317,19 +378,22 @@ class Upstream:
     async def _hold(
         self,
         generation: int,
+        process: subprocess.Popen[bytes],
         *,
         task_status: anyio.abc.TaskStatus[UpstreamConnection] = anyio.TASK_STATUS_IGNORED,
     ) -> None:
         started = False
         try:
+            if process.stdout is None or process.stdin is None:
+                raise UpstreamError("the upstream process has no pipes")
             async with (
-                stdio_client(self.params, errlog=self._errlog) as (read, write),
+                _line_streams(process.stdout, process.stdin) as (read, write),
                 ClientSession(read, write) as session,
             ):
                 with anyio.fail_after(self._start_timeout):
                     await session.initialize()
                     tools = await _list_all_tools(session)
-                conn = UpstreamConnection(session, tools, generation)
+                conn = UpstreamConnection(session, tools, generation, process.pid)
                 started = True
                 task_status.started(conn)
                 await conn.stop.wait()
@@ -339,8 +403,14 @@ class Upstream:
                     raise UpstreamError(
                         f"no answer to initialize/tools/list within {self._start_timeout} s"
                     ) from None
+                code = process.poll()
+                if code is not None:
+                    raise UpstreamError(f"it exited with status {code} before answering") from None
                 raise
             _say(f"upstream #{generation} ended: {_describe(exc)}", self._errlog)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await _stop_process(process, _STOP_GRACE)
 
 
 async def _list_all_tools(session: ClientSession) -> list[types.Tool]:
@@ -437,6 +507,7 @@ class _CallState:
 
     ctx: ServerRequestContext[Any]
     step: int | None = None
+    answer: types.ElicitResult | None = None  # an approval answered by input_required
 
 
 _CURRENT: ContextVar[_CallState | None] = ContextVar("reversi_gateway_call", default=None)
@@ -500,12 +571,20 @@ def _client_name(ctx: ServerRequestContext[Any]) -> str:
     return "the MCP client"
 
 
-def _can_elicit(ctx: ServerRequestContext[Any]) -> bool:
+def _declares_elicitation(ctx: ServerRequestContext[Any]) -> bool:
     caps = ctx.session.client_capabilities
     if caps is None or caps.elicitation is None:
         return False
-    form_or_legacy = caps.elicitation.form is not None or caps.elicitation.url is None
-    return form_or_legacy and ctx.session.can_send_request
+    return caps.elicitation.form is not None or caps.elicitation.url is None  # {} means form
+
+
+def _modern(ctx: ServerRequestContext[Any]) -> bool:
+    """True on a 2026-07-28 connection: the server asks by ``input_required`` results."""
+    return ctx.protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+_APPROVAL_INPUT = "reversi/approval"
+"""Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 clients)."""
 
 
 class Gateway:
@@ -528,6 +607,9 @@ class Gateway:
         self._errlog = errlog or sys.stderr
         self._run: Run | None = None
         self._writes = {m.name: m.writes for m in self.registry}
+        self._asks = {m.name for m in self.registry if m.approval is Approval.ALWAYS}
+        self._asks -= config.pre_approved
+        self._state_key = secrets.token_bytes(32)
         self._listing = types.ListToolsResult(tools=index.listed)
         upstream.on_connect.append(self._reindex)
 
@@ -596,11 +678,13 @@ class Gateway:
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
+        if self._run is None:  # a 2026-07-28 client sends no notifications/initialized
+            self.ensure_run(_client_name(ctx))
         return self._listing
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult:
+    ) -> types.CallToolResult | types.InputRequiredResult:
         run = self._run or self.ensure_run(_client_name(ctx))
         name = params.name
         args = params.arguments if params.arguments is not None else {}
@@ -614,6 +698,10 @@ class Gateway:
             refusal = self.index.refusals.get(name)
             if refusal is not None:
                 return self._refuse_unserved(run, name, args, reason, refusal, state)
+            if name in self._asks and _modern(ctx) and _declares_elicitation(ctx):
+                state.answer = self._answer(params, run, name, args)
+                if state.answer is None and self._would_ask(run, name, args):
+                    return self._input_required(run, name, args, reason)
             try:
                 seq, result = await run.call(name, args, reason=reason)
             except CallRejected as exc:
@@ -653,6 +741,48 @@ class Gateway:
             )
         finally:
             _CURRENT.reset(token)
+
+    # -- approval on 2026-07-28 connections (multi-round-trip) ---------------------------
+
+    def _state_for(self, run: Run, name: str, args: dict[str, Any]) -> str:
+        body = canonical_json([run.id, name, args]).encode("utf-8")
+        return hmac.new(self._state_key, body, hashlib.sha256).hexdigest()
+
+    def _answer(
+        self, params: types.CallToolRequestParams, run: Run, name: str, args: dict[str, Any]
+    ) -> types.ElicitResult | None:
+        """The client's answer to this very call's approval question, if it sent one."""
+        answer = (params.input_responses or {}).get(_APPROVAL_INPUT)
+        if not isinstance(answer, types.ElicitResult):
+            return None
+        state = params.request_state
+        if state is None or not hmac.compare_digest(state, self._state_for(run, name, args)):
+            return None  # an answer for another call (or arguments changed): ask again
+        return answer
+
+    def _would_ask(self, run: Run, name: str, args: dict[str, Any]) -> bool:
+        """False when the engine would refuse the call before asking (scope, arguments)."""
+        if self.registry.get(name).permission not in run.scope:
+            return False
+        try:
+            self.registry.validate_arguments(name, args)
+        except InvalidArgumentsError:
+            return False
+        return True
+
+    def _input_required(
+        self, run: Run, name: str, args: dict[str, Any], reason: str | None
+    ) -> types.InputRequiredResult:
+        question = types.ElicitRequest(
+            params=types.ElicitRequestFormParams(
+                message=_approval_message(self.registry.get(name), args, reason),
+                requested_schema=_ELICIT_SCHEMA,
+            )
+        )
+        return types.InputRequiredResult(
+            input_requests={_APPROVAL_INPUT: question},
+            request_state=self._state_for(run, name, args),
+        )
 
     def _refuse_unserved(
         self,
@@ -736,7 +866,7 @@ class Gateway:
             if writes:
                 raise EffectUncertainError(f"{msg}; {_MAYBE}")
             raise ToolError(msg, code="timeout")
-        return _outcome(tool, result)
+        return _outcome(tool, result, writes)
 
     def _upstream_error(
         self, conn: UpstreamConnection, tool: str, writes: bool, exc: MCPError
@@ -770,7 +900,9 @@ class Gateway:
             return ApprovalDecision(False, by="the gateway", note="no client to ask")
         ctx = state.ctx
         client = _client_name(ctx)
-        if not _can_elicit(ctx):
+        if state.answer is not None:
+            return _decision(state.answer, client)
+        if not (_declares_elicitation(ctx) and ctx.session.can_send_request):
             return ApprovalDecision(
                 False,
                 by="the gateway",
@@ -790,16 +922,21 @@ class Gateway:
             return ApprovalDecision(
                 False, by="the gateway", note=f"asking {client} failed: {_describe(exc)}"
             )
-        by = f"the user via {client}"
-        if answer.action != "accept":
-            what = "declined" if answer.action == "decline" else "cancelled"
-            return ApprovalDecision(False, by=by, note=what)
-        content = answer.content or {}
-        note = content.get("note")
-        note_text = note if isinstance(note, str) and note.strip() else None
-        if content.get("approve", True) is False:
-            return ApprovalDecision(False, by=by, note=note_text or "answered no")
-        return ApprovalDecision(True, by=by, note=note_text)
+        return _decision(answer, client)
+
+
+def _decision(answer: types.ElicitResult, client: str) -> ApprovalDecision:
+    """The approval decision an elicitation answer means."""
+    by = f"the user via {client}"
+    if answer.action != "accept":
+        what = "declined" if answer.action == "decline" else "cancelled"
+        return ApprovalDecision(False, by=by, note=what)
+    content = answer.content or {}
+    note = content.get("note")
+    note_text = note if isinstance(note, str) and note.strip() else None
+    if content.get("approve", True) is False:
+        return ApprovalDecision(False, by=by, note=note_text or "answered no")
+    return ApprovalDecision(True, by=by, note=note_text)
 
 
 def _approval_message(manifest: Manifest, args: dict[str, Any], reason: str | None) -> str:
@@ -851,8 +988,14 @@ def _result_text(result: dict[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def _outcome(tool: str, result: types.CallToolResult) -> dict[str, Any]:
-    """Map the upstream's ``CallToolResult`` to a JSON result or a raised error."""
+def _outcome(tool: str, result: types.CallToolResult, writes: bool) -> dict[str, Any]:
+    """Map the upstream's ``CallToolResult`` to a JSON result or a raised error.
+
+    ``_meta["reversi/outcome"]`` decides an error: ``failed`` is definite (ToolError),
+    ``uncertain`` is not (EffectUncertainError). An error without it did not come from a
+    Reversi server, which cannot be trusted to have changed nothing: for a writing tool
+    it is uncertain, for a read-only one failed.
+    """
     if result.is_error:
         meta = result.meta or {}
         structured = result.structured_content
@@ -861,7 +1004,13 @@ def _outcome(tool: str, result: types.CallToolResult) -> dict[str, Any]:
         message = error.get("message")
         if not isinstance(message, str) or not message:
             message = _text(result.content) or f"{tool} failed (the upstream gave no message)"
-        if meta.get(OUTCOME_META) == "uncertain":
+        outcome = meta.get(OUTCOME_META)
+        if outcome == "uncertain" or (outcome != "failed" and writes):
+            if outcome != "uncertain":
+                message += (
+                    " (the upstream does not say whether anything changed: it sets no "
+                    "_meta['reversi/outcome'])"
+                )
             raise EffectUncertainError(message)
         status = error.get("status")
         code = error.get("code")
@@ -875,34 +1024,158 @@ def _outcome(tool: str, result: types.CallToolResult) -> dict[str, Any]:
     return {"content": _text(result.content)}
 
 
+# -- transports --------------------------------------------------------------------
+
+
+_LINE_LIMIT = 1 << 30
+"""Longest JSON-RPC line read from a pipe (the asyncio reader's buffer limit)."""
+
+_STOP_GRACE = 2.0
+"""Seconds an upstream gets to exit after its stdin closes (and again after SIGTERM)."""
+
+Streams = tuple[
+    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
+]
+
+
+@asynccontextmanager
+async def _line_streams(read_file: IO[bytes], write_file: IO[bytes]) -> AsyncIterator[Streams]:
+    """JSON-RPC messages, one per line, over two pipes watched by the event loop.
+
+    No thread per message (the SDK's stdio transports read and write through worker
+    threads, which costs about a millisecond per hop). The pipes are closed on exit;
+    when the peer goes away the read stream ends, so pending requests fail as closed.
+    """
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
+    in_transport, _ = await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), read_file
+    )
+    try:
+        out_transport, out_protocol = await loop.connect_write_pipe(
+            asyncio.streams.FlowControlMixin, write_file
+        )
+    except BaseException:
+        in_transport.close()
+        raise
+    writer = asyncio.StreamWriter(out_transport, out_protocol, None, loop)
+    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def read_lines() -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            async with read_send:
+                while True:
+                    try:
+                        line = await reader.readline()
+                    except (OSError, ValueError) as exc:  # a line past the limit, a read error
+                        await read_send.send(exc)
+                        return
+                    if not line:
+                        return
+                    if not line.strip():
+                        continue
+                    try:
+                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                    except ValueError as exc:
+                        await read_send.send(exc)
+                        continue
+                    await read_send.send(SessionMessage(message))
+
+    async def write_lines() -> None:
+        try:
+            async with write_recv:
+                async for item in write_recv:
+                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
+                    writer.write(data.encode("utf-8") + b"\n")
+                    await writer.drain()
+        except (ConnectionError, OSError):
+            read_send.close()  # the peer is gone: end the session's read side too
+
+    try:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(read_lines)
+            tg.start_soon(write_lines)
+            try:
+                yield read_recv, write_send
+            finally:
+                tg.cancel_scope.cancel()
+    finally:
+        for stream in (write_send, read_recv, read_send, write_recv):
+            stream.close()
+        out_transport.close()
+        in_transport.close()
+
+
+def _watchable_stdio() -> bool:
+    """True when stdin and stdout are pipes or sockets (what the event loop can watch)."""
+    try:
+        modes = (os.fstat(0).st_mode, os.fstat(1).st_mode)
+    except OSError:
+        return False
+    return all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in modes)
+
+
+@asynccontextmanager
+async def _pipe_stdio() -> AsyncIterator[Streams]:
+    """Serve MCP over this process's stdin/stdout with :func:`_line_streams`.
+
+    The wire moves to private descriptors; meanwhile fd 0 reads the null device and fd 1
+    writes to stderr, so stray output cannot corrupt it (as the SDK's ``stdio_server``
+    does). Both are restored on exit.
+    """
+    in_fd, out_fd = os.dup(0), os.dup(1)
+    saved = (os.dup(0), os.dup(1))
+    devnull = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(devnull, 0)
+    os.dup2(2, 1)
+    os.close(devnull)
+    try:
+        async with _line_streams(
+            os.fdopen(in_fd, "rb", buffering=0), os.fdopen(out_fd, "wb", buffering=0)
+        ) as streams:
+            yield streams
+    finally:
+        os.dup2(saved[0], 0)
+        os.dup2(saved[1], 1)
+        os.close(saved[0])
+        os.close(saved[1])
+
+
 # -- serving -----------------------------------------------------------------------
 
 
 async def serve_gateway(
     config: GatewayConfig,
+    upstream_process: subprocess.Popen[bytes] | None = None,
     *,
     errlog: TextIO | None = None,
-    ready: anyio.Event | None = None,
 ) -> int:
     """Run the gateway on this process's stdin/stdout until the client leaves.
 
-    Starts the upstream first and reports, on ``errlog``, what is served, hidden and
-    drifted. Returns the exit status: 0 after a normal end, 1 when the upstream
-    cannot be started or the journal cannot be opened.
+    Starts the upstream (or adopts ``upstream_process``, already started with
+    :func:`spawn_upstream`) and reports on ``errlog`` what is served, hidden and
+    drifted. Returns the exit status: 0 after a normal end, 1 when the upstream cannot
+    be started, 2 when the journal cannot be opened.
     """
     err = errlog or sys.stderr
     try:
         journal = SQLiteJournal.open(config.data_dir, durability=config.durability)
     except ReversiError as exc:
+        if upstream_process is not None:
+            await _stop_process(upstream_process, 0.0)
         _say(f"error: {exc}", err)
         return 2
-    env = dict(config.upstream_env) if config.upstream_env is not None else None
-    params = StdioServerParameters(
-        command=config.upstream_command, args=list(config.upstream_args), env=env
-    )
     try:
         async with anyio.create_task_group() as tg:
-            upstream = Upstream(params, tg, start_timeout=config.start_timeout, errlog=err)
+            upstream = Upstream(
+                config.upstream_argv,
+                tg,
+                env=config.upstream_env,
+                start_timeout=config.start_timeout,
+                errlog=err,
+                first=upstream_process,
+            )
             try:
                 conn = await upstream.connection()
             except UpstreamError as exc:
@@ -912,12 +1185,10 @@ async def serve_gateway(
             _report(index, upstream, err)
             gateway = Gateway(config, journal, upstream, index, errlog=err)
             server = gateway.build_server()
-            if ready is not None:
-                ready.set()
-            async with stdio_server() as (read, write):
+            transport = _pipe_stdio() if _watchable_stdio() else stdio_server()
+            async with transport as (read, write):
                 await server.run(read, write, server.create_initialization_options())
             await upstream.aclose()
-            tg.cancel_scope.cancel()
     finally:
         journal.close()
     return 0
