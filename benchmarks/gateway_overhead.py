@@ -170,6 +170,8 @@ class Target:
     upstream_pid: int | None = None
     latency: dict[str, list[float]] = field(default_factory=dict)
     memory_kb: dict[str, int] = field(default_factory=dict)
+    rss_by_phase_kb: dict[str, int] = field(default_factory=dict)
+    """The gateway's VmRSS after each tool's timed calls."""
     upstream_memory_kb: dict[str, int] = field(default_factory=dict)
     cpu_ms: dict[str, float] = field(default_factory=dict)
     """Per tool: CPU milliseconds per call of the server process (the gateway, or the
@@ -260,9 +262,24 @@ def make_write_args(files: int) -> Callable[[int], dict[str, Any]]:
 
 
 async def run_latency(
+    targets: list[Target],
+    calls: int,
+    warmup: int,
+    write_files: int,
+    errlog: TextIO,
+    budget: float,
+) -> None:
+    """Open every target, warm up, then time ``calls`` reads and writes on each, interleaved.
+
+    Raises :class:`TimeoutError` when it all takes longer than ``budget`` seconds.
+    """
+    with anyio.fail_after(budget):
+        await _run_latency(targets, calls, warmup, write_files, errlog)
+
+
+async def _run_latency(
     targets: list[Target], calls: int, warmup: int, write_files: int, errlog: TextIO
 ) -> None:
-    """Open every target, warm up, then time ``calls`` reads and writes on each, interleaved."""
     write_args = make_write_args(write_files)
     async with AsyncExitStack() as stack:
         for target in targets:
@@ -310,6 +327,9 @@ async def run_latency(
             for target in targets:
                 own, up = cpu_pair(target)
                 target.cpu_ms[tool] = (own - cpu0[target.name][0]) * 1e3 / calls
+                if target.is_gateway:
+                    assert target.pid is not None
+                    target.rss_by_phase_kb[tool] = proc_status(target.pid)["VmRSS"]
                 if target.upstream_pid is not None:
                     target.upstream_cpu_ms[tool] = (up - cpu0[target.name][1]) * 1e3 / calls
         for target in targets:
@@ -542,6 +562,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     parser.add_argument("--starts", type=int, default=5, help="gateway starts to time")
     parser.add_argument("--json", metavar="PATH", help="also write every figure as JSON here")
+    parser.add_argument(
+        "--max-seconds",
+        type=float,
+        default=1800.0,
+        help="give up (exit 1) when the latency runs take longer than this (default 1800)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     if opts.calls < 1 or opts.warmup < 1 or opts.starts < 1 or opts.write_files < 1:
@@ -567,7 +593,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             figures = run_all(opts, base, connectors, gateway, errlog)
     except BaseException as exc:
         if not isinstance(exc, KeyboardInterrupt):
-            print(f"\nerror: {type(exc).__name__}: {exc}", file=sys.stderr)
+            text = str(exc) or (
+                "a call, a start or the whole run took too long (see --max-seconds)"
+                if isinstance(exc, TimeoutError)
+                else ""
+            )
+            print(f"\nerror: {type(exc).__name__}: {text}", file=sys.stderr)
             tail = (
                 errlog_path.read_text(errors="replace").splitlines()[-20:]
                 if errlog_path.exists()
@@ -612,7 +643,9 @@ def run_all(
                 data=data,
             )
         )
-    anyio.run(run_latency, targets, opts.calls, opts.warmup, opts.write_files, errlog)
+    anyio.run(
+        run_latency, targets, opts.calls, opts.warmup, opts.write_files, errlog, opts.max_seconds
+    )
 
     print(f"[3/3] start-up, {opts.starts} starts each ...", flush=True)
     start_root = make_root(base, "startup")
@@ -727,10 +760,17 @@ def run_all(
         hwm = target.memory_kb.get("VmHWM", 0) / 1024
         up = target.upstream_memory_kb.get("VmRSS", 0) / 1024
         ok = max(rss, hwm) < MEMORY_TARGET_MB
-        figures["memory_mb"][target.name] = {"rss": rss, "hwm": hwm, "upstream_rss": up}
+        after_reads = target.rss_by_phase_kb.get("fs.read_file", 0) / 1024
+        figures["memory_mb"][target.name] = {
+            "rss": rss,
+            "hwm": hwm,
+            "rss_after_reads": after_reads,
+            "upstream_rss": up,
+        }
         m_rows.append(
             [
                 target.name,
+                f"{after_reads:.1f} MB",
                 f"{rss:.1f} MB",
                 f"{hwm:.1f} MB",
                 f"{up:.1f} MB",
@@ -747,8 +787,16 @@ def run_all(
             )
         )
     print_table(
-        f"Gateway memory after {2 * (opts.calls + opts.warmup)} calls (gateway process only)",
-        ["target", "VmRSS", "VmHWM (peak)", "upstream VmRSS", "target", ""],
+        f"Gateway memory after {2 * (opts.calls + opts.warmup)} calls (the gateway process only)",
+        [
+            "target",
+            "VmRSS after reads",
+            "VmRSS at end",
+            "VmHWM (peak)",
+            "upstream VmRSS",
+            "target",
+            "",
+        ],
         m_rows,
     )
     if start_rss:

@@ -670,6 +670,18 @@ async def test_approval_on_a_2026_connection_goes_through_input_required(box: Bo
 # -- start-up errors -------------------------------------------------------------------
 
 
+def test_command_line_defaults_match_the_library() -> None:
+    from reversi_core.cli import gateway as cli
+    from reversi_core.mcp import gateway as lib
+
+    assert cli.DEFAULT_CALL_TIMEOUT == lib.DEFAULT_CALL_TIMEOUT
+    assert cli.DEFAULT_START_TIMEOUT == lib.DEFAULT_START_TIMEOUT
+    args = cli.parse_args(["--manifests", "m", "--upstream-cmd", "srv", "--upstream-arg", "--root",
+                           "--upstream-arg", "-x", "--scope", "a:b"])
+    assert args.upstream_arg == ["--root", "-x"]
+    assert args.scope == ["a:b"]
+
+
 def _run_gateway(
     box: Box, *extra: str, argv: list[str] | None = None
 ) -> subprocess.CompletedProcess[str]:

@@ -13,6 +13,7 @@ sit on top of it.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -186,6 +187,10 @@ class Run:
         self.scope = frozenset(record.scope)
         self.executor = executor
         self.approver = approver
+        # Steps of this run that a later `requires` may point at, by seq: loaded from the
+        # journal once, then kept up to date by this Run's own calls, so finding a call's
+        # edges costs no journal read (a run is served by one process).
+        self._candidates: dict[int, StepRecord] | None = None
 
     @classmethod
     def start(
@@ -304,6 +309,7 @@ class Run:
             approval,
             requires,
         )
+        self._remember(step)
         ctx = CallContext(
             run_id=self.id, step=step.seq, idempotency_key=step.idempotency_key, timeout=timeout
         )
@@ -404,6 +410,7 @@ class Run:
             compensation=compensation,
             compensation_error=comp_error,
         )
+        self._remember(dataclasses.replace(step, state=StepState.SUCCEEDED, result=result))
         return step.seq, result
 
     def _reject(
@@ -444,9 +451,12 @@ class Run:
     def _edges(self, manifest: Manifest, args: dict[str, Any]) -> list[int]:
         if not manifest.requires:
             return []
+        if self._candidates is None:
+            self._candidates = {s.seq: s for s in self.journal.list_steps(self.id)}
+        wanted = {req.tool for req in manifest.requires}
         edges: list[int] = []
-        for earlier in self.journal.list_steps(self.id):
-            if not earlier.may_have_applied:
+        for earlier in self._candidates.values():
+            if earlier.tool not in wanted or not earlier.may_have_applied:
                 continue
             for req in manifest.requires:
                 if earlier.tool != req.tool:
@@ -461,7 +471,12 @@ class Run:
                 ):
                     edges.append(earlier.seq)
                     break
-        return edges
+        return sorted(edges)
+
+    def _remember(self, step: StepRecord) -> None:
+        """Keep the candidate cache of :meth:`_edges` current (only once it is loaded)."""
+        if self._candidates is not None:
+            self._candidates[step.seq] = step
 
     @staticmethod
     def _compensation_for(

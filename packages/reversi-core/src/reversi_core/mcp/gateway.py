@@ -101,6 +101,7 @@ __all__ = [
     "UpstreamError",
     "load_manifest_dir",
     "serve_gateway",
+    "spawn_upstream",
 ]
 
 RUN_META = "reversi/run"
@@ -399,7 +400,7 @@ class Upstream:
                 await conn.stop.wait()
         except Exception as exc:
             if not started:
-                if isinstance(exc, TimeoutError):
+                if any(isinstance(leaf, TimeoutError) for leaf in _leaf_errors(exc)):
                     raise UpstreamError(
                         f"no answer to initialize/tools/list within {self._start_timeout} s"
                     ) from None
@@ -1204,8 +1205,3 @@ def _report(index: ToolIndex, upstream: Upstream, err: TextIO) -> None:
         _say(f"manifests the upstream does not offer (refused): {', '.join(index.missing)}", err)
     for name in index.drifted:
         _say(f"drifted: {index.refusals[name]}", err)
-
-
-def pre_approvable(registry: Registry) -> list[str]:
-    """Tools whose manifests say ``approval: always``."""
-    return [m.name for m in registry if m.approval is Approval.ALWAYS]

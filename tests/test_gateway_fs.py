@@ -11,7 +11,6 @@ empty directories), the backup directory aside; a second rollback changes nothin
 from __future__ import annotations
 
 import base64
-import importlib.util
 import json
 import os
 import shlex
@@ -40,12 +39,6 @@ GATEWAY = _script("reversi-gateway")
 REVERSI = _script("reversi")
 CONNECTORS = _script("reversi-connectors")
 BACKUPS = ".reversi-backups"
-
-pytestmark = pytest.mark.skipif(
-    importlib.util.find_spec("reversi_connector_fs") is None,
-    reason="reversi-connector-fs is not installed",
-)
-
 
 def snapshot(root: Path) -> dict[str, tuple[str, int, bytes]]:
     """Every entry under ``root`` but the backups: kind, permission bits and bytes."""
