@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""The README's demo: an agent's scripted run on a temporary tree, then its rollback.
+"""The README's demo: an agent's session through the gateway, then its rollback.
 
 1. Make a small project tree in a temporary directory and fingerprint it.
-2. Play an agent's run through the engine with the fs connector: reads, an overwrite,
-   new nested directories and files, a delete, a move, and one call the connector
-   refuses (a path escaping the root). Every call is journaled in a SQLite journal.
-3. Print the journal with ``reversi show``.
-4. Roll the run back with ``reversi rollback RUN --compensator-cmd
+2. Write the fs manifests (``reversi-connectors manifests fs``) and start
+   ``reversi-gateway`` in front of ``reversi-connectors serve fs --root DIR``.
+3. Play an agent's session with a real MCP client through the gateway: list and read,
+   an overwrite, new nested directories and files, a delete, a move, and a call the
+   connector refuses (a path escaping the root). The gateway journals every call.
+4. Print the journal with ``reversi show``.
+5. Roll the run back with ``reversi rollback RUN --compensator-cmd
    "reversi-connectors compensate --root DIR"`` (a separate process per compensation).
-5. Check that the tree is byte for byte as it was (backup directory aside), and exit
-   non-zero if it is not.
+6. Check that the tree is byte for byte as it was (backup directory aside), and that a
+   second rollback changes nothing; exit non-zero otherwise.
 
     python scripts/demo.py [--keep]      # --keep leaves the temporary directory in place
 """
@@ -27,15 +29,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from reversi_core import (
-    EffectUncertainError,
-    Run,
-    SQLiteJournal,
-    ToolError,
-    executor_for,
-    registry_for,
-)
-from reversi_core.connector import load_connector_class
+from mcp import ClientSession, StdioServerParameters, stdio_client
 
 BACKUP_DIR = ".reversi-backups"
 
@@ -94,22 +88,70 @@ AGENT_SCRIPT: list[tuple[str, dict[str, object], str]] = [
 ]
 
 
-async def play_agent(root: Path, data: Path) -> str:
-    fs = load_connector_class("fs")(root=root)
-    journal = SQLiteJournal.open(data)
-    registry = registry_for([fs])
-    run = Run.start(journal, registry, executor=executor_for([fs]), label="demo agent")
-    print(f"run {run.id}: scope {', '.join(sorted(run.scope))}\n")
-    for tool, args, reason in AGENT_SCRIPT:
-        try:
-            step, result = await run.call(tool, dict(args), reason=reason)
-            shown = {k: v for k, v in result.items() if k not in ("content", "entries")}
-            print(f"  step {step}: {tool} {args.get('path') or args.get('source')} -> ok {shown}")
-        except (ToolError, EffectUncertainError) as exc:
-            print(f"  {tool} {args.get('path')} -> refused: {exc}")
-    journal.close()
-    await fs.aclose()
-    return run.id
+def write_manifests(folder: Path, tools: dict[str, str]) -> Path:
+    """What ``reversi-connectors manifests fs`` prints, in a folder of its own for the gateway."""
+    folder.mkdir()
+    listing = subprocess.run(
+        [tools["reversi-connectors"], "manifests", "fs", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    (folder / "fs.json").write_text(listing.stdout)
+    return folder
+
+
+async def play_agent(root: Path, data: Path, tools: dict[str, str]) -> str:
+    """Drive the gateway with an MCP client session; return the run id it journaled."""
+    manifests = write_manifests(data.parent / "manifests", tools)
+    upstream = ["serve", "fs", "--root", str(root)]
+    gateway = StdioServerParameters(
+        command=tools["reversi-gateway"],
+        args=[
+            "--manifests",
+            str(manifests),
+            "--data",
+            str(data),
+            "--upstream-cmd",
+            tools["reversi-connectors"],
+            *[arg for a in upstream for arg in ("--upstream-arg", a)],
+        ],
+    )
+    run_id = ""
+    print(f"$ reversi-gateway --manifests {manifests} --data {data} \\")
+    print(
+        f"    --upstream-cmd reversi-connectors {' '.join('--upstream-arg ' + a for a in upstream)}\n"
+    )
+    with (data.parent / "gateway.log").open("w") as log:
+        async with (
+            stdio_client(gateway, errlog=log) as (read, write),
+            ClientSession(read, write) as session,
+        ):
+            await session.initialize()
+            listed = await session.list_tools()
+            print(
+                f"the agent sees {len(listed.tools)} tools: "
+                f"{', '.join(sorted(t.name for t in listed.tools))}\n"
+            )
+            for tool, args, reason in AGENT_SCRIPT:
+                result = await session.call_tool(tool, dict(args), meta={"reversi/reason": reason})
+                meta = result.meta or {}
+                run_id = str(meta.get("reversi/run", run_id))
+                where = args.get("path") or args.get("source")
+                if result.is_error:
+                    error = (result.structured_content or {}).get("error", {})
+                    print(
+                        f"  step {meta.get('reversi/step')}: {tool} {where} -> refused: "
+                        f"{error.get('message', result.content)}"
+                    )
+                    continue
+                shown = {
+                    k: v
+                    for k, v in (result.structured_content or {}).items()
+                    if k not in ("content", "entries")
+                }
+                print(f"  step {meta.get('reversi/step')}: {tool} {where} -> ok {shown}")
+    return run_id
 
 
 def cli(*argv: str) -> int:
@@ -128,14 +170,20 @@ def main() -> int:
         make_tree(root)
         before = fingerprint(root)
         print(f"project tree: {root} ({len(before)} entries)\n")
-        run_id = asyncio.run(play_agent(root, data))
+        bin_dir = Path(sys.executable).parent
+        tools = {
+            name: shutil.which(name, path=str(bin_dir)) or shutil.which(name) or name
+            for name in ("reversi", "reversi-connectors", "reversi-gateway")
+        }
+        reversi, connectors = tools["reversi"], tools["reversi-connectors"]
+        run_id = asyncio.run(play_agent(root, data, tools))
+        if not run_id:
+            print("FAILED: the gateway returned no run id")
+            return 1
         after_run = fingerprint(root)
         changed = sorted(set(before.items()) ^ set(after_run.items()))
         print(f"\nthe agent changed {len({p for p, _ in changed})} paths")
 
-        bin_dir = Path(sys.executable).parent
-        reversi = shutil.which("reversi", path=str(bin_dir)) or "reversi"
-        connectors = shutil.which("reversi-connectors", path=str(bin_dir)) or "reversi-connectors"
         cli(reversi, "show", run_id, "--data", str(data))
         compensator = f"{shlex.quote(connectors)} compensate --root {shlex.quote(str(root))}"
         code = cli(
