@@ -28,6 +28,10 @@ What one run measures:
    ``/proc/PID/status``) after the calls. Target: under 80 MB.
 4. Start-up: from spawning ``reversi-gateway`` to the answer of its first ``tools/list``
    (which needs its fs upstream started), median of ``--starts`` starts. Target: 1.0 s.
+
+With ``--floor``, a fourth latency target, information only: the gateway with
+``Run.call`` cut down to forwarding, which separates the cost of the MCP relay from the
+cost of the engine and the journal.
 """
 
 from __future__ import annotations
@@ -165,6 +169,8 @@ class Target:
     argv: list[str]
     root: Path
     data: Path | None = None
+    mode: str | None = None
+    """The gateway's durability mode; ``None`` for the direct target and the floor."""
     session: ClientSession | None = None
     pid: int | None = None
     upstream_pid: int | None = None
@@ -230,6 +236,23 @@ def gateway_argv(
     for arg in upstream[1:]:
         argv += ["--upstream-arg", arg]
     return argv
+
+
+FLOOR_LAUNCHER = """
+import sys
+from reversi_core.connector import CallContext
+from reversi_core.engine import Run
+
+async def forward_only(self, tool, args, *, reason=None, execute=None, timeout=None):
+    ctx = CallContext(run_id=self.id, step=0, idempotency_key="floor", timeout=timeout)
+    return 0, await (execute or self.executor)(tool, args, ctx)
+
+Run.call = forward_only
+from reversi_core.cli.gateway import main
+sys.exit(main())
+"""
+"""``python -c`` source of the ``--floor`` target: the gateway with ``Run.call`` cut down
+to forwarding the call (no checks, no journal), to show what the MCP relay alone costs."""
 
 
 def params(argv: list[str]) -> StdioServerParameters:
@@ -568,6 +591,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         default=1800.0,
         help="give up (exit 1) when the latency runs take longer than this (default 1800)",
     )
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also time a fourth target: the gateway with the engine cut out (calls are only "
+        "forwarded, nothing is checked or journaled), for what the MCP relay alone costs",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     if opts.calls < 1 or opts.warmup < 1 or opts.starts < 1 or opts.write_files < 1:
@@ -628,7 +657,6 @@ def run_all(
     rates = journal_throughput(base / "journal", opts.calls)
     figures["journal"] = rates
 
-    print("[2/3] latency: direct, gateway (process), gateway (power) ...", flush=True)
     manifests = write_manifests(base, connectors)
     direct_root = make_root(base, "direct")
     targets = [Target("direct", upstream_argv(connectors, direct_root), direct_root)]
@@ -641,8 +669,22 @@ def run_all(
                 gateway_argv(gateway, manifests, data, mode, upstream_argv(connectors, root)),
                 root,
                 data=data,
+                mode=mode,
             )
         )
+    if opts.floor:
+        root = make_root(base, "floor")
+        data = base / "data-floor"
+        argv = gateway_argv(gateway, manifests, data, "process", upstream_argv(connectors, root))
+        targets.append(
+            Target(
+                "relay only (floor)",
+                [sys.executable, "-c", FLOOR_LAUNCHER, *argv[1:]],
+                root,
+                data=data,
+            )
+        )
+    print(f"[2/3] latency: {', '.join(t.name for t in targets)} ...", flush=True)
     anyio.run(
         run_latency, targets, opts.calls, opts.warmup, opts.write_files, errlog, opts.max_seconds
     )
@@ -672,14 +714,27 @@ def run_all(
             if target is direct:
                 lat_rows.append([target.name, tool, ms(med), ms(top), "", "", "", ""])
                 continue
-            mode = target.name.split("(")[1].rstrip(")")
             ratio = med / median(direct.latency[tool])
             ratio99 = top / p99(direct.latency[tool])
-            limit = LATENCY_TARGETS[mode]
-            ok = ratio <= limit
             figures["latency"][target.name][tool].update(
                 {"median_ratio": ratio, "p99_ratio": ratio99}
             )
+            if target.mode is None:  # the floor: information only
+                lat_rows.append(
+                    [
+                        target.name,
+                        tool,
+                        ms(med),
+                        ms(top),
+                        f"{ratio:.2f}x",
+                        f"{ratio99:.2f}x",
+                        "",
+                        "",
+                    ]
+                )
+                continue
+            limit = LATENCY_TARGETS[target.mode]
+            ok = ratio <= limit
             lat_rows.append(
                 [
                     target.name,
@@ -754,7 +809,7 @@ def run_all(
     m_rows: list[list[str]] = []
     figures["memory_mb"] = {}
     for target in targets:
-        if not target.is_gateway:
+        if target.mode is None:
             continue
         rss = target.memory_kb.get("VmRSS", 0) / 1024
         hwm = target.memory_kb.get("VmHWM", 0) / 1024

@@ -1,0 +1,286 @@
+"""Test helpers for the ``fs`` connector, and its opt-in to the certification suite.
+
+The fs "backend" is a directory tree, so there is no fake server to run: a test (or a
+user testing an agent) points :class:`~reversi_connector_fs.FsConnector` at a scratch
+directory. This module offers:
+
+- :class:`FsBackend`: a scratch root and its backup directory, with :meth:`FsBackend.seed`
+  (a few known files) and :meth:`FsBackend.fingerprint` (the tree as plain data);
+- :func:`certification_fixture`: what the repository's ``certification/`` suite needs
+  to drive every fs tool (see docs/certification-guide.md).
+
+Four checks do not apply to fs, each for a reason stated in :data:`NOT_APPLICABLE`.
+Compensation failures are injected by :func:`undo_fault`, which makes the file system
+refuse the one undo in question (a missing backup, a directory in the way, a stray
+file), since ``chmod`` stops nobody when tests run as root.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import stat
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from reversi_core.certification import (
+    CertificationFixture,
+    Dependency,
+    Example,
+    ExampleContext,
+    Residue,
+)
+
+from .connector import DEFAULT_BACKUP_DIR, FsConnector
+
+__all__ = [
+    "NOT_APPLICABLE",
+    "SEED_FILES",
+    "FsBackend",
+    "certification_fixture",
+    "fs_backend",
+    "undo_fault",
+]
+
+SEED_FILES: Mapping[str, str] = {
+    "notes/todo.txt": "buy milk\n",
+    "readme.txt": "hello\n",
+}
+"""The files :meth:`FsBackend.seed` writes (UTF-8), by path relative to the root."""
+
+NOT_APPLICABLE: Mapping[str, str] = {
+    "retry": "fs works on a local file system: no network transport sits between the tool "
+    "and its effect, so there is no dropped connection to retry, and an OS error is definite",
+    "permission_denial": "fs has no service to answer 401 or 403; access is the operating "
+    "system's business, and the connector's own guard (paths confined to the root) is "
+    "tested in the fs package",
+    "timeout": "a local file operation has no remote peer that could stay silent, so there "
+    "is nothing for a timeout to cut short",
+    "redaction": "fs reads no credential, so there is no secret that could leak",
+}
+"""The checks that do not apply to fs, and why."""
+
+
+@dataclass(frozen=True)
+class FsBackend:
+    """A scratch root for :class:`~reversi_connector_fs.FsConnector`.
+
+    ``root`` is the connector's root; ``backup_dir`` its backup directory (the default,
+    inside the root); ``aside`` a directory outside both, where :func:`undo_fault`
+    parks what it takes away.
+    """
+
+    root: Path
+    backup_dir: Path
+    aside: Path
+
+    def connector(self) -> FsConnector:
+        """A connector on this root with the default backup directory."""
+        return FsConnector(self.root)
+
+    def seed(self) -> None:
+        """Write :data:`SEED_FILES` and an empty directory ``empty/``."""
+        for rel, text in SEED_FILES.items():
+            path = self.root / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        (self.root / "empty").mkdir(exist_ok=True)
+
+    def fingerprint(self) -> dict[str, Any]:
+        """The tree as data: ``{"tree": {path: entry}, "backups": [names]}``.
+
+        Files give ``{"type": "file", "mode", "sha256"}``, directories ``{"type": "dir",
+        "mode"}``, anything else ``{"type": "other"}``; links are not followed. The backup
+        directory is left out of ``tree`` and its entry names listed in ``backups``.
+        """
+        tree: dict[str, Any] = {}
+        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
+            here = Path(dirpath)
+            if here == self.root and DEFAULT_BACKUP_DIR in dirnames:
+                dirnames.remove(DEFAULT_BACKUP_DIR)
+            for name in sorted(dirnames + filenames):
+                full = here / name
+                st = full.lstat()
+                rel = full.relative_to(self.root).as_posix()
+                if stat.S_ISREG(st.st_mode):
+                    digest = hashlib.sha256(full.read_bytes()).hexdigest()
+                    tree[rel] = {"type": "file", "mode": stat.S_IMODE(st.st_mode), "sha256": digest}
+                elif stat.S_ISDIR(st.st_mode):
+                    tree[rel] = {"type": "dir", "mode": stat.S_IMODE(st.st_mode)}
+                else:
+                    tree[rel] = {"type": "other"}
+        backups = sorted(os.listdir(self.backup_dir)) if self.backup_dir.is_dir() else []
+        return {"tree": tree, "backups": backups}
+
+
+@contextmanager
+def fs_backend(directory: Path) -> Iterator[FsBackend]:
+    """A fresh, empty :class:`FsBackend` under ``directory`` (which the caller cleans up)."""
+    root = directory / "root"
+    aside = directory / "aside"
+    root.mkdir(parents=True)
+    aside.mkdir()
+    yield FsBackend(root=root.resolve(), backup_dir=root.resolve() / DEFAULT_BACKUP_DIR, aside=aside)
+
+
+@contextmanager
+def undo_fault(backend: FsBackend, tool: str, args: Mapping[str, Any]) -> Iterator[None]:
+    """Make the compensation ``tool`` with ``args`` fail until the block ends, then undo that.
+
+    - ``fs.restore_file`` with a backup: the backup is moved aside (``backup_missing``);
+    - ``fs.restore_file`` without one (undoing a new file): the file is moved aside and a
+      directory stands at its path (``is_a_directory``);
+    - ``fs.remove_dir``: a stray file sits in the deepest directory (``not_empty``);
+    - ``fs.unmove_file``: a file appears at the move's source (``conflict``).
+
+    Raises ``ValueError`` for any other tool.
+    """
+    spot = backend.aside / uuid.uuid4().hex
+    if tool == "fs.restore_file" and args.get("backup"):
+        held = backend.backup_dir / str(args["backup"])
+        os.rename(held, spot)
+        try:
+            yield
+        finally:
+            os.rename(spot, held)
+    elif tool == "fs.restore_file":
+        target = backend.root / str(args["path"])
+        os.rename(target, spot)
+        target.mkdir()
+        try:
+            yield
+        finally:
+            target.rmdir()
+            os.rename(spot, target)
+    elif tool == "fs.remove_dir":
+        deepest = max((str(p) for p in args["paths"]), key=lambda p: p.count("/"))
+        stray = backend.root / deepest / "stray-file"
+        stray.write_text("in the way\n", encoding="utf-8")
+        try:
+            yield
+        finally:
+            stray.unlink()
+    elif tool == "fs.unmove_file":
+        blocker = backend.root / str(args["source"])
+        blocker.write_text("in the way\n", encoding="utf-8")
+        try:
+            yield
+        finally:
+            blocker.unlink()
+    else:
+        raise ValueError(f"no fault is defined for {tool}")
+
+
+# -- example arguments ------------------------------------------------------------------
+
+
+async def _restore_after_overwrite(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call("fs.write_file", {"path": "readme.txt", "content": "overwritten\n"})
+    return {"path": "readme.txt", "backup": done["backup"]}
+
+
+async def _restore_new_file(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    await ctx.call("fs.write_file", {"path": "fresh.txt", "content": "new\n"})
+    return {"path": "fresh.txt", "backup": None}
+
+
+async def _remove_made_dirs(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call("fs.make_dir", {"path": "made/inner"})
+    return {"paths": done["created"]}
+
+
+async def _unmove(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    await ctx.call("fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"})
+    return {"source": "notes/todo.txt", "destination": "todo.txt", "replaced_backup": None}
+
+
+async def _unmove_over(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call(
+        "fs.move_file",
+        {"source": "notes/todo.txt", "destination": "readme.txt", "overwrite": True},
+    )
+    return {
+        "source": "notes/todo.txt",
+        "destination": "readme.txt",
+        "replaced_backup": done["replaced_backup"],
+    }
+
+
+EXAMPLES: Mapping[str, list[Example]] = {
+    "fs.read_file": [
+        {"path": "notes/todo.txt"},
+        {"path": "readme.txt", "encoding": "base64"},
+    ],
+    "fs.list_dir": [{"path": "."}, {"path": "notes"}],
+    "fs.write_file": [
+        {"path": "fresh.txt", "content": "new file\n"},
+        {"path": "notes/todo.txt", "content": "replaced\n"},
+        {"path": "bin.dat", "content": "AAEC/w==", "encoding": "base64"},
+    ],
+    "fs.delete_file": [{"path": "notes/todo.txt"}],
+    "fs.make_dir": [{"path": "a/b/c"}, {"path": "solo", "parents": False}],
+    "fs.move_file": [
+        {"source": "notes/todo.txt", "destination": "todo.txt"},
+        {"source": "notes/todo.txt", "destination": "readme.txt", "overwrite": True},
+    ],
+    "fs.restore_file": [_restore_after_overwrite, _restore_new_file],
+    "fs.remove_dir": [_remove_made_dirs],
+    "fs.unmove_file": [_unmove, _unmove_over],
+}
+
+FAILURES: Mapping[str, list[Example]] = {
+    "fs.read_file": [{"path": "missing.txt"}, {"path": "../outside.txt"}],
+    "fs.list_dir": [{"path": "missing"}],
+    "fs.write_file": [{"path": "no/such/dir/file.txt", "content": "x"}],
+    "fs.delete_file": [{"path": "missing.txt"}, {"path": "empty"}],
+    "fs.make_dir": [{"path": "missing/child", "parents": False}, {"path": "readme.txt"}],
+    "fs.move_file": [{"source": "notes/todo.txt", "destination": "readme.txt"}],
+    "fs.restore_file": [{"path": "readme.txt", "backup": "0" * 32 + "-gone.txt"}],
+    "fs.remove_dir": [{"paths": ["notes"]}],
+    "fs.unmove_file": [{"source": "gone-a.txt", "destination": "gone-b.txt"}],
+}
+
+DEPENDENCIES: list[Dependency] = [
+    Dependency("fs.make_dir", {"path": "d"}, "fs.write_file", {"path": "d/f.txt", "content": "x"}),
+    Dependency("fs.make_dir", {"path": "d"}, "fs.make_dir", {"path": "d/e"}),
+    Dependency(
+        "fs.write_file", {"path": "w.txt", "content": "x"}, "fs.delete_file", {"path": "w.txt"}
+    ),
+    Dependency(
+        "fs.write_file",
+        {"path": "w.txt", "content": "x"},
+        "fs.move_file",
+        {"source": "w.txt", "destination": "moved.txt"},
+    ),
+]
+
+_BACKUPS_KEPT = Residue(
+    reason="the copies in the backup directory stay after the undo, so that the undo can be "
+    "run again; fs never deletes a backup it has named",
+    normalise=lambda fingerprint: fingerprint["tree"],
+)
+
+
+def certification_fixture() -> CertificationFixture[FsBackend]:
+    """The fs connector's declaration for the certification suite (docs/certification-guide.md)."""
+    return CertificationFixture(
+        backend=fs_backend,
+        seed=FsBackend.seed,
+        build=FsBackend.connector,
+        fingerprint=FsBackend.fingerprint,
+        examples=EXAMPLES,
+        failures=FAILURES,
+        dependencies=DEPENDENCIES,
+        residue={
+            "fs.write_file": _BACKUPS_KEPT,
+            "fs.delete_file": _BACKUPS_KEPT,
+            "fs.move_file": _BACKUPS_KEPT,
+        },
+        undo_fault=undo_fault,
+        credential=None,
+        not_applicable=dict(NOT_APPLICABLE),
+    )

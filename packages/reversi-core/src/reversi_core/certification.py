@@ -1,0 +1,367 @@
+"""What a connector declares to be certified: the data model of the certification suite.
+
+The suite itself (the twelve checks, written once) lives in the repository's
+``certification/`` folder and is never shipped; a connector's wheel may not import it.
+A connector opts in from its own public ``testing`` module, which defines::
+
+    def certification_fixture() -> CertificationFixture[Handle]: ...
+
+The suite finds that function for every connector of the ``reversi.connectors``
+entry-point group through the connector class's top-level package
+(``reversi_connector_fs.testing`` for ``reversi_connector_fs:FsConnector``), with
+:func:`load_fixture`. The fixture says, as data and a few callables:
+
+- how to start a backend (:attr:`CertificationFixture.backend`: a context manager given
+  an empty directory, yielding a *handle*). A :class:`reversi_core.testing.FakeServer`
+  is such a handle as it is: the suite arms faults through the handle's ``faults``
+  attribute (a :class:`reversi_core.testing.Faults`) and reads what the backend received
+  from its ``requests`` (:class:`reversi_core.testing.FakeRequest` objects). A handle
+  without ``faults`` offers no fault injection; one without ``requests`` records nothing;
+- how to build the connector against that backend, and which credential it was given;
+- example arguments for every tool (a mapping, or an :data:`ArgsBuilder` that prepares
+  the backend through an :class:`ExampleContext` and returns the arguments);
+- how to seed and fingerprint the backend, which residue a compensation leaves and why
+  (:class:`Residue`);
+- which checks do not apply, each with its reason (:class:`NotApplicable`).
+
+The twelve check ids are :data:`CHECKS`; :data:`CHECK_INFO` says what each verifies and
+where the suite enforces it (``reversi-connectors certify NAME|all`` prints it).
+docs/certification-guide.md walks through writing a fixture.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Generic, Protocol, TypeVar
+
+from .connector import Connector
+from .errors import ConfigurationError
+
+__all__ = [
+    "CHECKS",
+    "CHECK_INFO",
+    "FIXTURE_FUNCTION",
+    "SUITE_CHECKS_FILE",
+    "SUITE_TEST",
+    "ArgsBuilder",
+    "CertificationFixture",
+    "CheckInfo",
+    "Dependency",
+    "Example",
+    "ExampleContext",
+    "NotApplicable",
+    "Residue",
+    "fixture_module_name",
+    "load_fixture",
+]
+
+CHECKS: tuple[str, ...] = (
+    "forward_success",
+    "forward_failure",
+    "duplicate_call",
+    "retry",
+    "compensation_success",
+    "compensation_failure",
+    "verification_failure",
+    "permission_denial",
+    "timeout",
+    "redaction",
+    "dependency_block",
+    "manifest_drift",
+)
+"""The twelve certification checks, in the order the results table shows them."""
+
+SUITE_CHECKS_FILE = "certification/checks.py"
+"""Where the checks are written (one ``async def check_<id>`` each), relative to the repository."""
+
+SUITE_TEST = "certification/test_certification.py::test_check"
+"""The pytest test that runs every check for every connector, parametrized ``[<connector>-<check>]``."""
+
+FIXTURE_FUNCTION = "certification_fixture"
+"""The function a connector's ``testing`` module defines to opt in."""
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """One check: its id, its column title and, in a sentence, what it verifies."""
+
+    id: str
+    title: str
+    verifies: str
+
+    @property
+    def function(self) -> str:
+        """The check's function in :data:`SUITE_CHECKS_FILE`: ``check_<id>``."""
+        return f"check_{self.id}"
+
+    def enforced_in(self, connector: str = "<connector>") -> tuple[str, str]:
+        """``(file::function, test id)`` where the suite enforces this check for ``connector``."""
+        return (
+            f"{SUITE_CHECKS_FILE}::{self.function}",
+            f"{SUITE_TEST}[{connector}-{self.id}]",
+        )
+
+
+CHECK_INFO: Mapping[str, CheckInfo] = {
+    info.id: info
+    for info in (
+        CheckInfo(
+            "forward_success",
+            "Forward success",
+            "each tool succeeds on its examples with a JSON object; a read-only tool leaves the "
+            "backend as it was and sends no write request",
+        ),
+        CheckInfo(
+            "forward_failure",
+            "Forward failure",
+            "a call the backend turns down raises ToolError (naming the HTTP status when there is "
+            "one) without the credential, and the backend stays as it was",
+        ),
+        CheckInfo(
+            "duplicate_call",
+            "Duplicate call",
+            "repeating a call of an idempotent tool (or of a tool that sends the idempotency key) "
+            "with the same key succeeds and changes nothing more",
+        ),
+        CheckInfo(
+            "retry",
+            "Retry",
+            "a connection dropped after a write was sent raises EffectUncertainError, on a read a "
+            "ToolError; a 5xx raises ToolError naming the status; once the fault is gone the same "
+            "call succeeds",
+        ),
+        CheckInfo(
+            "compensation_success",
+            "Compensation success",
+            "the manifests form a registry (each compensation a registered idempotent tool taking "
+            "exactly the mapped arguments), and a real engine's rollback returns the backend to "
+            "its prior state, or to the declared residue",
+        ),
+        CheckInfo(
+            "compensation_failure",
+            "Compensation failure",
+            "an undo that fails leaves the step compensation_failed and the rollback incomplete; "
+            "after the fault is gone, rolling back again completes it",
+        ),
+        CheckInfo(
+            "verification_failure",
+            "Verification failure",
+            "a verify callback answering false leaves the step verification_failed, not "
+            "compensated; a later rollback with a truthful verify completes",
+        ),
+        CheckInfo(
+            "permission_denial",
+            "Permission denial",
+            "a 401 and a 403 each raise ToolError naming the status, without the credential, and "
+            "change nothing",
+        ),
+        CheckInfo(
+            "timeout",
+            "Timeout",
+            "against a backend that never answers, the connector gives up by itself: a write ends "
+            "uncertain (EffectUncertainError), a read in a plain ToolError",
+        ),
+        CheckInfo(
+            "redaction",
+            "Redaction",
+            "the credential appears in no error, no result, no journal entry, and no URL or body "
+            "of a request the backend received",
+        ),
+        CheckInfo(
+            "dependency_block",
+            "Dependency block",
+            "for every tool declaring requires, the engine records the edge, and a rollback "
+            "defers the earlier step while the later one still stands",
+        ),
+        CheckInfo(
+            "manifest_drift",
+            "Manifest drift",
+            "the stored schema hashes match the manifests, and a changed, added or removed input "
+            "schema is reported as such (key order alone is not a change)",
+        ),
+    )
+}
+"""Every check by id, in :data:`CHECKS` order."""
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """Why a check does not apply to a connector; the reason may not be empty."""
+
+    reason: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError("a not-applicable check needs a non-empty reason")
+
+
+@dataclass(frozen=True)
+class Residue:
+    """What a tool's compensation leaves behind, and why.
+
+    ``normalise`` maps a backend fingerprint to the part a rollback must restore exactly
+    (for example, by dropping the backup directory); the suite compares the normalised
+    fingerprints from before the call and after the rollback. ``reason`` is printed in
+    docs/certification.md.
+    """
+
+    reason: str
+    normalise: Callable[[Any], Any]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.reason, str) or not self.reason.strip():
+            raise ValueError("a declared residue needs a non-empty reason")
+
+
+H = TypeVar("H")
+H_co = TypeVar("H_co", covariant=True)
+
+
+class ExampleContext(Protocol[H_co]):
+    """What an :data:`ArgsBuilder` is given to prepare the backend before the call under test.
+
+    ``results`` holds, by tool name, the result of the latest :meth:`call` made here (and,
+    for the later step of a :class:`Dependency`, the earlier step's result).
+    """
+
+    @property
+    def handle(self) -> H_co:
+        """The backend handle the fixture's ``backend`` yielded."""
+        ...
+
+    @property
+    def connector(self) -> Connector:
+        """The connector under test, built against that backend."""
+        ...
+
+    @property
+    def results(self) -> Mapping[str, dict[str, Any]]:
+        """Results of earlier calls, by tool name (the latest call of each tool)."""
+        ...
+
+    async def call(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Run a tool directly on the connector (no journal) and return its result."""
+        ...
+
+
+ArgsBuilder = Callable[[ExampleContext[Any]], Awaitable[Mapping[str, Any]]]
+"""Prepares the backend (through the context) and returns the arguments of the call under test."""
+
+Example = Mapping[str, Any] | ArgsBuilder
+"""A tool's example arguments: a mapping, or an :data:`ArgsBuilder`."""
+
+
+@dataclass(frozen=True)
+class Dependency:
+    """Two calls in one run where the later one's ``requires`` must match the earlier step.
+
+    ``later_args`` may be an :data:`ArgsBuilder`; its context's ``results`` then holds
+    the earlier step's result under the ``earlier`` tool's name.
+    """
+
+    earlier: str
+    earlier_args: Example
+    later: str
+    later_args: Example
+
+
+@dataclass(frozen=True)
+class CertificationFixture(Generic[H]):
+    """How the certification suite drives one connector (see the module docstring).
+
+    ``backend(directory)`` starts a fresh backend for one scenario and yields its handle;
+    ``seed(handle)``, if given, puts the initial state in; ``build(handle)`` returns the
+    connector configured against it with :attr:`credential` (``None`` when the
+    connector holds none) and with timeouts short enough that a silent backend is given
+    up on within :attr:`call_timeout` seconds. ``fingerprint(handle)`` returns the
+    backend state as JSON-able data; two equal fingerprints mean an equal state.
+
+    ``examples`` gives, for every tool, calls that succeed on a seeded backend;
+    ``failures`` calls that the backend turns down (a missing object, a conflict).
+    ``dependencies`` gives, for every tool declaring ``requires``, a pair of calls whose
+    edge the engine must record. ``residue`` declares, per forward tool, what its
+    compensation leaves. ``undo_fault(handle, tool, args)`` returns a context manager
+    inside which the compensation ``tool`` with ``args`` fails; when absent, the suite
+    arms ``handle.faults.status(500)``. ``sends_idempotency_key`` lists the tools that
+    pass the call's idempotency key to the vendor (the duplicate-call check covers them
+    as well as every idempotent tool).
+
+    ``not_applicable`` maps a check id to its reason (a string or :class:`NotApplicable`).
+    Raises ``ValueError`` for an unknown check id or an empty reason.
+    """
+
+    backend: Callable[[Path], AbstractContextManager[H]]
+    build: Callable[[H], Connector]
+    fingerprint: Callable[[H], Any]
+    examples: Mapping[str, Sequence[Example]]
+    seed: Callable[[H], None] | None = None
+    failures: Mapping[str, Sequence[Example]] = field(default_factory=dict)
+    dependencies: Sequence[Dependency] = ()
+    residue: Mapping[str, Residue] = field(default_factory=dict)
+    undo_fault: Callable[[H, str, Mapping[str, Any]], AbstractContextManager[None]] | None = None
+    credential: str | None = None
+    call_timeout: float = 1.0
+    sends_idempotency_key: frozenset[str] = frozenset()
+    not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        normalised: dict[str, NotApplicable] = {}
+        for check, why in self.not_applicable.items():
+            if check not in CHECKS:
+                raise ValueError(
+                    f"not_applicable names {check!r}, which is not a check; the checks are: "
+                    + ", ".join(CHECKS)
+                )
+            normalised[check] = why if isinstance(why, NotApplicable) else NotApplicable(why)
+        object.__setattr__(self, "not_applicable", normalised)
+        if self.credential is not None and len(self.credential) < 8:
+            raise ValueError("the certification credential must be at least 8 characters long")
+        if self.call_timeout <= 0:
+            raise ValueError("call_timeout must be a positive number of seconds")
+
+    def reason(self, check: str) -> str | None:
+        """The declared not-applicable reason of ``check``, or ``None`` when it applies."""
+        why = self.not_applicable.get(check)
+        if why is None:
+            return None
+        return why.reason if isinstance(why, NotApplicable) else why
+
+
+def fixture_module_name(cls: type[Connector]) -> str:
+    """The module holding a connector's fixture: ``<top-level package>.testing``."""
+    return cls.__module__.split(".", 1)[0] + ".testing"
+
+
+def load_fixture(cls: type[Connector]) -> CertificationFixture[Any]:
+    """Import the connector's ``testing`` module and return its certification fixture.
+
+    Raises :class:`ConfigurationError` naming the module when it is missing, defines no
+    ``certification_fixture()``, or that function returns something else.
+    """
+    name = fixture_module_name(cls)
+    try:
+        module = importlib.import_module(name)
+    except ModuleNotFoundError as exc:
+        if exc.name is not None and name.startswith(exc.name):
+            raise ConfigurationError(
+                f"connector {cls.name!r} has no certification fixture: module {name} is missing "
+                f"(define {FIXTURE_FUNCTION}() there; see docs/certification-guide.md)"
+            ) from None
+        raise
+    factory = getattr(module, FIXTURE_FUNCTION, None)
+    if not callable(factory):
+        raise ConfigurationError(
+            f"connector {cls.name!r}: {name} defines no {FIXTURE_FUNCTION}() "
+            "(see docs/certification-guide.md)"
+        )
+    fixture = factory()
+    if not isinstance(fixture, CertificationFixture):
+        raise ConfigurationError(
+            f"connector {cls.name!r}: {name}.{FIXTURE_FUNCTION}() returned "
+            f"{type(fixture).__name__}, not a CertificationFixture"
+        )
+    return fixture

@@ -1,0 +1,585 @@
+"""The HTTP layer every HTTP connector uses: timeouts, error mapping, redaction, idempotency.
+
+A connector builds one :class:`HttpClient` per backend and calls :meth:`HttpClient.request`
+from its tools. The client hides ``httpx`` entirely: a call returns an
+:class:`HttpResponse` or raises one of the core exceptions, never an ``httpx`` one::
+
+    client = HttpClient(
+        "https://api.github.com",
+        vendor="github",
+        headers={"Authorization": f"Bearer {token}", "X-GitHub-Api-Version": "2022-11-28"},
+        secrets=[token],
+    )
+    resp = await client.request("POST", url_path("/repos/{owner}/{repo}/issues", owner=o, repo=r),
+                                json={"title": title}, timeouts=client.timeouts.capped_at(ctx.timeout))
+    number = resp.json["number"]
+
+How a failure is reported depends on whether the request could have reached the server
+and on whether the call writes (``write`` defaults to true for every method except
+``GET``, ``HEAD`` and ``OPTIONS``):
+
+- could not connect (refused, DNS, TLS verification, connect timeout, no free pooled
+  connection): nothing was sent, so ``ToolError(code="connect")`` for reads and writes;
+- the connection was lost after the request was sent (reset, closed without a reply,
+  body cut off): ``EffectUncertainError`` for a write, ``ToolError(code="connection_lost")``
+  for a read;
+- a read timeout, or ``Timeouts.total`` exceeded, after the request was sent:
+  ``EffectUncertainError`` for a write, ``ToolError(code="timeout")`` for a read;
+- the server answered a status that is neither 2xx nor in ``ok_statuses``:
+  ``ToolError(status=<status>, code=<vendor code>)``, for reads and writes alike, with a
+  message such as ``github: POST /repos/o/r/issues failed: HTTP 422 (validation_failed):
+  Validation Failed`` (the path is shown without its query string).
+
+A 5xx on a write is a :class:`~reversi_core.errors.ToolError`, not an uncertain outcome:
+the server answered, so the call is treated as failed. For a gateway error (502, 504) a
+proxy answered for a backend that may in fact have applied the write; a connector or a
+person should check before retrying. Only a lost connection or a timeout is uncertain.
+
+No retries are made, not even on a connect error: the engine owns retry semantics
+(a retried write must carry the same idempotency key, which only the caller knows).
+Redirects are not followed and no cookies are kept between calls.
+
+Credentials given in ``secrets`` (and the credential part of an ``Authorization``
+header) are registered with :func:`reversi_core.redact.register_secret`, scrubbed from
+every error message, from the returned JSON, text and headers, and never sent in a URL
+or a request body: a request whose URL or body would carry one is refused before it is
+sent. A ``base_url`` that embeds ``user:password@`` is refused.
+
+httpx references: https://www.python-httpx.org/advanced/timeouts/ (the connect and read
+timeouts) and https://www.python-httpx.org/exceptions/ (the transport errors mapped above).
+"""
+
+from __future__ import annotations
+
+import http.cookiejar
+import math
+import os
+import re
+import ssl
+import urllib.parse
+import uuid
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Final
+
+import anyio
+import httpx
+
+from .__about__ import __version__
+from .errors import ConfigurationError, EffectUncertainError, InvalidArgumentsError, ToolError
+from .redact import Redactor, register_secret, scrub, scrub_json
+
+__all__ = [
+    "ErrorCodeHook",
+    "HttpClient",
+    "HttpResponse",
+    "Timeouts",
+    "default_error_code",
+    "url_path",
+]
+
+READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
+"""Methods that do not write unless the caller says ``write=True``."""
+
+_MAX_VENDOR_MESSAGE = 300
+"""Characters of a vendor's error message kept in a ToolError (the rest is cut)."""
+
+ErrorCodeHook = Callable[[httpx.Response], tuple[str | None, str | None]]
+"""A vendor hook: given an error response (body already read), return ``(code, message)``."""
+
+
+@dataclass(frozen=True)
+class Timeouts:
+    """Time limits of one request, in seconds.
+
+    ``connect`` bounds establishing the connection (TCP and TLS) and waiting for a free
+    pooled connection; ``read`` bounds each wait for data from the server (and each
+    write of request data); ``total`` bounds the whole request, from connecting to
+    reading the last byte of the body, enforced with :func:`anyio.fail_after`.
+    Every value must be a positive finite number; a wrong one raises
+    :class:`~reversi_core.errors.ConfigurationError`.
+    See https://www.python-httpx.org/advanced/timeouts/.
+    """
+
+    connect: float = 5.0
+    read: float = 30.0
+    total: float = 60.0
+
+    def __post_init__(self) -> None:
+        for name in ("connect", "read", "total"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int | float):
+                raise ConfigurationError(f"Timeouts.{name} must be a number of seconds")
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigurationError(
+                    f"Timeouts.{name} must be positive and finite, got {value}"
+                )
+
+    def capped_at(self, seconds: float | None) -> Timeouts:
+        """Return these timeouts with each one lowered to at most ``seconds`` (``None``: unchanged).
+
+        Pass ``ctx.timeout`` (the caller's limit from :class:`~reversi_core.connector.CallContext`)
+        so that the HTTP layer, which knows whether the request was sent, classifies the
+        timeout rather than the engine.
+        """
+        if seconds is None:
+            return self
+        return replace(
+            self,
+            connect=min(self.connect, seconds),
+            read=min(self.read, seconds),
+            total=min(self.total, seconds),
+        )
+
+    def _httpx(self) -> httpx.Timeout:
+        return httpx.Timeout(
+            connect=self.connect, read=self.read, write=self.read, pool=self.connect
+        )
+
+
+@dataclass(frozen=True)
+class HttpResponse:
+    """A successful answer: status, headers, parsed JSON and text, all scrubbed of credentials.
+
+    ``headers`` is case-insensitive (``resp.headers["etag"]``). ``json`` is the parsed
+    body, or ``None`` when the body is empty or not JSON; ``text`` is the body decoded
+    (charset from ``Content-Type``, else UTF-8).
+    """
+
+    status: int
+    headers: Mapping[str, str]
+    json: Any | None
+    text: str
+
+    @property
+    def ok(self) -> bool:
+        """True for a 2xx status (false for a status accepted through ``ok_statuses``)."""
+        return 200 <= self.status < 300
+
+
+def url_path(template: str, /, **segments: str | int) -> str:
+    """Fill ``{name}`` placeholders of a path template, percent-encoding each value.
+
+    ``url_path("/repos/{owner}/{repo}", owner="o", repo="a b")`` is ``"/repos/o/a%20b"``.
+    A ``{name}`` value is encoded with no safe characters, so ``/``, ``?`` and ``#`` in
+    it cannot change the path or add a query. ``{name:path}``
+    keeps ``/`` (for values such as a git ref ``heads/feature/x``). A value that is
+    empty, or has a ``.`` or ``..`` segment (which would move up the path), raises
+    :class:`~reversi_core.errors.InvalidArgumentsError`; so does a missing value
+    (``KeyError`` never escapes).
+    """
+
+    def fill(match: re.Match[str]) -> str:
+        name, kind = match.group(1), match.group(2)
+        if name not in segments:
+            raise InvalidArgumentsError(f"path {template}: no value for {{{name}}}")
+        value = str(segments[name])
+        parts = value.split("/") if kind == "path" else [value]
+        if not value or any(part in ("", ".", "..") for part in parts):
+            problem = f"{name}: {value!r} is not a valid path segment"
+            raise InvalidArgumentsError(f"path {template}: {problem}", problems=[problem])
+        return "/".join(urllib.parse.quote(part, safe="") for part in parts)
+
+    return re.sub(r"\{(\w+)(?::(path))?\}", fill, template)
+
+
+def default_error_code(response: httpx.Response) -> tuple[str | None, str | None]:
+    """Guess ``(code, message)`` from a JSON error body in the common vendor shapes.
+
+    Looks at ``{"code"|"error_code"|"error"|"type": str, "message"|"error_description"|
+    "detail"|"title": str}``, at ``{"error": {"code", "message"}}`` and at
+    ``{"errors": [{"code", "message"}]}``. Either part is ``None`` when absent; a
+    non-JSON body gives ``(None, None)``. Vendor hooks may call it as a fallback.
+    """
+    try:
+        body = response.json()
+    except ValueError:
+        return None, None
+    return _code_and_message(body)
+
+
+def _code_and_message(body: Any) -> tuple[str | None, str | None]:
+    if not isinstance(body, dict):
+        return None, None
+    code = _first_str(body, ("code", "error_code", "error", "type"))
+    message = _first_str(body, ("message", "error_description", "detail", "title"))
+    nested = body.get("error")
+    if isinstance(nested, dict):
+        inner_code, inner_message = _code_and_message(nested)
+        code = code or inner_code
+        message = message or inner_message
+    errors = body.get("errors")
+    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
+        inner_code, inner_message = _code_and_message(errors[0])
+        code = code or inner_code
+        message = message or inner_message
+    return code, message
+
+
+def _first_str(body: Mapping[str, Any], keys: Iterable[str]) -> str | None:
+    for key in keys:
+        value = body.get(key)
+        if isinstance(value, str) and value:
+            return value
+        if isinstance(value, int) and not isinstance(value, bool):
+            return str(value)
+    return None
+
+
+class _Progress:
+    """Follows httpcore's trace events to learn whether the request started to be sent."""
+
+    def __init__(self) -> None:
+        self.sent = False
+
+    async def __call__(self, event: str, info: Mapping[str, Any]) -> None:
+        if event.endswith("send_request_headers.started"):
+            self.sent = True
+
+
+class _NoCookies(http.cookiejar.DefaultCookiePolicy):
+    """A cookie policy that accepts no cookie: every call stands on its own."""
+
+    def set_ok(self, cookie: http.cookiejar.Cookie, request: Any) -> bool:
+        return False
+
+
+def _ssl_verify(verify: ssl.SSLContext | bool | str | os.PathLike[str]) -> ssl.SSLContext | bool:
+    if isinstance(verify, ssl.SSLContext | bool):
+        return verify
+    path = Path(verify)
+    if path.is_file():
+        return ssl.create_default_context(cafile=str(path))
+    if path.is_dir():
+        return ssl.create_default_context(capath=str(path))
+    raise ConfigurationError(f"verify: no CA certificate file or directory at {path}")
+
+
+class HttpClient:
+    """An ``httpx.AsyncClient`` that maps every outcome into Reversi's exception tree.
+
+    ``base_url`` is the API root (``https://api.github.com``, or a GitHub Enterprise
+    ``https://ghe.example/api/v3``); paths given to :meth:`request` are appended to it.
+    ``vendor`` names the backend in error messages. ``headers`` are sent with every
+    request (authentication, API version). ``secrets`` are the credentials to scrub
+    (values shorter than four characters are ignored by the redactor). ``timeouts`` are
+    the defaults of every request. ``error_code`` extracts ``(code, message)`` from an
+    error response (default: :func:`default_error_code`). ``idempotency_header``, when
+    set (``"Idempotency-Key"`` for Stripe), is sent on every write. ``transport``
+    replaces the network transport (tests); ``verify`` is ``True`` (system CAs via
+    certifi), ``False``, an :class:`ssl.SSLContext`, or the path of a PEM CA file or
+    directory (a custom cluster CA). ``user_agent`` defaults to ``reversi/<version>``.
+
+    Raises :class:`~reversi_core.errors.ConfigurationError` for a ``base_url`` that is
+    not ``http(s)://host...``, that embeds credentials (``user:pass@``), or that has a
+    query string or fragment, and for a ``verify`` path that does not exist.
+
+    Use it as ``async with HttpClient(...) as client:`` or call :meth:`aclose`.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        vendor: str,
+        headers: Mapping[str, str] | None = None,
+        secrets: Iterable[str | None] = (),
+        timeouts: Timeouts | None = None,
+        error_code: ErrorCodeHook | None = None,
+        idempotency_header: str | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        verify: ssl.SSLContext | bool | str | os.PathLike[str] = True,
+        user_agent: str | None = None,
+    ) -> None:
+        self.vendor = vendor
+        self.timeouts = timeouts if timeouts is not None else Timeouts()
+        self._redactor = Redactor()
+        for secret in [*secrets, *_header_credentials(headers or {})]:
+            self._redactor.register(secret)
+            register_secret(secret)
+        self.base_url = self._check_base_url(base_url)
+        self._error_code = error_code
+        self._idempotency_header = idempotency_header
+        # httpcore honours the trace extension; an arbitrary transport may not, and then
+        # we cannot tell "not sent yet" from "sent" and assume the worse.
+        self._traced = transport is None or isinstance(transport, httpx.AsyncHTTPTransport)
+        default_headers = {"User-Agent": user_agent or f"reversi/{__version__}"}
+        default_headers.update(headers or {})
+        self._client = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=default_headers,
+            timeout=self.timeouts._httpx(),
+            transport=transport,
+            verify=_ssl_verify(verify),
+            follow_redirects=False,
+            cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+        )
+
+    def _check_base_url(self, base_url: str) -> str:
+        try:
+            url = httpx.URL(base_url)
+        except (httpx.InvalidURL, TypeError):
+            # the URL itself is not shown: it may hold a credential we cannot parse out
+            raise ConfigurationError(f"{self.vendor}: base_url is not a valid URL") from None
+        if url.userinfo:
+            shown = url.copy_with(username=None, password=None)
+            raise ConfigurationError(
+                self._scrub(
+                    f"{self.vendor}: base_url {shown} must not carry credentials (user:password@); "
+                    "pass them as headers and secrets"
+                )
+            )
+        if url.scheme not in ("http", "https") or not url.host:
+            raise ConfigurationError(
+                f"{self.vendor}: base_url must be http(s)://host[:port][/path]"
+            )
+        if url.query or url.fragment:
+            raise ConfigurationError(
+                f"{self.vendor}: base_url must not have a query string or fragment"
+            )
+        return str(url)
+
+    async def __aenter__(self) -> HttpClient:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close the pooled connections. The client cannot be used afterwards."""
+        await self._client.aclose()
+
+    async def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        data: Mapping[str, Any] | None = None,
+        content: bytes | str | None = None,
+        headers: Mapping[str, str] | None = None,
+        write: bool | None = None,
+        idempotency_key: str | None = None,
+        ok_statuses: Collection[int] = (),
+        timeouts: Timeouts | None = None,
+    ) -> HttpResponse:
+        """Send one request and return its answer, or raise a core exception.
+
+        ``path`` starts with ``/`` and is appended to ``base_url`` (build it with
+        :func:`url_path`); ``params`` is the query string (values are sent, never shown in
+        messages); ``json``, ``data`` (form fields) or ``content`` (bytes or text) is the
+        body. ``headers`` add to or override the client's. ``write`` says whether the call
+        may change the backend (default: every method but GET, HEAD, OPTIONS); it decides
+        between :class:`~reversi_core.errors.EffectUncertainError` and
+        :class:`~reversi_core.errors.ToolError` when the outcome is lost.
+        ``idempotency_key`` is sent in the client's ``idempotency_header`` on a write (a
+        fresh ``uuid4`` when ``None``; never on a read; ignored when the client has no
+        idempotency header). ``ok_statuses`` are non-2xx statuses to return instead of
+        raising (``{404}`` for an undo whose target is already gone). ``timeouts``
+        replaces the client's for this call.
+
+        Raises :class:`~reversi_core.errors.ToolError` (``status`` and the vendor's
+        ``code`` for an HTTP error; ``code`` ``"connect"``, ``"timeout"``,
+        ``"connection_lost"``, ``"invalid_response"`` (a body that cannot be decoded),
+        ``"invalid_request"`` or ``"credential_in_request"`` otherwise),
+        :class:`~reversi_core.errors.EffectUncertainError` for a write whose outcome was
+        lost, and :class:`~reversi_core.errors.InvalidArgumentsError` for a path that is
+        not a relative ``/path``. See the module docstring for the rules and
+        https://www.python-httpx.org/exceptions/ for the transport errors behind them.
+        """
+        method = method.upper()
+        writes = write if write is not None else method not in READ_METHODS
+        shown = f"{method} {self._scrub(path.split('?', 1)[0])}"
+        if not path.startswith("/") or path.startswith("//") or "\\" in path:
+            raise InvalidArgumentsError(
+                f"{self.vendor}: {shown}: the path must be relative to base_url and start with one /"
+            )
+        limits = timeouts if timeouts is not None else self.timeouts
+        send_headers = dict(headers or {})
+        header = self._idempotency_header
+        if header and writes and not any(k.lower() == header.lower() for k in send_headers):
+            send_headers[header] = idempotency_key or str(uuid.uuid4())
+        progress = _Progress()
+        try:
+            req = self._client.build_request(
+                method,
+                path,
+                params=params,
+                json=json,
+                data=data,
+                content=content,
+                headers=send_headers,
+                timeout=limits._httpx(),
+                extensions={"trace": progress},
+            )
+        except (httpx.HTTPError, httpx.InvalidURL, TypeError, ValueError) as exc:
+            raise ToolError(
+                self._scrub(f"{self.vendor}: {shown}: cannot build the request: {exc}"),
+                code="invalid_request",
+            ) from None
+        if (
+            str(req.url) in self._redactor
+            or req.content.decode("utf-8", "replace") in self._redactor
+        ):
+            raise ToolError(
+                f"{self.vendor}: {shown}: refused to send a credential in the URL or body",
+                code="credential_in_request",
+            )
+
+        response: httpx.Response | None = None
+        failure: BaseException
+        try:
+            with anyio.fail_after(limits.total):
+                response = await self._client.send(req, stream=True)
+                try:
+                    await response.aread()
+                finally:
+                    await response.aclose()
+        except TimeoutError as exc:
+            failure = exc
+        except (httpx.TransportError, httpx.DecodingError, httpx.StreamError) as exc:
+            failure = exc
+        else:
+            return self._answer(response, shown, ok_statuses)
+        raise self._lost(failure, shown, writes, progress, response, limits, ok_statuses)
+
+    def _answer(
+        self, response: httpx.Response, shown: str, ok_statuses: Collection[int]
+    ) -> HttpResponse:
+        status = response.status_code
+        if not (200 <= status < 300 or status in ok_statuses):
+            raise self._http_error(response, shown)
+        text = response.text
+        body: Any = None
+        if text.strip():
+            try:
+                body = response.json()
+            except ValueError:
+                body = None
+        return HttpResponse(
+            status=status,
+            headers=httpx.Headers([(k, self._scrub(v)) for k, v in response.headers.multi_items()]),
+            json=self._scrub_json(body),
+            text=self._scrub(text),
+        )
+
+    def _http_error(self, response: httpx.Response, shown: str) -> ToolError:
+        status = response.status_code
+        code, message = None, None
+        hook = self._error_code
+        if hook is not None:
+            try:
+                code, message = hook(response)
+            except Exception:  # a broken vendor hook must not hide the HTTP error
+                code, message = None, None
+        if code is None and message is None:
+            code, message = default_error_code(response)
+        if message is None:
+            message = response.reason_phrase or None
+        if message is not None and len(message) > _MAX_VENDOR_MESSAGE:
+            message = message[:_MAX_VENDOR_MESSAGE] + "…"
+        text = f"{self.vendor}: {shown} failed: HTTP {status}"
+        if code:
+            text += f" ({code})"
+        if message:
+            text += f": {message}"
+        if status in (502, 504):
+            text += (
+                " (a gateway answered: the backend may have applied a write; check before retrying)"
+            )
+        return ToolError(self._scrub(text), status=status, code=self._scrub(code) if code else None)
+
+    def _lost(
+        self,
+        failure: BaseException,
+        shown: str,
+        writes: bool,
+        progress: _Progress,
+        response: httpx.Response | None,
+        limits: Timeouts,
+        ok_statuses: Collection[int],
+    ) -> ToolError | EffectUncertainError:
+        """Map a transport failure or timeout to ToolError or EffectUncertainError."""
+        name = type(failure).__name__
+        detail = f"{name}: {failure}" if str(failure) else name
+        is_timeout = isinstance(failure, TimeoutError | httpx.TimeoutException)
+        if isinstance(failure, TimeoutError):
+            detail = f"no complete answer within the total limit of {limits.total} s"
+        # Nothing was sent: definite, whatever the method.
+        never_sent = isinstance(
+            failure,
+            httpx.ConnectError
+            | httpx.ConnectTimeout
+            | httpx.PoolTimeout
+            | httpx.ProxyError
+            | httpx.UnsupportedProtocol
+            | httpx.LocalProtocolError,
+        ) or (self._traced and response is None and not progress.sent)
+        if never_sent:
+            if isinstance(failure, httpx.LocalProtocolError | httpx.UnsupportedProtocol):
+                return ToolError(
+                    self._scrub(f"{self.vendor}: {shown}: invalid request ({detail})"),
+                    code="invalid_request",
+                )
+            return ToolError(
+                self._scrub(
+                    f"{self.vendor}: {shown}: could not connect, nothing was sent ({detail})"
+                ),
+                code="connect",
+            )
+        # The server answered with a refusal, then the body was lost: still a refusal.
+        if response is not None and not (
+            200 <= response.status_code < 300 or response.status_code in ok_statuses
+        ):
+            status = response.status_code
+            return ToolError(
+                self._scrub(
+                    f"{self.vendor}: {shown} failed: HTTP {status}; the error body was lost ({detail})"
+                ),
+                status=status,
+            )
+        garbled = isinstance(failure, httpx.DecodingError)
+        if response is not None:
+            lost = "could not be decoded" if garbled else "was lost"
+            what = f"the server answered HTTP {response.status_code} but its body {lost}"
+        elif is_timeout:
+            what = "no answer in time after the request was sent"
+        else:
+            what = "the connection was lost after the request was sent"
+        if writes:
+            return EffectUncertainError(
+                self._scrub(
+                    f"{self.vendor}: {shown}: {what} ({detail}); "
+                    "the write may or may not have been applied"
+                )
+            )
+        return ToolError(
+            self._scrub(f"{self.vendor}: {shown}: {what} ({detail})"),
+            code="timeout" if is_timeout else "invalid_response" if garbled else "connection_lost",
+        )
+
+    def _scrub(self, text: str) -> str:
+        return scrub(self._redactor.scrub(text))
+
+    def _scrub_json(self, value: Any) -> Any:
+        return scrub_json(self._redactor.scrub_json(value))
+
+
+def _header_credentials(headers: Mapping[str, str]) -> list[str]:
+    """The credential part of ``Authorization``-style headers (``Bearer X`` → ``X``)."""
+    found = []
+    for key, value in headers.items():
+        if key.lower() in ("authorization", "proxy-authorization"):
+            found.append(value)
+            _scheme, _, credential = value.partition(" ")
+            if credential.strip():
+                found.append(credential.strip())
+    return found
