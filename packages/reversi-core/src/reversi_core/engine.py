@@ -13,7 +13,6 @@ sit on top of it.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import uuid
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ._edges import EdgeIndex
 from .connector import CallContext, CompensationCall, Compensator
 from .errors import (
     ApprovalDenied,
@@ -43,8 +43,6 @@ from .manifest import (
     Manifest,
     MappingFailed,
     evaluate_argument_map,
-    match_holds,
-    resolve_source,
 )
 from .redact import scrub, scrub_json
 from .registry import Registry
@@ -187,10 +185,9 @@ class Run:
         self.scope = frozenset(record.scope)
         self.executor = executor
         self.approver = approver
-        # Steps of this run that a later `requires` may point at, by seq: loaded from the
-        # journal once, then kept up to date by this Run's own calls, so finding a call's
-        # edges costs no journal read (a run is served by one process).
-        self._candidates: dict[int, StepRecord] | None = None
+        # What later `requires` may point at: loaded from the journal once, then kept up
+        # to date by this Run's own calls (a run is served by one process).
+        self._index: EdgeIndex | None = None
 
     @classmethod
     def start(
@@ -259,7 +256,7 @@ class Run:
         # A rolled-back run refuses every call up front: nothing is journaled in it and no
         # approver is asked about it (begin_step checks again, for a rollback that starts
         # while this call is being approved).
-        status = self.journal.get_run(self.id).status
+        status = self.journal.run_status(self.id)
         if status is not RunStatus.OPEN:
             raise RunClosedError(
                 f"run {self.id} was rolled back ({status.value}); it takes no new calls. "
@@ -298,7 +295,7 @@ class Run:
                     tool, manifest.effect.value, manifest.permission, args, reason, exc3, approval
                 )
                 raise exc3
-        requires = self._edges(manifest, args)
+        index = self._edge_index()
         step = self.journal.begin_step(
             self.id,
             tool,
@@ -307,11 +304,12 @@ class Run:
             args,
             reason,
             approval,
-            requires,
+            index.edges(manifest, args) if manifest.requires else [],
         )
-        self._remember(step)
+        seq = step.seq
+        index.add(seq, tool, args, None)
         ctx = CallContext(
-            run_id=self.id, step=step.seq, idempotency_key=step.idempotency_key, timeout=timeout
+            run_id=self.id, step=seq, idempotency_key=step.idempotency_key, timeout=timeout
         )
         try:
             if timeout is not None:
@@ -319,62 +317,21 @@ class Run:
                     result = await execute(tool, args, ctx)
             else:
                 result = await execute(tool, args, ctx)
-        except ToolError as exc:
-            self.journal.finish_step(
-                self.id,
-                step.seq,
-                StepState.FAILED,
-                result=None,
-                error=scrub(str(exc)),
-                compensation=None,
-                compensation_error=None,
-            )
-            raise
-        except CallRejected as exc:
-            # a rejection by the tool itself (say, its own argument check): nothing ran
-            self.journal.finish_step(
-                self.id,
-                step.seq,
-                StepState.FAILED,
-                result=None,
-                error=scrub(str(exc)),
-                compensation=None,
-                compensation_error=None,
-            )
+        except (ToolError, CallRejected) as exc:
+            # CallRejected here is the tool's own refusal (say, its argument check): nothing ran
+            self._finish(seq, StepState.FAILED, error=scrub(str(exc)))
             raise
         except TimeoutError:
             msg = f"{tool} did not finish within {timeout} s"
             if manifest.writes:
-                self.journal.finish_step(
-                    self.id,
-                    step.seq,
-                    StepState.UNCERTAIN,
-                    result=None,
-                    error=msg + "; it may or may not have taken effect",
-                    compensation=None,
-                    compensation_error=None,
+                self._finish(
+                    seq, StepState.UNCERTAIN, error=msg + "; it may or may not have taken effect"
                 )
                 raise EffectUncertainError(msg + "; outcome unknown") from None
-            self.journal.finish_step(
-                self.id,
-                step.seq,
-                StepState.FAILED,
-                result=None,
-                error=msg,
-                compensation=None,
-                compensation_error=None,
-            )
+            self._finish(seq, StepState.FAILED, error=msg)
             raise ToolError(msg, code="timeout") from None
         except EffectUncertainError as exc:
-            self.journal.finish_step(
-                self.id,
-                step.seq,
-                StepState.UNCERTAIN,
-                result=None,
-                error=scrub(str(exc)),
-                compensation=None,
-                compensation_error=None,
-            )
+            self._finish(seq, StepState.UNCERTAIN, error=scrub(str(exc)))
             raise
         except BaseException as exc:
             # Cancellation, a bug, anything unforeseen: for a write the outcome is unknown.
@@ -383,15 +340,7 @@ class Run:
             # If even this write fails, the step stays pending and becomes uncertain when
             # the journal is next opened: nothing is lost.
             with contextlib.suppress(JournalError):
-                self.journal.finish_step(
-                    self.id,
-                    step.seq,
-                    state,
-                    result=None,
-                    error=f"unexpected error: {text}",
-                    compensation=None,
-                    compensation_error=None,
-                )
+                self._finish(seq, state, error=f"unexpected error: {text}")
             if isinstance(exc, Exception):
                 if manifest.writes:
                     raise EffectUncertainError(
@@ -401,17 +350,38 @@ class Run:
             raise
         result = scrub_json(result)
         compensation, comp_error = self._compensation_for(manifest, args, result)
-        self.journal.finish_step(
-            self.id,
-            step.seq,
+        self._finish(
+            seq,
             StepState.SUCCEEDED,
             result=result,
-            error=None,
             compensation=compensation,
             compensation_error=comp_error,
         )
-        self._remember(dataclasses.replace(step, state=StepState.SUCCEEDED, result=result))
-        return step.seq, result
+        index.add(seq, tool, args, result)
+        return seq, result
+
+    def _finish(
+        self,
+        seq: int,
+        state: StepState,
+        *,
+        result: dict[str, Any] | None = None,
+        error: str | None = None,
+        compensation: dict[str, Any] | None = None,
+        compensation_error: str | None = None,
+    ) -> None:
+        """Journal a step's outcome durably; a failed step can no longer be depended on."""
+        if state is StepState.FAILED and self._index is not None:
+            self._index.mark_not_applied(seq)
+        self.journal.finish_step(
+            self.id,
+            seq,
+            state,
+            result=result,
+            error=error,
+            compensation=compensation,
+            compensation_error=compensation_error,
+        )
 
     def _reject(
         self,
@@ -448,35 +418,15 @@ class Run:
             return answer
         return ApprovalDecision(bool(answer))
 
-    def _edges(self, manifest: Manifest, args: dict[str, Any]) -> list[int]:
-        if not manifest.requires:
-            return []
-        if self._candidates is None:
-            self._candidates = {s.seq: s for s in self.journal.list_steps(self.id)}
-        wanted = {req.tool for req in manifest.requires}
-        edges: list[int] = []
-        for earlier in self._candidates.values():
-            if earlier.tool not in wanted or not earlier.may_have_applied:
-                continue
-            for req in manifest.requires:
-                if earlier.tool != req.tool:
-                    continue
-                if all(
-                    match_holds(
-                        m,
-                        resolve_source(m.this, args, None),
-                        resolve_source(m.earlier, earlier.args, earlier.result),
-                    )
-                    for m in req.match
-                ):
-                    edges.append(earlier.seq)
-                    break
-        return sorted(edges)
-
-    def _remember(self, step: StepRecord) -> None:
-        """Keep the candidate cache of :meth:`_edges` current (only once it is loaded)."""
-        if self._candidates is not None:
-            self._candidates[step.seq] = step
+    def _edge_index(self) -> EdgeIndex:
+        """The run's requires index, built from the journal on first use (see ``_edges.py``)."""
+        if self._index is None:
+            index = EdgeIndex.for_manifests(self.registry)
+            for earlier in self.journal.list_steps(self.id):
+                if earlier.tool in index.watched and earlier.may_have_applied:
+                    index.add(earlier.seq, earlier.tool, earlier.args, earlier.result)
+            self._index = index
+        return self._index
 
     @staticmethod
     def _compensation_for(

@@ -50,6 +50,8 @@ class Redactor:
 
     def scrub(self, text: str) -> str:
         """Return ``text`` with every registered secret replaced by ``[REDACTED]``."""
+        if not self._secrets:
+            return text
         with self._lock:
             secrets = list(self._secrets)
         for secret in secrets:
@@ -60,8 +62,11 @@ class Redactor:
     def scrub_json(self, value: Any) -> Any:
         """Return a copy of a JSON value (dict, list, str, number, bool, None) with strings scrubbed.
 
-        Keys are scrubbed as well as values.
+        Keys are scrubbed as well as values. With no secret registered the value itself
+        is returned (nothing to replace, so no copy is made).
         """
+        if not self._secrets:
+            return value
         if isinstance(value, str):
             return self.scrub(value)
         if isinstance(value, dict):

@@ -185,6 +185,10 @@ class Journal(Protocol):
         """Return a run; raises :class:`~reversi_core.errors.JournalError` if unknown."""
         ...
 
+    def run_status(self, run_id: str) -> RunStatus:
+        """The run's status alone; raises :class:`~reversi_core.errors.JournalError` if unknown."""
+        ...
+
     def list_runs(self) -> list[RunRecord]:
         """All runs, oldest first."""
         ...

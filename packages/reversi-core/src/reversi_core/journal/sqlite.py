@@ -172,6 +172,8 @@ class SQLiteJournal:
         self.path = path
         self.durability = durability
         self._owner = process_owner()
+        # next step number per run, as this handle last wrote it (checked by the primary key)
+        self._seq_hint: dict[str, int] = {}
 
     # -- opening -----------------------------------------------------------------
 
@@ -463,6 +465,7 @@ class SQLiteJournal:
         with self._tx() as c:
             self._require_run(c, run_id)
             seq = self._next_seq(c, run_id)
+            self._seq_hint[run_id] = seq + 1
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, started_at, finished_at, error, approval) "
@@ -496,36 +499,77 @@ class SQLiteJournal:
         requires: list[int],
     ) -> StepRecord:
         now = time.time()
+        args_json = _dumps(args)
+        approval_json = _dumps(approval)
+        edges = sorted(set(requires))
         with self._tx() as c:
-            status = self._require_run(c, run_id)
-            if status != RunStatus.OPEN:
+            for _attempt in range(2):
+                seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
+                key = self.forward_key(run_id, seq)
+                try:
+                    # one statement: insert only if the run exists and is open
+                    cur = c.execute(
+                        "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, "
+                        "state, idempotency_key, owner, started_at, approval) "
+                        "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ? "
+                        "WHERE (SELECT status FROM runs WHERE id = ?) = 'open'",
+                        (
+                            run_id,
+                            seq,
+                            tool,
+                            effect,
+                            permission,
+                            args_json,
+                            reason,
+                            key,
+                            self._owner,
+                            now,
+                            approval_json,
+                            run_id,
+                        ),
+                    )
+                except sqlite3.IntegrityError:
+                    # another handle wrote this step number meanwhile: recount and retry
+                    self._seq_hint.pop(run_id, None)
+                    continue
+                break
+            else:  # two other writers took the number twice in a row
+                raise JournalError(f"cannot allocate a step number in run {run_id}")
+            if cur.rowcount != 1:
+                status = self._require_run(c, run_id)
                 raise RunClosedError(
                     f"run {run_id} was rolled back ({status}); it takes no new calls. Start a new run."
                 )
-            seq = self._next_seq(c, run_id)
-            c.execute(
-                "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
-                "idempotency_key, owner, started_at, approval) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?)",
-                (
-                    run_id,
-                    seq,
-                    tool,
-                    effect,
-                    permission,
-                    _dumps(args),
-                    reason,
-                    self.forward_key(run_id, seq),
-                    self._owner,
-                    now,
-                    _dumps(approval),
-                ),
-            )
-            c.executemany(
-                "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
-                [(run_id, seq, r) for r in sorted(set(requires))],
-            )
-        return self.get_step(run_id, seq)
+            self._seq_hint[run_id] = seq + 1
+            if edges:
+                c.executemany(
+                    "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
+                    [(run_id, seq, r) for r in edges],
+                )
+        # what was written, without reading it back (values as the journal stores them)
+        return StepRecord(
+            run_id=run_id,
+            seq=seq,
+            tool=tool,
+            effect=effect,
+            permission=permission,
+            args=scrub_json(args),
+            reason=reason,
+            state=StepState.PENDING,
+            idempotency_key=key,
+            started_at=now,
+            approval=scrub_json(approval),
+            requires=edges,
+            owner=self._owner,
+        )
+
+    def run_status(self, run_id: str) -> RunStatus:
+        """The run's status alone (cheaper than :meth:`get_run`); raises JournalError if unknown."""
+        with self._lock:
+            row = self._conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise JournalError(f"no run {run_id!r} in {self.path}")
+        return RunStatus(row[0])
 
     def finish_step(
         self,

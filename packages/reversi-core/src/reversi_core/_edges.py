@@ -1,0 +1,133 @@
+"""Finding a new call's ``requires`` edges without scanning the run.
+
+:class:`EdgeIndex` keeps, for the steps of one run whose tool some requirement names,
+only the values the requirements compare (not whole arguments or results), indexed by
+those values: equal values by their canonical JSON, paths by their normalised form, so
+that ``equals`` and ``same_path`` are one lookup and ``within`` one lookup per parent
+directory of the new path. A call's edges therefore cost the same on the thousandth
+step as on the first, and a session's memory does not grow with what it read.
+
+For each requirement the edge goes to the newest earlier step that matches and may
+have applied. Requirements name the earlier step a call builds on; when several
+match (the same file written three times), the newest one depends on the older ones
+in turn, so the chain orders the rollback without an edge to every ancestor.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .manifest import MISSING, Manifest, Match, match_holds, resolve_source
+from .registry import canonical_json
+
+__all__ = ["EdgeIndex"]
+
+
+def _normal(path: str) -> str:
+    return posixpath.normpath(path.strip("/")) or "."
+
+
+def _keys(relation: str, value: Any) -> list[str]:
+    """Index keys of an earlier step's value for one relation."""
+    if value is MISSING or value is None:
+        return []
+    if relation == "equals":
+        return [canonical_json(value)]
+    items = value if isinstance(value, list) else [value]
+    return [_normal(v) for v in items if isinstance(v, str)]
+
+
+def _lookup_keys(relation: str, value: Any) -> list[str]:
+    """Keys under which earlier steps matching a new call's value are indexed."""
+    if value is MISSING:
+        return []
+    if relation == "equals":
+        return [canonical_json(value)]
+    if not isinstance(value, str):
+        return []
+    path = _normal(value)
+    if relation == "same_path":
+        return [path]
+    if path == ".":
+        return []
+    parts = path.split("/")
+    return [".", *("/".join(parts[:i]) for i in range(1, len(parts)))]
+
+
+@dataclass
+class _Entry:
+    seq: int
+    values: dict[str, Any]
+    applied: bool = True  # may have applied: pending, succeeded or uncertain
+
+
+@dataclass
+class EdgeIndex:
+    """The index of one run (see the module docstring)."""
+
+    watched: dict[str, set[tuple[str, str]]] = field(default_factory=dict)
+    """``{tool: {(earlier source, relation)}}`` that some requirement compares."""
+    entries: dict[int, _Entry] = field(default_factory=dict)
+    keys: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
+    """``(tool, source, relation, key) -> [seq, ...]`` in journal order."""
+
+    @classmethod
+    def for_manifests(cls, manifests: Iterable[Manifest]) -> EdgeIndex:
+        """An empty index watching what the manifests' requirements compare."""
+        watched: dict[str, set[tuple[str, str]]] = {}
+        for manifest in manifests:
+            for req in manifest.requires:
+                for match in req.match:
+                    watched.setdefault(req.tool, set()).add((match.earlier, match.relation))
+        return cls(watched=watched)
+
+    def add(self, seq: int, tool: str, args: dict[str, Any], result: dict[str, Any] | None) -> None:
+        """Index a step (again, with its result, once it succeeded)."""
+        sources = self.watched.get(tool)
+        if not sources:
+            return
+        entry = self.entries.get(seq)
+        if entry is None:
+            entry = self.entries[seq] = _Entry(seq, {})
+        for source, relation in sources:
+            value = resolve_source(source, args, result)
+            if value is MISSING or source in entry.values:
+                continue
+            entry.values[source] = value
+            for key in _keys(relation, value):
+                bucket = self.keys.setdefault((tool, source, relation, key), [])
+                if not bucket or bucket[-1] != seq:
+                    bucket.append(seq)
+
+    def mark_not_applied(self, seq: int) -> None:
+        """The step failed or was rejected: nothing can depend on it."""
+        entry = self.entries.get(seq)
+        if entry is not None:
+            entry.applied = False
+
+    def edges(self, manifest: Manifest, args: dict[str, Any]) -> list[int]:
+        """The ``seq`` of the earlier steps a new call of ``manifest`` with ``args`` depends on."""
+        found: set[int] = set()
+        for req in manifest.requires:
+            first, rest = req.match[0], req.match[1:]
+            this = resolve_source(first.this, args, None)
+            candidates: set[int] = set()
+            for key in _lookup_keys(first.relation, this):
+                candidates.update(self.keys.get((req.tool, first.earlier, first.relation, key), ()))
+            for seq in sorted(candidates, reverse=True):
+                entry = self.entries[seq]
+                if entry.applied and all(self._holds(m, args, entry) for m in rest):
+                    found.add(seq)
+                    break
+        return sorted(found)
+
+    @staticmethod
+    def _holds(match: Match, args: dict[str, Any], entry: _Entry) -> bool:
+        return match_holds(
+            match,
+            resolve_source(match.this, args, None),
+            entry.values.get(match.earlier, MISSING),
+        )

@@ -1,0 +1,86 @@
+"""The requires index: edges to the newest matching step, found without scanning the run."""
+
+from __future__ import annotations
+
+from reversi_core import Manifest
+from reversi_core._edges import EdgeIndex
+
+SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}, "id": {"type": "string"}}}
+
+
+def manifest(name: str, requires: list[dict[str, object]]) -> Manifest:
+    return Manifest.model_validate(
+        {
+            "name": name,
+            "effect": "read_only",
+            "permission": "t:r",
+            "requires": requires,
+            "input_schema": SCHEMA,
+        }
+    )
+
+
+MKDIR = manifest(
+    "t.mkdir",
+    [
+        {
+            "tool": "t.mkdir",
+            "match": [{"this": "args.path", "earlier": "result.created", "relation": "within"}],
+        }
+    ],
+)
+WRITE = manifest(
+    "t.write",
+    [
+        {
+            "tool": "t.mkdir",
+            "match": [{"this": "args.path", "earlier": "result.created", "relation": "within"}],
+        },
+        {
+            "tool": "t.write",
+            "match": [{"this": "args.path", "earlier": "args.path", "relation": "same_path"}],
+        },
+    ],
+)
+COMMENT = manifest(
+    "t.comment", [{"tool": "t.create", "match": [{"this": "args.id", "earlier": "result.id"}]}]
+)
+
+
+def index() -> EdgeIndex:
+    return EdgeIndex.for_manifests([MKDIR, WRITE, COMMENT])
+
+
+def test_repeated_writes_link_only_to_the_previous_one() -> None:
+    idx = index()
+    for seq in (1, 2, 3):
+        assert idx.edges(WRITE, {"path": "./a.txt"}) == ([] if seq == 1 else [seq - 1])
+        idx.add(seq, "t.write", {"path": "a.txt" if seq % 2 else "./a.txt"}, {})
+
+
+def test_within_finds_the_directory_through_each_parent() -> None:
+    idx = index()
+    idx.add(1, "t.mkdir", {"path": "a/b"}, {"created": ["a", "a/b"]})
+    idx.add(2, "t.mkdir", {"path": "x"}, {"created": ["x"]})
+    assert idx.edges(WRITE, {"path": "a/b/c/f.txt"}) == [1]
+    assert idx.edges(WRITE, {"path": "x/f.txt"}) == [2]
+    assert idx.edges(WRITE, {"path": "a"}) == []  # not strictly inside
+    assert idx.edges(WRITE, {"path": "ab/f.txt"}) == []
+
+
+def test_failed_steps_and_unwatched_tools_are_never_linked() -> None:
+    idx = index()
+    idx.add(1, "t.write", {"path": "a.txt"}, None)
+    idx.add(2, "t.write", {"path": "a.txt"}, None)
+    idx.mark_not_applied(2)
+    assert idx.edges(WRITE, {"path": "a.txt"}) == [1]
+    idx.add(3, "t.read", {"path": "a.txt"}, {"content": "x" * 1000})
+    assert 3 not in idx.entries
+
+
+def test_equals_on_a_result_value() -> None:
+    idx = index()
+    idx.add(1, "t.create", {}, {"id": "I-1"})
+    idx.add(2, "t.create", {}, {"id": "I-2"})
+    assert idx.edges(COMMENT, {"id": "I-1"}) == [1]
+    assert idx.edges(COMMENT, {"id": "I-3"}) == []
