@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import socket
 import ssl
@@ -10,6 +11,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -373,6 +375,18 @@ async def test_a_timeout_before_sending_is_definite(silent_tls_port: int, limits
             await http.request("POST", "/x")
     assert caught.value.code == "connect"
     assert "nothing was sent" in str(caught.value)
+    gc.collect()  # a socket left open by a cut-short TLS handshake would warn here
+
+
+async def test_a_caller_cancelling_during_the_handshake_leaves_no_socket_open(
+    silent_tls_port: int,
+) -> None:
+    url = f"https://127.0.0.1:{silent_tls_port}"
+    async with HttpClient(url, vendor="acme") as http:
+        with anyio.move_on_after(0.2) as scope:
+            await http.request("GET", "/x")
+    assert scope.cancelled_caught
+    gc.collect()
 
 
 # --- what a custom transport cannot tell us ----------------------------------------------
@@ -459,7 +473,10 @@ async def test_secrets_are_scrubbed_from_returned_json_text_and_headers(
     client: HttpClient,
 ) -> None:
     resp = await client.request("GET", "/leaky")
-    assert resp.json == {"token": REDACTED, REDACTED: [REDACTED]}  # "Bearer <token>" is registered whole
+    assert resp.json == {
+        "token": REDACTED,
+        REDACTED: [REDACTED],
+    }  # "Bearer <token>" is registered whole
     assert TOKEN not in resp.text
     assert resp.headers["x-echo"] == REDACTED
 

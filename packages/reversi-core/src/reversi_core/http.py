@@ -51,6 +51,8 @@ timeouts) and https://www.python-httpx.org/exceptions/ (the transport errors map
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import http.cookiejar
 import math
 import os
@@ -150,7 +152,7 @@ class HttpResponse:
 
     status: int
     headers: Mapping[str, str]
-    json: Any | None
+    json: Any
     text: str
 
     @property
@@ -229,14 +231,33 @@ def _first_str(body: Mapping[str, Any], keys: Iterable[str]) -> str | None:
 
 
 class _Progress:
-    """Follows httpcore's trace events to learn whether the request started to be sent."""
+    """Follows httpcore's trace events of one request (the ``trace`` request extension).
+
+    ``sent`` becomes true when the request headers start to be written: before that,
+    nothing reached the server. It also holds the TCP stream between the end of the TCP
+    connect and the end of the TLS handshake: httpcore does not close it when the
+    handshake is cancelled (our ``total`` deadline, or a caller's cancel scope), so
+    :meth:`release` does, instead of leaving an unclosed socket behind.
+    """
 
     def __init__(self) -> None:
         self.sent = False
+        self._unowned: Any = None
 
     async def __call__(self, event: str, info: Mapping[str, Any]) -> None:
+        if event in ("connection.connect_tcp.complete", "connection.connect_unix_socket.complete"):
+            self._unowned = info.get("return_value")
+        elif event == "connection.start_tls.complete" or event.startswith(("http11.", "http2.")):
+            self._unowned = None  # the connection owns (and closes) the stream now
         if event.endswith("send_request_headers.started"):
             self.sent = True
+
+    async def release(self) -> None:
+        """Close a stream left behind by a connect that was cut short; no-op otherwise."""
+        stream, self._unowned = self._unowned, None
+        if stream is not None:
+            with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                await stream.aclose()
 
 
 class _NoCookies(http.cookiejar.DefaultCookiePolicy):
@@ -246,7 +267,18 @@ class _NoCookies(http.cookiejar.DefaultCookiePolicy):
         return False
 
 
+@functools.cache
+def _default_ssl_context() -> ssl.SSLContext:
+    """httpx's default context (certifi, or ``SSL_CERT_FILE``/``SSL_CERT_DIR``), built once.
+
+    Loading the CA bundle takes tens of milliseconds; every client shares the result.
+    """
+    return httpx.create_ssl_context()
+
+
 def _ssl_verify(verify: ssl.SSLContext | bool | str | os.PathLike[str]) -> ssl.SSLContext | bool:
+    if verify is True:
+        return _default_ssl_context()
     if isinstance(verify, ssl.SSLContext | bool):
         return verify
     path = Path(verify)
@@ -449,6 +481,8 @@ class HttpClient:
             failure = exc
         else:
             return self._answer(response, shown, ok_statuses)
+        finally:
+            await progress.release()
         raise self._lost(failure, shown, writes, progress, response, limits, ok_statuses)
 
     def _answer(
