@@ -3,7 +3,10 @@
 Adding a connector never edits this file: `scripts/new_connector.py NAME` creates
 packages/reversi-connector-NAME/ and every session below picks it up.
 
-    nox -s tests          every package's tests, the demo test and (later) certification
+    nox -s tests          every package's tests, the demo test and the certification suite
+    nox -s certify        the certification matrix for every connector in packages/
+    nox -s certify -- github          ... for one connector (only it and core installed)
+    nox -s certify -- --write         ... and regenerate docs/certification.md first
     nox -s demo           the README's demo: an agent's run and its rollback
     nox -s lint           ruff and mypy (strict on reversi-core)
     nox -s "package(name='fs')"   one package's own tests in its own environment
@@ -81,6 +84,32 @@ def package(session: nox.Session, name: str) -> None:
     install_workspace(session, [name])
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
     session.run("python", "-m", "pytest", str(PACKAGES[name] / "tests"), *session.posargs)
+
+
+@nox.session(python="3.11")
+def certify(session: nox.Session) -> None:
+    """The certification matrix (certification/) for every connector, or for those named.
+
+    Positional arguments name connectors (``nox -s certify -- github``); ``--write``
+    regenerates docs/certification.md first (whole matrix only); other options go to pytest.
+    The results table of the run is printed at the end.
+    """
+    names = [a for a in session.posargs if not a.startswith("-")]
+    options = [a for a in session.posargs if a.startswith("-") and a != "--write"]
+    write = "--write" in session.posargs
+    unknown = [n for n in names if n not in PACKAGES or n == "core"]
+    if unknown:
+        connectors = ", ".join(n for n in PACKAGES if n != "core")
+        session.error(f"not a connector in packages/: {', '.join(unknown)} (have: {connectors})")
+    if write and names:
+        session.error("--write regenerates the whole table; run it without connector names")
+    install_workspace(session, names or None)
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    chosen = [f"--connector={n}" for n in names]
+    if write:
+        session.run("python", "certification/report.py", "--write")
+    session.run("python", "-m", "pytest", "certification", *chosen, *options)
+    session.run("python", "certification/report.py", "--from-results", "--summary", *chosen)
 
 
 @nox.session(python="3.11")

@@ -50,7 +50,7 @@ class __Class__Connector(Connector):
     async def get_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a note. Returns ``{"id", "text"}``; raises ToolError(code="not_found")."""
         if args.id not in self.notes:
-            raise ToolError(f"no note {args.id}", status=404, code="not_found")
+            raise ToolError(f"HTTP 404: no note {args.id}", status=404, code="not_found")
         return {"id": args.id, "text": self.notes[args.id]}
 
     @tool(

@@ -124,7 +124,9 @@ def fs_backend(directory: Path) -> Iterator[FsBackend]:
     aside = directory / "aside"
     root.mkdir(parents=True)
     aside.mkdir()
-    yield FsBackend(root=root.resolve(), backup_dir=root.resolve() / DEFAULT_BACKUP_DIR, aside=aside)
+    yield FsBackend(
+        root=root.resolve(), backup_dir=root.resolve() / DEFAULT_BACKUP_DIR, aside=aside
+    )
 
 
 @contextmanager
@@ -261,7 +263,7 @@ DEPENDENCIES: list[Dependency] = [
 _BACKUPS_KEPT = Residue(
     reason="the copies in the backup directory stay after the undo, so that the undo can be "
     "run again; fs never deletes a backup it has named",
-    normalise=lambda fingerprint: fingerprint["tree"],
+    normalise=lambda fingerprint: {k: v for k, v in fingerprint.items() if k != "backups"},
 )
 
 

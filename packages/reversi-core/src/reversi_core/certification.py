@@ -205,8 +205,9 @@ class Residue:
 
     ``normalise`` maps a backend fingerprint to the part a rollback must restore exactly
     (for example, by dropping the backup directory); the suite compares the normalised
-    fingerprints from before the call and after the rollback. ``reason`` is printed in
-    docs/certification.md.
+    fingerprints from before the call and after the rollback. ``normalise`` must return
+    a fingerprint of the same shape, since the suite applies the normalisers of two tools
+    in turn when a rollback undoes both. ``reason`` is printed in docs/certification.md.
     """
 
     reason: str
@@ -286,9 +287,9 @@ class CertificationFixture(Generic[H]):
     edge the engine must record. ``residue`` declares, per forward tool, what its
     compensation leaves. ``undo_fault(handle, tool, args)`` returns a context manager
     inside which the compensation ``tool`` with ``args`` fails; when absent, the suite
-    arms ``handle.faults.status(500)``. ``sends_idempotency_key`` lists the tools that
-    pass the call's idempotency key to the vendor (the duplicate-call check covers them
-    as well as every idempotent tool).
+    arms ``Fault.status(500)`` on ``handle.faults`` for every request.
+    ``sends_idempotency_key`` lists the tools that pass the call's idempotency key to
+    the vendor (the duplicate-call check covers them as well as every idempotent tool).
 
     ``not_applicable`` maps a check id to its reason (a string or :class:`NotApplicable`).
     Raises ``ValueError`` for an unknown check id or an empty reason.

@@ -1,4 +1,5 @@
-"""``reversi-connectors``: serve a connector over MCP, print manifests, run a compensation.
+"""``reversi-connectors``: serve a connector over MCP, print manifests, run a compensation,
+print the certification checklist.
 
 Credentials come from the environment only; a flag that looks like one (``--token``,
 ``--api-key``, ``--password``, ``--secret``...) is refused with the name of the variable
@@ -12,12 +13,14 @@ import json
 import os
 import re
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
 import anyio
 import yaml
 
+from ..certification import CHECK_INFO, CHECKS, fixture_module_name, load_fixture
 from ..connector import (
     CompensationCall,
     Connector,
@@ -42,6 +45,7 @@ exit status:
   0  success (compensate: the undo succeeded; its JSON result is on stdout)
   1  compensate: the compensation ran and failed, or its outcome is unknown;
      the reason is the last line of stderr
+     certify: a connector has no certification fixture (it would fail every check)
   2  usage or bad input: unknown connector, a credential passed as a flag,
      malformed JSON on stdin, a connector that cannot be configured
 
@@ -97,6 +101,19 @@ def build_parser() -> Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_fs_options(compensate)
+
+    certify = sub.add_parser(
+        "certify",
+        help="print the twelve certification checks and where the suite enforces them",
+        description="Print the twelve certification checks, what each verifies and where the "
+        "certification suite (certification/ in the source repository) enforces it: the "
+        "check's function and its pytest test id. For one connector, also the checks its "
+        "fixture declares not applicable, with the reasons. Runs nothing; run the suite with "
+        "'nox -s certify' or 'python -m pytest certification'.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    certify.add_argument("name", metavar="NAME|all", help="connector name, or 'all'")
     return parser
 
 
@@ -272,6 +289,81 @@ def _cmd_compensate(args: Any) -> int:
     return EXIT_OK
 
 
+_WIDTH = 96
+
+
+def _checklist(connector: str) -> list[str]:
+    lines = []
+    for number, check in enumerate(CHECKS, 1):
+        info = CHECK_INFO[check]
+        function, test = info.enforced_in(connector)
+        lines += [
+            f"{number:2}. {info.title} ({check})",
+            textwrap.fill(
+                info.verifies,
+                width=_WIDTH,
+                initial_indent="    verifies: ",
+                subsequent_indent=" " * 14,
+            ),
+            f"    check:    {function}",
+            f"    test:     {test}",
+        ]
+    return lines
+
+
+def _declarations(name: str, cls: type[Connector]) -> tuple[list[str], bool]:
+    """Lines about one connector's fixture, and whether it has one."""
+    module = fixture_module_name(cls)
+    try:
+        fixture = load_fixture(cls)
+    except ConfigurationError as exc:
+        return [f"{name}: {exc}; every check would fail"], False
+    except Exception as exc:  # a broken testing module: report it, never a traceback
+        return [f"{name}: cannot load {module}: {type(exc).__name__}: {exc}"], False
+    lines = [f"{name}: fixture {module}.certification_fixture()"]
+    if not fixture.not_applicable:
+        lines.append("  every check applies (none declared not applicable)")
+    for check in CHECKS:
+        reason = fixture.reason(check)
+        if reason is not None:
+            lines.append(
+                textwrap.fill(
+                    f"n/a {CHECK_INFO[check].title}: {reason}",
+                    width=_WIDTH,
+                    initial_indent="  ",
+                    subsequent_indent="    ",
+                )
+            )
+    return lines, True
+
+
+def _cmd_certify(args: Any) -> int:
+    names = sorted(available_connectors()) if args.name == "all" else [args.name]
+    classes = [(n, _load(n)) for n in names]
+    target = args.name if args.name != "all" else "<connector>"
+    lines = [
+        "The twelve certification checks, written once in the certification suite and run",
+        "for every installed connector (file::function, then the pytest test id):",
+        "",
+        *_checklist(target),
+        "",
+    ]
+    complete = True
+    for name, cls in classes:
+        found, ok = _declarations(name, cls)
+        lines += found
+        complete = complete and ok
+    if not classes:
+        lines.append("no connectors are installed (entry-point group reversi.connectors)")
+    lines += [
+        "",
+        "Run the suite: nox -s certify [-- NAME]   (or: python -m pytest certification)",
+        "Results: docs/certification.md",
+    ]
+    print("\n".join(lines))
+    return EXIT_OK if complete else EXIT_FAILED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``reversi-connectors``; return the exit status (see :data:`EPILOG`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
@@ -286,6 +378,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_manifests(args)
         if args.command == "serve":
             return _cmd_serve(args)
+        if args.command == "certify":
+            return _cmd_certify(args)
         return _cmd_compensate(args)
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)

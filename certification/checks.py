@@ -1,0 +1,858 @@
+"""The twelve certification checks, written once for every connector.
+
+Each ``check_<id>`` takes a :class:`~certification.runner.Subject` (a connector class,
+its fixture from the connector's ``testing`` module, a scratch directory) and either
+returns a short account of what it exercised (pass), returns
+:class:`~certification.runner.NotApplicableHere` when the connector's own manifests show
+there is nothing to check, or raises :class:`~certification.runner.CheckFailed` saying
+what went wrong. A check the fixture declares not applicable is not called, but
+:func:`must_apply` refuses such a declaration where the manifests prove the check
+applies. What each check verifies, in one sentence, is
+``reversi_core.certification.CHECK_INFO``.
+
+Rollback checks use the real engine (:class:`reversi_core.Run`) over a real
+:class:`reversi_core.SQLiteJournal` in the scenario's directory.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import urllib.parse
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import anyio
+
+from reversi_core import (
+    CallContext,
+    EffectUncertainError,
+    ReversiError,
+    RollbackState,
+    StepState,
+    ToolError,
+    connector_schema_hashes,
+    detect_manifest_drift,
+    schema_hash,
+)
+from reversi_core.engine import Executor, RollbackReport, Verifier
+from reversi_core.errors import ManifestError
+from reversi_core.journal import StepRecord
+from reversi_core.manifest import Effect, Manifest
+from reversi_core.testing import Fault
+
+from .runner import CheckFailed, NotApplicableHere, Scene, Subject, scenario
+
+__all__ = [
+    "check_compensation_failure",
+    "check_compensation_success",
+    "check_dependency_block",
+    "check_duplicate_call",
+    "check_forward_failure",
+    "check_forward_success",
+    "check_manifest_drift",
+    "check_permission_denial",
+    "check_redaction",
+    "check_retry",
+    "check_timeout",
+    "check_verification_failure",
+    "must_apply",
+]
+
+UNDOABLE = (Effect.REVERSIBLE, Effect.COMPENSABLE)
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+INJECTED_REFUSAL = 422
+"""The status the forward-failure check injects into every call of a backend with faults."""
+
+
+# -- small helpers ---------------------------------------------------------------------
+
+
+def fail(message: str) -> CheckFailed:
+    """A :class:`CheckFailed` to raise."""
+    return CheckFailed(message)
+
+
+def leaks(text: str, credential: str | None) -> bool:
+    """True when ``text`` holds the credential, raw or URL-quoted."""
+    if not credential or not text:
+        return False
+    forms = {
+        credential,
+        urllib.parse.quote(credential, safe=""),
+        urllib.parse.quote_plus(credential),
+    }
+    return any(form in text for form in forms)
+
+
+def difference(before: Any, after: Any, limit: int = 6) -> str:
+    """A short account of where two fingerprints differ."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = sorted(set(before) | set(after), key=str)
+        changed = [str(k) for k in keys if before.get(k) != after.get(k)]
+        more = f" and {len(changed) - limit} more" if len(changed) > limit else ""
+        inner = []
+        for key in changed[:limit]:
+            b, a = before.get(key), after.get(key)
+            if isinstance(b, dict) and isinstance(a, dict):
+                inner.append(f"{key}: {difference(b, a, 3)}")
+            else:
+                inner.append(f"{key}: {_short(b)} -> {_short(a)}")
+        return "; ".join(inner) + more
+    return f"{_short(before)} -> {_short(after)}"
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def label(tool: str, index: int) -> str:
+    return f"{tool} example {index + 1}"
+
+
+def first_examples(subject: Subject, tools: list[str]) -> None:
+    """Fail unless every tool in ``tools`` has at least one example."""
+    missing = [t for t in tools if not subject.examples(t)]
+    if missing:
+        raise fail(f"no example arguments for {', '.join(missing)} (add them to the fixture)")
+
+
+def needs_faults(scene: Scene, purpose: str) -> Any:
+    """The backend's fault controls; fails saying what they were needed for when it has none."""
+    faults = scene.faults
+    if faults is None:
+        raise fail(
+            f"the backend offers no fault injection (its handle has no 'faults') to inject "
+            f"{purpose}; serve the fake with reversi_core.testing.FakeServer, give the fixture an "
+            "undo_fault (for a failing undo), or declare the check not applicable with the reason"
+        )
+    return faults
+
+
+@contextmanager
+def armed(scene: Scene, fault: Fault) -> Iterator[None]:
+    """``fault`` on every request to the backend until the block ends."""
+    what = f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
+    faults = needs_faults(scene, what)
+    faults.add(fault, times=None)
+    try:
+        yield
+    finally:
+        faults.clear()
+
+
+def undo_fault(scene: Scene, tool: str, args: dict[str, Any]) -> AbstractContextManager[None]:
+    """A context in which the compensation ``tool(args)`` fails (the fixture's, or a 500)."""
+    hook = scene.subject.fixture.undo_fault
+    if hook is not None:
+        return hook(scene.handle, tool, args)
+    return armed(scene, Fault.status(500, json={"message": "certification: injected 500"}))
+
+
+def normaliser(subject: Subject, *tools: str) -> Callable[[Any], Any]:
+    """The declared residue normalisers of ``tools``, applied in turn (identity when none)."""
+    chosen = [subject.fixture.residue[t].normalise for t in tools if t in subject.fixture.residue]
+
+    def apply(fingerprint: Any) -> Any:
+        value = copy.deepcopy(fingerprint)
+        for fn in chosen:
+            value = fn(value)
+        return value
+
+    return apply
+
+
+async def refuse(step: StepRecord, result: dict[str, Any]) -> bool:
+    """A verify callback that says no to every compensation."""
+    return False
+
+
+def restored_to(scene: Scene, norm: Callable[[Any], Any], before: Any) -> Verifier:
+    """A verify callback that says yes only when the backend is back to ``before``."""
+
+    async def verify(step: StepRecord, result: dict[str, Any]) -> bool:
+        return bool(norm(scene.fingerprint()) == norm(before))
+
+    return verify
+
+
+def all_but(seq: int) -> Verifier:
+    """A verify callback that says no for step ``seq`` only (so that step still stands)."""
+
+    async def verify(step: StepRecord, result: dict[str, Any]) -> bool:
+        return step.seq != seq
+
+    return verify
+
+
+def recording(scene: Scene, raw: list[dict[str, Any]]) -> Executor:
+    """An executor that keeps each raw result, before the engine scrubs it."""
+
+    async def execute(name: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        result = await scene.connector.call(name, args, ctx)
+        raw.append(result)
+        return result
+
+    return execute
+
+
+def step_of(report: RollbackReport, seq: int) -> StepRecord:
+    for step in report.steps:
+        if step.seq == seq:
+            return step
+    raise fail(f"the rollback report does not list step {seq}")
+
+
+def writes(manifest: Manifest) -> bool:
+    return manifest.effect is not Effect.READ_ONLY
+
+
+def must_apply(check: str, subject: Subject) -> str | None:
+    """Why ``check`` applies to ``subject`` whatever its fixture declares, or ``None``."""
+    manifests = subject.manifests
+    if check in ("forward_success", "manifest_drift"):
+        return "every connector has tools and input schemas"
+    if check == "forward_failure" and subject.fixture.failures:
+        return "the fixture declares calls the backend turns down"
+    if check == "duplicate_call":
+        idem = sorted(n for n, m in manifests.items() if m.effect is Effect.IDEMPOTENT)
+        keyed = sorted(subject.fixture.sends_idempotency_key)
+        if idem or keyed:
+            return f"{', '.join(idem + keyed)} must not act twice on a repeated call"
+    if check in ("compensation_success", "compensation_failure", "verification_failure"):
+        undoable = sorted(n for n, m in manifests.items() if m.effect in UNDOABLE)
+        if undoable:
+            return f"{', '.join(undoable)} have compensations"
+    if check == "dependency_block":
+        declaring = sorted(n for n, m in manifests.items() if m.requires)
+        if declaring:
+            return f"{', '.join(declaring)} declare requires"
+    if check == "redaction" and subject.fixture.credential is not None:
+        return "the fixture gives the connector a credential"
+    return None
+
+
+# -- 1. forward success ----------------------------------------------------------------
+
+
+async def check_forward_success(subject: Subject) -> str:
+    """Every tool succeeds on each example; read-only ones change nothing and send no write."""
+    manifests = subject.manifests
+    unknown = sorted(set(subject.fixture.examples) - set(manifests))
+    if unknown:
+        raise fail(f"examples name tools the connector does not have: {', '.join(unknown)}")
+    first_examples(subject, sorted(manifests))
+    count = 0
+    for tool, manifest in sorted(manifests.items()):
+        for index, example in enumerate(subject.examples(tool)):
+            async with scenario(subject, f"fwd-{tool}-{index}") as scene:
+                args = await scene.prepare(example)
+                before = scene.fingerprint()
+                sent = len(scene.requests)
+                try:
+                    result = await scene.call(tool, args, key=f"cert-fwd-{tool}-{index}")
+                except ReversiError as exc:
+                    raise fail(
+                        f"{label(tool, index)} failed: {type(exc).__name__}: {exc}"
+                    ) from None
+                try:
+                    json.dumps(result)
+                except (TypeError, ValueError) as exc:
+                    raise fail(
+                        f"{label(tool, index)} returned a result that is not JSON: {exc}"
+                    ) from None
+                after = scene.fingerprint()
+                if manifest.effect is Effect.READ_ONLY:
+                    if after != before:
+                        raise fail(
+                            f"{label(tool, index)} is read_only but changed the backend: "
+                            + difference(before, after)
+                        )
+                    written = [
+                        f"{r.method} {r.target}"
+                        for r in scene.requests[sent:]
+                        if r.method.upper() not in READ_METHODS
+                    ]
+                    if written:
+                        raise fail(f"{label(tool, index)} is read_only but sent {written}")
+                elif manifest.effect is not Effect.IDEMPOTENT and after == before:
+                    raise fail(
+                        f"{label(tool, index)} ({manifest.effect.value}) succeeded but the "
+                        "backend fingerprint did not change: the example does nothing, or the "
+                        "fingerprint misses what it does"
+                    )
+                count += 1
+    return f"{count} calls over {len(manifests)} tools"
+
+
+# -- 2. forward failure ----------------------------------------------------------------
+
+
+def _refusal(subject: Subject, what: str, exc: BaseException, status: int | None = None) -> None:
+    """Check one refusal: a ToolError naming its status, without the credential."""
+    if isinstance(exc, EffectUncertainError):
+        raise fail(f"{what} was reported uncertain, but the backend refused it: {exc}")
+    if not isinstance(exc, ToolError):
+        raise fail(f"{what} raised {type(exc).__name__}, not ToolError: {exc}")
+    text = str(exc)
+    if leaks(text, subject.fixture.credential) or leaks(str(exc.code), subject.fixture.credential):
+        raise fail(f"{what}: the error carries the credential")
+    if status is not None and exc.status != status:
+        raise fail(f"{what}: ToolError.status is {exc.status}, expected {status}: {text}")
+    if exc.status is not None and str(exc.status) not in text:
+        raise fail(f"{what}: the error does not name HTTP {exc.status}: {text}")
+
+
+async def check_forward_failure(subject: Subject) -> str:
+    """Declared failing calls, and (with faults) an injected 422 on every tool, are clean refusals."""
+    failures = subject.fixture.failures
+    if not failures:
+        raise fail("the fixture declares no failing calls (failures): give at least one")
+    unknown = sorted(set(failures) - set(subject.manifests))
+    if unknown:
+        raise fail(f"failures name tools the connector does not have: {', '.join(unknown)}")
+    count = 0
+    for tool, examples in sorted(failures.items()):
+        for index, example in enumerate(examples):
+            async with scenario(subject, f"ff-{tool}-{index}") as scene:
+                args = await scene.prepare(example)
+                before = scene.fingerprint()
+                what = f"failing {label(tool, index)}"
+                try:
+                    result = await scene.call(tool, args)
+                except Exception as exc:
+                    _refusal(subject, what, exc)
+                else:
+                    raise fail(f"{what} succeeded: {_short(result)}")
+                after = scene.fingerprint()
+                if after != before:
+                    raise fail(
+                        f"{what} was refused but changed the backend: {difference(before, after)}"
+                    )
+                count += 1
+    injected = 0
+    async with scenario(subject, "ff-probe") as probe:
+        has_faults = probe.faults is not None
+    if has_faults:
+        first_examples(subject, sorted(subject.manifests))
+        for tool in sorted(subject.manifests):
+            async with scenario(subject, f"ff-inj-{tool}") as scene:
+                args = await scene.prepare(subject.examples(tool)[0])
+                before = scene.fingerprint()
+                fault = Fault.status(
+                    INJECTED_REFUSAL, json={"message": "certification: injected refusal"}
+                )
+                with armed(scene, fault):
+                    try:
+                        await scene.call(tool, args)
+                    except Exception as exc:
+                        _refusal(
+                            subject, f"{tool} under HTTP {INJECTED_REFUSAL}", exc, INJECTED_REFUSAL
+                        )
+                    else:
+                        raise fail(
+                            f"{tool} succeeded although the backend answered {INJECTED_REFUSAL}"
+                        )
+                if scene.fingerprint() != before:
+                    raise fail(f"{tool} under HTTP {INJECTED_REFUSAL} changed the backend")
+                injected += 1
+    return f"{count} declared refusals" + (
+        f", {injected} injected HTTP {INJECTED_REFUSAL}" if injected else ""
+    )
+
+
+# -- 3. duplicate call -----------------------------------------------------------------
+
+
+async def check_duplicate_call(subject: Subject) -> str | NotApplicableHere:
+    """The same call twice with the same key: both succeed, the second changes nothing."""
+    manifests = subject.manifests
+    targets = sorted(
+        {n for n, m in manifests.items() if m.effect is Effect.IDEMPOTENT}
+        | set(subject.fixture.sends_idempotency_key)
+    )
+    if not targets:
+        return NotApplicableHere("no tool is idempotent and none sends an idempotency key")
+    first_examples(subject, targets)
+    count = 0
+    for tool in targets:
+        for index, example in enumerate(subject.examples(tool)):
+            async with scenario(subject, f"dup-{tool}-{index}") as scene:
+                args = await scene.prepare(example)
+                key = f"certification-duplicate-{tool}-{index}"
+                try:
+                    await scene.call(tool, args, key=key)
+                    once = scene.fingerprint()
+                    await scene.call(tool, args, key=key)
+                except ReversiError as exc:
+                    raise fail(f"{label(tool, index)} failed when called twice: {exc}") from None
+                twice = scene.fingerprint()
+                if twice != once:
+                    raise fail(
+                        f"{label(tool, index)} called a second time with the same key changed the "
+                        "backend again: " + difference(once, twice)
+                    )
+                count += 1
+    return f"{count} repeated calls over {len(targets)} tools"
+
+
+# -- 4. retry --------------------------------------------------------------------------
+
+
+async def check_retry(subject: Subject) -> str:
+    """Dropped connection: uncertain for a write, ToolError for a read; 5xx names the status; then a retry succeeds."""
+    manifests = subject.manifests
+    first_examples(subject, sorted(manifests))
+    for tool, manifest in sorted(manifests.items()):
+        example = subject.examples(tool)[0]
+        async with scenario(subject, f"retry-drop-{tool}") as scene:
+            args = await scene.prepare(example)
+            with armed(scene, Fault.drop_after_read()):
+                try:
+                    await scene.call(tool, args)
+                except EffectUncertainError as exc:
+                    if not writes(manifest):
+                        raise fail(
+                            f"{tool} is read_only but a dropped connection made it uncertain: {exc}"
+                        ) from None
+                except ToolError as exc:
+                    if writes(manifest):
+                        raise fail(
+                            f"{tool} writes, and a connection dropped after the request was read "
+                            f"was reported as a plain failure (uncertainty lost): {exc}"
+                        ) from None
+                except Exception as exc:
+                    raise fail(
+                        f"{tool}: a dropped connection raised {type(exc).__name__}: {exc}"
+                    ) from None
+                else:
+                    raise fail(f"{tool} succeeded although the connection was dropped unanswered")
+        async with scenario(subject, f"retry-5xx-{tool}") as scene:
+            args = await scene.prepare(example)
+            before = scene.fingerprint()
+            with armed(scene, Fault.status(503, json={"message": "certification: unavailable"})):
+                try:
+                    await scene.call(tool, args)
+                except Exception as exc:
+                    _refusal(subject, f"{tool} under HTTP 503", exc, 503)
+                else:
+                    raise fail(f"{tool} succeeded although the backend answered 503")
+            if scene.fingerprint() != before:
+                raise fail(f"{tool} under HTTP 503 changed the backend")
+            try:
+                await scene.call(tool, args)
+            except ReversiError as exc:
+                raise fail(f"{tool} failed when retried after the 503 cleared: {exc}") from None
+    return f"{len(manifests)} tools: dropped connection, 503, retry"
+
+
+# -- 5. compensation success -----------------------------------------------------------
+
+
+def _registry_or_fail(scene: Scene) -> Any:
+    try:
+        return scene.registry()
+    except ManifestError as exc:
+        raise fail(f"the manifests do not form a registry: {exc}") from None
+
+
+async def check_compensation_success(subject: Subject) -> str | NotApplicableHere:
+    """A real engine rolls each example back to the prior state (or the declared residue)."""
+    targets = subject.tools(*UNDOABLE)
+    if not targets:
+        return NotApplicableHere("no tool has a compensation")
+    first_examples(subject, targets)
+    count = 0
+    for tool in targets:
+        for index, example in enumerate(subject.examples(tool)):
+            async with scenario(subject, f"comp-{tool}-{index}") as scene:
+                _registry_or_fail(scene)
+                args = await scene.prepare(example)
+                before = scene.fingerprint()
+                run = scene.run()
+                seq, _ = await run.call(tool, args)
+                during = scene.fingerprint()
+                if during == before:
+                    raise fail(
+                        f"{label(tool, index)} changed nothing the fingerprint shows, so its undo "
+                        "cannot be checked"
+                    )
+                report = await run.rollback(compensate=scene.compensator())
+                step = step_of(report, seq)
+                if not report.complete or step.rollback_state is not RollbackState.COMPENSATED:
+                    state = step.rollback_state.value if step.rollback_state else step.state.value
+                    raise fail(
+                        f"rolling back {label(tool, index)} did not complete: step {state}: "
+                        f"{step.rollback_reason}"
+                    )
+                after = scene.fingerprint()
+                norm = normaliser(subject, tool)
+                if norm(after) != norm(before):
+                    undone_nothing = norm(after) == norm(during)
+                    raise fail(
+                        f"after rolling back {label(tool, index)} the backend is not as before"
+                        + (" (the undo changed nothing)" if undone_nothing else "")
+                        + ": "
+                        + difference(norm(before), norm(after))
+                    )
+                count += 1
+    return f"{count} calls rolled back over {len(targets)} tools"
+
+
+# -- 6. compensation failure -----------------------------------------------------------
+
+
+async def check_compensation_failure(subject: Subject) -> str | NotApplicableHere:
+    """An undo that fails: compensation_failed, rollback incomplete; after the fault, a retry completes."""
+    targets = subject.tools(*UNDOABLE)
+    if not targets:
+        return NotApplicableHere("no tool has a compensation")
+    first_examples(subject, targets)
+    for tool in targets:
+        async with scenario(subject, f"compfail-{tool}") as scene:
+            _registry_or_fail(scene)
+            args = await scene.prepare(subject.examples(tool)[0])
+            before = scene.fingerprint()
+            run = scene.run()
+            seq, _ = await run.call(tool, args)
+            planned = run.journal.get_step(run.id, seq).compensation
+            if planned is None:
+                raise fail(f"{tool} succeeded but no compensation was computed for it")
+            with undo_fault(scene, planned["tool"], planned["args"]):
+                first = await run.rollback(compensate=scene.compensator())
+            step = step_of(first, seq)
+            if first.complete or step.rollback_state is not RollbackState.COMPENSATION_FAILED:
+                state = step.rollback_state.value if step.rollback_state else None
+                raise fail(
+                    f"{planned['tool']} was made to fail while undoing {tool}, yet the step is "
+                    f"{state} and the rollback {'complete' if first.complete else 'incomplete'}"
+                )
+            if leaks(step.rollback_reason or "", subject.fixture.credential):
+                raise fail(f"the failure reason of {planned['tool']} carries the credential")
+            second = await run.rollback(compensate=scene.compensator())
+            step = step_of(second, seq)
+            if not second.complete or step.rollback_state is not RollbackState.COMPENSATED:
+                raise fail(
+                    f"after the fault cleared, rolling back {tool} again did not complete: "
+                    f"{step.rollback_reason}"
+                )
+            norm = normaliser(subject, tool)
+            if norm(scene.fingerprint()) != norm(before):
+                raise fail(f"after the retried rollback of {tool} the backend is not as before")
+    return f"{len(targets)} tools: failed undo, then a completed retry"
+
+
+# -- 7. verification failure -----------------------------------------------------------
+
+
+async def check_verification_failure(subject: Subject) -> str | NotApplicableHere:
+    """verify=False: verification_failed, not compensated; a truthful verify then completes."""
+    targets = subject.tools(*UNDOABLE)
+    if not targets:
+        return NotApplicableHere("no tool has a compensation")
+    first_examples(subject, targets)
+    for tool in targets:
+        async with scenario(subject, f"verify-{tool}") as scene:
+            _registry_or_fail(scene)
+            args = await scene.prepare(subject.examples(tool)[0])
+            before = scene.fingerprint()
+            norm = normaliser(subject, tool)
+            run = scene.run()
+            seq, _ = await run.call(tool, args)
+
+            first = await run.rollback(compensate=scene.compensator(), verify=refuse)
+            step = step_of(first, seq)
+            if step.rollback_state is not RollbackState.VERIFICATION_FAILED:
+                state = step.rollback_state.value if step.rollback_state else None
+                raise fail(
+                    f"verify said no for {tool}, yet the step is {state}: {step.rollback_reason}"
+                )
+            if first.complete or seq in first.compensated_now:
+                raise fail(f"verify said no for {tool}, yet the step counts as compensated")
+
+            truthful = restored_to(scene, norm, before)
+            second = await run.rollback(compensate=scene.compensator(), verify=truthful)
+            step = step_of(second, seq)
+            if not second.complete or step.rollback_state is not RollbackState.COMPENSATED:
+                raise fail(
+                    f"with a truthful verify, rolling back {tool} again did not complete: step "
+                    f"{step.rollback_state.value if step.rollback_state else None}: "
+                    f"{step.rollback_reason} (the undo does not restore the prior state)"
+                )
+    return f"{len(targets)} tools: refused, then truthfully verified"
+
+
+# -- 8. permission denial --------------------------------------------------------------
+
+
+async def check_permission_denial(subject: Subject) -> str:
+    """401 and 403 on every tool: ToolError naming the status, no credential, nothing changed."""
+    manifests = subject.manifests
+    first_examples(subject, sorted(manifests))
+    for tool in sorted(manifests):
+        for status in (401, 403):
+            async with scenario(subject, f"perm-{tool}-{status}") as scene:
+                args = await scene.prepare(subject.examples(tool)[0])
+                before = scene.fingerprint()
+                body = {"message": "certification: denied"}
+                with armed(scene, Fault.status(status, json=body)):
+                    try:
+                        await scene.call(tool, args)
+                    except Exception as exc:
+                        _refusal(subject, f"{tool} under HTTP {status}", exc, status)
+                    else:
+                        raise fail(f"{tool} succeeded although the backend answered {status}")
+                if scene.fingerprint() != before:
+                    raise fail(f"{tool} under HTTP {status} changed the backend")
+    return f"{len(manifests)} tools × 401, 403"
+
+
+# -- 9. timeout ------------------------------------------------------------------------
+
+
+async def check_timeout(subject: Subject) -> str:
+    """A silent backend: the connector gives up by itself, uncertain for a write, ToolError for a read."""
+    manifests = subject.manifests
+    first_examples(subject, sorted(manifests))
+    limit = subject.fixture.call_timeout
+    guard = limit * 2 + 1.0
+    for tool, manifest in sorted(manifests.items()):
+        async with scenario(subject, f"timeout-{tool}") as scene:
+            args = await scene.prepare(subject.examples(tool)[0])
+            run = scene.run()
+            raised: BaseException | None = None
+            with armed(scene, Fault.hang(seconds=guard + 5.0)):
+                with anyio.move_on_after(guard) as scope:
+                    try:
+                        await run.call(tool, args)
+                    except Exception as exc:
+                        raised = exc
+            if scope.cancelled_caught:
+                raise fail(
+                    f"{tool} was still waiting for a silent backend after {guard:.1f} s (its "
+                    f"declared limit is {limit} s): the connector has no timeout of its own"
+                )
+            if raised is None:
+                raise fail(f"{tool} succeeded although the backend never answered")
+            step = run.steps()[-1]
+            if writes(manifest):
+                if (
+                    not isinstance(raised, EffectUncertainError)
+                    or step.state is not StepState.UNCERTAIN
+                ):
+                    raise fail(
+                        f"{tool} writes, and a silent backend must leave it uncertain; got "
+                        f"{type(raised).__name__} (step {step.state.value}): {raised}"
+                    )
+            elif not isinstance(raised, ToolError) or step.state is not StepState.FAILED:
+                raise fail(
+                    f"{tool} only reads, and a silent backend must give a plain ToolError; got "
+                    f"{type(raised).__name__} (step {step.state.value}): {raised}"
+                )
+            if leaks(str(raised), subject.fixture.credential):
+                raise fail(f"the timeout error of {tool} carries the credential")
+    return f"{len(manifests)} tools gave up on a silent backend (limit {limit} s)"
+
+
+# -- 10. redaction ---------------------------------------------------------------------
+
+
+async def check_redaction(subject: Subject) -> str:
+    """No credential in errors, results, the journal, or request URLs and bodies."""
+    credential = subject.fixture.credential
+    if credential is None:
+        raise fail(
+            "the fixture names no credential, so leaks cannot be looked for; give the one "
+            "build() configures, or declare the check not applicable with the reason"
+        )
+    manifests = subject.manifests
+    first_examples(subject, sorted(manifests))
+    seen_in_headers = False
+    requests = 0
+
+    def inspect(scene: Scene) -> None:
+        nonlocal seen_in_headers, requests
+        for r in scene.requests:
+            requests += 1
+            if leaks(r.target, credential):
+                raise fail(
+                    f"the credential was sent in a URL: {r.method} {r.target.split('?')[0]}..."
+                )
+            if leaks(r.text, credential):
+                raise fail(f"the credential was sent in the body of {r.method} {r.path}")
+            if any(credential in str(v) for v in dict(r.headers).values()):
+                seen_in_headers = True
+        if leaks(scene.journal_text(), credential):
+            raise fail("the credential was written into the journal")
+
+    for tool in sorted(manifests):
+        for index, example in enumerate(subject.examples(tool)):
+            async with scenario(subject, f"redact-{tool}-{index}") as scene:
+                args = await scene.prepare(example)
+                raw: list[dict[str, Any]] = []
+                await scene.run().call(tool, args, execute=recording(scene, raw))
+                if leaks(json.dumps(raw, default=str), credential):
+                    raise fail(f"the result of {label(tool, index)} carries the credential")
+                inspect(scene)
+        faults = [
+            Fault.status(500, json={"message": "certification: boom"}),
+            Fault.status(401, json={"message": "Bad credentials"}),
+            Fault.drop_after_read(),
+        ]
+        for fault in faults:
+            async with scenario(subject, f"redact-err-{tool}-{fault.kind}") as scene:
+                args = await scene.prepare(subject.examples(tool)[0])
+                if scene.faults is None:
+                    break
+                run = scene.run()
+                with armed(scene, fault):
+                    for attempt in ("connector", "engine"):
+                        try:
+                            if attempt == "connector":
+                                await scene.call(tool, args)
+                            else:
+                                await run.call(tool, args)
+                        except ReversiError as exc:
+                            text = str(exc) + " " + str(getattr(exc, "code", ""))
+                            if leaks(text, credential):
+                                raise fail(
+                                    f"the error of {tool} under {fault.kind}"
+                                    f"{' ' + str(fault.http_status) if fault.http_status else ''} "
+                                    "carries the credential"
+                                ) from None
+                inspect(scene)
+    for tool, examples in sorted(subject.fixture.failures.items()):
+        for index, example in enumerate(examples):
+            async with scenario(subject, f"redact-ff-{tool}-{index}") as scene:
+                args = await scene.prepare(example)
+                try:
+                    await scene.call(tool, args)
+                except ReversiError as exc:
+                    if leaks(str(exc), credential):
+                        raise fail(
+                            f"the error of failing {label(tool, index)} carries the credential"
+                        ) from None
+                inspect(scene)
+    if requests and not seen_in_headers:
+        raise fail(
+            "the fixture's credential was never sent in a request header, so it is not the one "
+            "the connector uses: the check would prove nothing"
+        )
+    return f"{len(manifests)} tools; {requests} requests inspected"
+
+
+# -- 11. dependency block --------------------------------------------------------------
+
+
+async def check_dependency_block(subject: Subject) -> str | NotApplicableHere:
+    """Each declared requires: the engine records the edge and defers the earlier step."""
+    manifests = subject.manifests
+    declaring = sorted(n for n, m in manifests.items() if m.requires)
+    if not declaring:
+        return NotApplicableHere("no tool declares requires")
+    pairs = subject.fixture.dependencies
+    uncovered = sorted(set(declaring) - {d.later for d in pairs})
+    if uncovered:
+        raise fail(
+            f"{', '.join(uncovered)} declare requires but the fixture gives no dependency "
+            "example for them"
+        )
+    for index, dep in enumerate(pairs):
+        what = f"dependency example {index + 1} ({dep.earlier} then {dep.later})"
+        if dep.later not in manifests or dep.earlier not in manifests:
+            raise fail(f"{what} names a tool the connector does not have")
+        async with scenario(subject, f"dep-{index}") as scene:
+            _registry_or_fail(scene)
+            before = scene.fingerprint()
+            run = scene.run()
+            earlier_args = await scene.prepare(dep.earlier_args)
+            first, first_result = await run.call(dep.earlier, earlier_args)
+            scene.results[dep.earlier] = first_result
+            later_args = await scene.prepare(dep.later_args)
+            second, _ = await run.call(dep.later, later_args)
+            recorded = run.journal.get_step(run.id, second).requires
+            if first not in recorded:
+                raise fail(
+                    f"{what}: the engine recorded no edge from step {second} to step {first} "
+                    f"(edges: {recorded}); the requires of {dep.later} does not match this pair"
+                )
+
+            blocked = await run.rollback(compensate=scene.compensator(), verify=all_but(second))
+            later = step_of(blocked, second)
+            earlier = step_of(blocked, first)
+            if later.rollback_state is not RollbackState.VERIFICATION_FAILED:
+                raise fail(f"{what}: the later step should stand, but it is {later.rollback_state}")
+            if earlier.rollback_state is not RollbackState.DEFERRED:
+                state = earlier.rollback_state.value if earlier.rollback_state else None
+                raise fail(
+                    f"{what}: the later step still stands, yet the earlier one is {state} "
+                    "instead of deferred"
+                )
+            if blocked.complete:
+                raise fail(f"{what}: a rollback with a deferred step reported complete")
+            done = await run.rollback(compensate=scene.compensator())
+            if not done.complete:
+                raise fail(
+                    f"{what}: once the later step was undone, the rollback still did not complete: "
+                    + "; ".join(f"{o.tool}: {o.reason}" for o in done.outstanding)
+                )
+            norm = normaliser(subject, dep.earlier, dep.later)
+            if norm(scene.fingerprint()) != norm(before):
+                raise fail(f"{what}: after the full rollback the backend is not as before")
+    return f"{len(pairs)} dependency pairs over {len(declaring)} tools"
+
+
+# -- 12. manifest drift ----------------------------------------------------------------
+
+
+def _reordered(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _reordered(value[k]) for k in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reordered(v) for v in value]
+    return value
+
+
+async def check_manifest_drift(subject: Subject) -> str:
+    """Stored hashes match; a changed, added or removed input schema is reported, key order is not."""
+    cls = subject.cls
+    manifests = cls.manifests()
+    schemas = cls.input_schemas()
+    baseline = connector_schema_hashes(cls)
+    if baseline != connector_schema_hashes(cls):
+        raise fail("connector_schema_hashes gives different hashes on two calls")
+    from_manifests = {m.name: schema_hash(m.input_schema) for m in manifests}
+    if from_manifests != baseline:
+        differ = sorted(
+            n
+            for n in set(from_manifests) | set(baseline)
+            if from_manifests.get(n) != baseline.get(n)
+        )
+        raise fail(
+            f"the manifests' input schemas and input_schemas() disagree for {', '.join(differ)}"
+        )
+    drift = detect_manifest_drift(manifests, schemas, baseline)
+    if drift:
+        raise fail(f"drift reported against the connector's own hashes: {drift}")
+    if not manifests:
+        raise fail("the connector has no tools")
+    target = manifests[0].name
+    shuffled = {name: _reordered(schema) for name, schema in schemas.items()}
+    if detect_manifest_drift(manifests, shuffled, baseline):
+        raise fail("reordering the keys of the input schemas was reported as drift")
+    changed_schema = copy.deepcopy(schemas[target])
+    changed_schema.setdefault("properties", {})["certification_extra"] = {"type": "string"}
+    drift = detect_manifest_drift(manifests, {**schemas, target: changed_schema}, baseline)
+    if drift.changed != [target] or drift.added or drift.removed:
+        raise fail(f"a changed input schema of {target} was reported as {drift}")
+    drift = detect_manifest_drift(manifests[1:], schemas, baseline)
+    if drift.removed != [target] or drift.added or drift.changed:
+        raise fail(f"removing {target} was reported as {drift}")
+    added_name = f"{subject.name}.certification_added"
+    extra = manifests[0].model_copy(update={"name": added_name})
+    drift = detect_manifest_drift([*manifests, extra], schemas, baseline)
+    if drift.added != [added_name] or drift.removed or drift.changed:
+        raise fail(f"adding {added_name} was reported as {drift}")
+    return f"{len(manifests)} schemas hashed; change, addition, removal and reordering told apart"

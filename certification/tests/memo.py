@@ -1,0 +1,450 @@
+"""``memo``: a small synthetic HTTP connector, its fake, its fixture, and broken variants of it.
+
+The well-behaved :class:`MemoConnector` talks to a fake notes service through
+:class:`reversi_core.http.HttpClient`; the fake is a :class:`reversi_core.testing.FakeApp`
+served by a real :class:`reversi_core.testing.FakeServer`. It passes all twelve checks
+(``memo.tag_note`` declares ``requires`` on the ``memo.create_note`` that made the note),
+so it is also a worked example of a fixture for an HTTP connector.
+
+Each ``Broken*`` subclass gets exactly one thing wrong, the way a real connector might;
+``test_selftest.py`` shows the check that must catch it failing.
+
+The fake service (all routes need ``Authorization: Bearer <TOKEN>``, else 401):
+
+- ``GET /notes/{id}``: the note, or 404;
+- ``POST /notes`` ``{"text"}``: 201 with the new note; 422 for an empty text;
+- ``DELETE /notes/{id}``: 204, or 404;
+- ``POST /notes/{id}/tags`` ``{"tag"}``: 201; 404 without the note; 422 when tagged already;
+- ``DELETE /notes/{id}/tags/{tag}``: 204, or 404;
+- ``POST /notes/{id}/views``: counts a view (only the broken reader calls it).
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from reversi_core import CallContext, Compensation, Connector, Match, Requirement, ToolError, tool
+from reversi_core.certification import CertificationFixture, Dependency, ExampleContext
+from reversi_core.http import HttpClient, Timeouts, url_path
+from reversi_core.manifest import Effect
+from reversi_core.testing import FakeApp, FakeRequest, FakeResponse, FakeServer
+
+TOKEN = "memo-certification-token-5f2a9c"
+"""The credential the fixture gives every memo connector."""
+
+LIMIT = 0.3
+"""Seconds the memo connectors built by the fixture wait for an answer."""
+
+
+# -- the fake service ------------------------------------------------------------------
+
+
+class MemoApp(FakeApp):
+    """The fake notes service; ``notes`` is its whole state."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.notes: dict[str, dict[str, Any]] = {}
+        self._ids = itertools.count(1)
+        self.add_route("GET", "/notes/{id}", self.get_note)
+        self.add_route("POST", "/notes", self.create_note)
+        self.add_route("DELETE", "/notes/{id}", self.delete_note)
+        self.add_route("POST", "/notes/{id}/tags", self.add_tag)
+        self.add_route("DELETE", "/notes/{id}/tags/{tag}", self.remove_tag)
+        self.add_route("POST", "/notes/{id}/views", self.count_view)
+
+    def dispatch(self, request: FakeRequest) -> FakeResponse:
+        if request.headers.get("authorization") != f"Bearer {TOKEN}":
+            return FakeResponse(401, json={"code": "unauthorized", "message": "Bad credentials"})
+        return super().dispatch(request)
+
+    @staticmethod
+    def missing() -> FakeResponse:
+        return FakeResponse(404, json={"code": "not_found", "message": "Not Found"})
+
+    def get_note(self, request: FakeRequest) -> FakeResponse:
+        note = self.notes.get(request.path_params["id"])
+        return FakeResponse(200, json=note) if note else self.missing()
+
+    def create_note(self, request: FakeRequest) -> FakeResponse:
+        text = (request.json or {}).get("text", "")
+        if not text:
+            return FakeResponse(422, json={"code": "invalid", "message": "text is empty"})
+        note = {"id": f"n{next(self._ids)}", "text": text, "tags": [], "views": 0}
+        self.notes[note["id"]] = note
+        return FakeResponse(201, json=note)
+
+    def delete_note(self, request: FakeRequest) -> FakeResponse:
+        if self.notes.pop(request.path_params["id"], None) is None:
+            return self.missing()
+        return FakeResponse(204)
+
+    def add_tag(self, request: FakeRequest) -> FakeResponse:
+        note = self.notes.get(request.path_params["id"])
+        if note is None:
+            return self.missing()
+        tag = (request.json or {}).get("tag", "")
+        if tag in note["tags"]:
+            return FakeResponse(422, json={"code": "exists", "message": f"already tagged {tag}"})
+        note["tags"].append(tag)
+        return FakeResponse(201, json={"id": note["id"], "tag": tag})
+
+    def remove_tag(self, request: FakeRequest) -> FakeResponse:
+        note = self.notes.get(request.path_params["id"])
+        tag = request.path_params["tag"]
+        if note is None or tag not in note["tags"]:
+            return self.missing()
+        note["tags"].remove(tag)
+        return FakeResponse(204)
+
+    def count_view(self, request: FakeRequest) -> FakeResponse:
+        note = self.notes.get(request.path_params["id"])
+        if note is None:
+            return self.missing()
+        note["views"] += 1
+        return FakeResponse(200, json={"views": note["views"]})
+
+
+# -- the connector ---------------------------------------------------------------------
+
+
+class NoteId(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+
+
+class NewNote(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str
+
+
+class NoteTag(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    tag: str
+
+
+CREATED_HERE = Requirement(
+    tool="memo.create_note", match=[Match(this="args.id", earlier="result.id")]
+)
+
+
+class MemoConnector(Connector):
+    """A well-behaved connector for the fake notes service."""
+
+    name = "memo"
+    credential_env = "MEMO_TOKEN"
+
+    def __init__(self, base_url: str, token: str, timeouts: Timeouts | None = None) -> None:
+        self.token = token
+        self.http = HttpClient(
+            base_url,
+            vendor="memo",
+            headers={"Authorization": f"Bearer {token}"},
+            secrets=[token],
+            timeouts=timeouts or Timeouts(connect=LIMIT, read=LIMIT, total=LIMIT),
+        )
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **options: Any) -> Connector:
+        return cls(options["base_url"], environ["MEMO_TOKEN"])
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    def limits(self, ctx: CallContext) -> Timeouts:
+        return self.http.timeouts.capped_at(ctx.timeout)
+
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId)
+    async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Read a note."""
+        resp = await self.http.request(
+            "GET", url_path("/notes/{id}", id=args.id), timeouts=self.limits(ctx)
+        )
+        return dict(resp.json or {})
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NewNote,
+        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+    )
+    async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
+        """Create a note."""
+        resp = await self.http.request(
+            "POST", "/notes", json={"text": args.text}, timeouts=self.limits(ctx)
+        )
+        return {"id": (resp.json or {})["id"]}
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note; one already gone is success."""
+        resp = await self.http.request(
+            "DELETE",
+            url_path("/notes/{id}", id=args.id),
+            ok_statuses={404},
+            timeouts=self.limits(ctx),
+        )
+        return {"id": args.id, "deleted": resp.status != 404}
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NoteTag,
+        compensation=Compensation(
+            tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
+        ),
+        requires=[CREATED_HERE],
+    )
+    async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
+        """Tag a note."""
+        await self.http.request(
+            "POST",
+            url_path("/notes/{id}/tags", id=args.id),
+            json={"tag": args.tag},
+            timeouts=self.limits(ctx),
+        )
+        return {"id": args.id, "tag": args.tag}
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteTag)
+    async def untag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
+        """Remove a tag; one already gone is success."""
+        resp = await self.http.request(
+            "DELETE",
+            url_path("/notes/{id}/tags/{tag}", id=args.id, tag=args.tag),
+            ok_statuses={404},
+            timeouts=self.limits(ctx),
+        )
+        return {"id": args.id, "tag": args.tag, "removed": resp.status != 404}
+
+
+# -- the fixture -----------------------------------------------------------------------
+
+
+@contextmanager
+def memo_backend(directory: Path) -> Iterator[FakeServer]:
+    with FakeServer(MemoApp()) as server:
+        yield server
+
+
+def seed(server: FakeServer) -> None:
+    app = server.app
+    assert isinstance(app, MemoApp)
+    app.notes["n0"] = {"id": "n0", "text": "seeded", "tags": ["old"], "views": 0}
+
+
+def fingerprint(server: FakeServer) -> dict[str, Any]:
+    app = server.app
+    assert isinstance(app, MemoApp)
+    with app.lock:
+        return {"notes": copy.deepcopy(app.notes)}
+
+
+async def _a_note(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any]:
+    made = await ctx.call("memo.create_note", {"text": "to delete"})
+    return {"id": made["id"]}
+
+
+async def _a_tag(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any]:
+    await ctx.call("memo.tag_note", {"id": "n0", "tag": "fresh"})
+    return {"id": "n0", "tag": "fresh"}
+
+
+async def _tag_the_new_note(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any]:
+    return {"id": ctx.results["memo.create_note"]["id"], "tag": "t"}
+
+
+def memo_fixture(
+    cls: type[MemoConnector] = MemoConnector, *, call_timeout: float = LIMIT
+) -> CertificationFixture[FakeServer]:
+    """The fixture of ``cls`` (the good connector or a broken variant) against the fake."""
+    return CertificationFixture(
+        backend=memo_backend,
+        seed=seed,
+        build=lambda server: cls(server.url, TOKEN),
+        fingerprint=fingerprint,
+        examples={
+            "memo.get_note": [{"id": "n0"}],
+            "memo.create_note": [{"text": "hello"}],
+            "memo.delete_note": [_a_note],
+            "memo.tag_note": [{"id": "n0", "tag": "new"}],
+            "memo.untag_note": [_a_tag],
+        },
+        failures={
+            "memo.get_note": [{"id": "missing"}],
+            "memo.create_note": [{"text": ""}],
+            "memo.tag_note": [{"id": "n0", "tag": "old"}],
+        },
+        dependencies=[
+            Dependency("memo.create_note", {"text": "x"}, "memo.tag_note", _tag_the_new_note)
+        ],
+        credential=TOKEN,
+        call_timeout=call_timeout,
+    )
+
+
+# -- broken variants: each gets one thing wrong ----------------------------------------
+
+
+class BrokenReaderWrites(MemoConnector):
+    """get_note is declared read_only but also records a view (a POST)."""
+
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId)
+    async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Read a note, and count the view."""
+        await self.http.request("POST", url_path("/notes/{id}/views", id=args.id))
+        return await super().get_note(args, ctx)
+
+
+class BrokenSwallowsRefusal(MemoConnector):
+    """create_note turns the service's refusal into a 'successful' result."""
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NewNote,
+        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+    )
+    async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
+        """Create a note, hiding errors."""
+        try:
+            return await super().create_note(args, ctx)
+        except ToolError as exc:
+            return {"id": "", "error": str(exc)}
+
+
+class BrokenRepeatFails(MemoConnector):
+    """delete_note fails when the note is already gone, so a repeated undo fails."""
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note (a missing one is an error)."""
+        await self.http.request("DELETE", url_path("/notes/{id}", id=args.id))
+        return {"id": args.id, "deleted": True}
+
+
+class BrokenLosesUncertainty(MemoConnector):
+    """create_note tells the HTTP layer its POST does not write, so a lost reply looks definite."""
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NewNote,
+        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+    )
+    async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
+        """Create a note (wrongly marked as not writing)."""
+        resp = await self.http.request("POST", "/notes", json={"text": args.text}, write=False)
+        return {"id": (resp.json or {})["id"]}
+
+
+class BrokenUndoDoesNothing(MemoConnector):
+    """delete_note reports success without asking the service to delete anything."""
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Pretend to delete a note."""
+        return {"id": args.id, "deleted": True}
+
+
+class BrokenCompensationArgs(MemoConnector):
+    """create_note's compensation maps an argument ``note`` that delete_note does not take."""
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NewNote,
+        compensation=Compensation(tool="memo.delete_note", argument_map={"note": "result.id"}),
+    )
+    async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
+        """Create a note (with a wrong argument map)."""
+        return await super().create_note(args, ctx)
+
+
+class BrokenUndoIgnoresErrors(MemoConnector):
+    """delete_note swallows every error, so a failed undo is reported as done."""
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note, ignoring failures."""
+        try:
+            return await super().delete_note(args, ctx)
+        except ToolError:
+            return {"id": args.id, "deleted": False}
+
+
+class BrokenHidesStatus(MemoConnector):
+    """Every HTTP error is reported as a bare 'request failed', without its status."""
+
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
+        try:
+            return await super().call(name, args, ctx)
+        except ToolError:
+            raise ToolError(f"{name}: request failed", code="failed") from None
+
+
+class BrokenNoTimeout(MemoConnector):
+    """The HTTP client waits ten minutes for an answer and ignores the caller's limit."""
+
+    def __init__(self, base_url: str, token: str, timeouts: Timeouts | None = None) -> None:
+        super().__init__(base_url, token, Timeouts(connect=600, read=600, total=600))
+
+    def limits(self, ctx: CallContext) -> Timeouts:
+        return self.http.timeouts
+
+
+class BrokenLeaksToken(MemoConnector):
+    """Errors name the token "to help debugging"."""
+
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
+        try:
+            return await super().call(name, args, ctx)
+        except ToolError as exc:
+            raise ToolError(
+                f"{exc} (sent with token {self.token})", status=exc.status, code=exc.code
+            ) from None
+
+
+class BrokenMissingEdge(MemoConnector):
+    """tag_note's requires compares the note id with the earlier result's text: never equal."""
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NoteTag,
+        compensation=Compensation(
+            tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
+        ),
+        requires=[
+            Requirement(
+                tool="memo.create_note", match=[Match(this="args.id", earlier="result.text")]
+            )
+        ],
+    )
+    async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
+        """Tag a note (with a requires that never matches)."""
+        return await super().tag_note(args, ctx)
+
+
+class BrokenSchemaDrifts(MemoConnector):
+    """input_schemas() disagrees with the manifests for one tool."""
+
+    @classmethod
+    def input_schemas(cls) -> dict[str, dict[str, Any]]:
+        schemas = super().input_schemas()
+        schemas["memo.get_note"] = {
+            **schemas["memo.get_note"],
+            "properties": {**schemas["memo.get_note"]["properties"], "extra": {"type": "string"}},
+        }
+        return schemas

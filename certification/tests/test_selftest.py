@@ -1,0 +1,77 @@
+"""The suite against deliberately broken connectors: every check can fail, and says why.
+
+The checks are called as plain functions (through ``runner.run_check``) on fixtures of
+the synthetic ``memo`` connector of memo.py, not through the discovered matrix. The
+well-behaved :class:`~certification.tests.memo.MemoConnector` passes all twelve; each
+entry of :data:`BROKEN` names a check, a variant with one defect, and words the failure
+must contain. ``test_certification.py`` requires an entry for every check.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from certification import runner
+from certification.tests import memo
+from reversi_core.certification import CHECKS
+
+BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
+    "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
+    "forward_failure": [(memo.BrokenSwallowsRefusal, "succeeded")],
+    "duplicate_call": [(memo.BrokenRepeatFails, "failed when called twice")],
+    "retry": [(memo.BrokenLosesUncertainty, "uncertainty lost")],
+    "compensation_success": [
+        (memo.BrokenUndoDoesNothing, "the undo changed nothing"),
+        (memo.BrokenCompensationArgs, "do not form a registry"),
+    ],
+    "compensation_failure": [(memo.BrokenUndoIgnoresErrors, "yet the step is compensated")],
+    "verification_failure": [(memo.BrokenUndoDoesNothing, "does not restore the prior state")],
+    "permission_denial": [(memo.BrokenHidesStatus, "ToolError.status is None, expected 401")],
+    "timeout": [(memo.BrokenNoTimeout, "has no timeout of its own")],
+    "redaction": [(memo.BrokenLeaksToken, "carries the credential")],
+    "dependency_block": [(memo.BrokenMissingEdge, "recorded no edge")],
+    "manifest_drift": [(memo.BrokenSchemaDrifts, "disagree for memo.get_note")],
+}
+"""``{check: [(broken connector, words its failure must contain)]}``."""
+
+CASES = [
+    pytest.param(check, cls, words, id=f"{check}-{cls.__name__}")
+    for check, variants in BROKEN.items()
+    for cls, words in variants
+]
+
+
+def subject(cls: type[memo.MemoConnector], tmp_path: Path, **kwargs: float) -> runner.Subject:
+    return runner.Subject("memo", cls, memo.memo_fixture(cls, **kwargs), tmp_path)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("check", CHECKS)
+async def test_the_good_connector_passes(check: str, tmp_path: Path) -> None:
+    outcome = await runner.run_check(check, subject(memo.MemoConnector, tmp_path))
+    assert outcome.status == "pass", outcome.detail
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("check", "cls", "words"), CASES)
+async def test_a_broken_connector_fails(
+    check: str, cls: type[memo.MemoConnector], words: str, tmp_path: Path
+) -> None:
+    outcome = await runner.run_check(check, subject(cls, tmp_path))
+    assert outcome.status == "fail", f"{cls.__name__} passed {check}: {outcome.detail}"
+    assert words in outcome.detail, outcome.detail
+
+
+@pytest.mark.anyio
+async def test_a_connector_without_a_timeout_fails_within_a_bounded_time(tmp_path: Path) -> None:
+    started = time.monotonic()
+    outcome = await runner.run_check(
+        "timeout", subject(memo.BrokenNoTimeout, tmp_path, call_timeout=0.2)
+    )
+    elapsed = time.monotonic() - started
+    assert outcome.status == "fail"
+    assert "still waiting for a silent backend" in outcome.detail
+    assert elapsed < 5.0, f"the timeout check took {elapsed:.1f} s"

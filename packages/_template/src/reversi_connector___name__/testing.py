@@ -1,0 +1,85 @@
+"""Test helpers for the ``__name__`` connector, and its opt-in to the certification suite.
+
+TEMPLATE: the backend here is the in-memory note store of the example tools. When the
+connector talks to a real service, replace it with a fake of the vendor's API built on
+:mod:`reversi_core.testing` (``FakeServer`` and ``FakeApp``: a real HTTP server on
+127.0.0.1 with fault injection), citing the vendor's documentation page for each
+endpoint, and drop the ``not_applicable`` entries that stop being true (see
+docs/certification-guide.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from reversi_core.certification import CertificationFixture, ExampleContext
+
+from .connector import __Class__Connector
+
+__all__ = ["NOT_APPLICABLE", "NoteStore", "certification_fixture"]
+
+NOT_APPLICABLE: Mapping[str, str] = {
+    "retry": "the example notes live in memory: no transport can drop a connection",
+    "permission_denial": "the example notes have no service that answers 401 or 403",
+    "timeout": "the example notes live in memory: nothing can leave a call waiting",
+    "redaction": "the example connector holds no credential",
+}
+"""Checks that do not apply to the in-memory example, each with its reason."""
+
+
+class NoteStore(dict[str, str]):
+    """The example backend: notes by id, with a switch that makes deletes fail."""
+
+    broken = False
+
+    def pop(self, key: str, *default: Any) -> Any:  # type: ignore[override]
+        """Remove a note; raises ``OSError`` while :attr:`broken` is set (fault injection)."""
+        if self.broken:
+            raise OSError("the note store refused the delete (injected fault)")
+        return super().pop(key, *default)
+
+
+@contextmanager
+def _backend(directory: Path) -> Iterator[NoteStore]:
+    yield NoteStore()
+
+
+def _seed(store: NoteStore) -> None:
+    store["seeded"] = "a note that was there before the run"
+
+
+@contextmanager
+def _undo_fault(store: NoteStore, tool: str, args: Mapping[str, Any]) -> Iterator[None]:
+    store.broken = True
+    try:
+        yield
+    finally:
+        store.broken = False
+
+
+async def _existing_note(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    created = await ctx.call("__name__.create_note", {"text": "to be deleted"})
+    return {"id": created["id"]}
+
+
+def certification_fixture() -> CertificationFixture[NoteStore]:
+    """How the certification suite drives the ``__name__`` connector."""
+    return CertificationFixture(
+        backend=_backend,
+        seed=_seed,
+        build=lambda store: __Class__Connector(notes=store),
+        fingerprint=lambda store: dict(store),
+        examples={
+            "__name__.get_note": [{"id": "seeded"}],
+            "__name__.create_note": [{"text": "hello"}],
+            "__name__.delete_note": [_existing_note, {"id": "never-existed"}],
+        },
+        failures={"__name__.get_note": [{"id": "missing"}]},
+        residue={},
+        undo_fault=_undo_fault,
+        not_applicable=NOT_APPLICABLE,
+    )
+
