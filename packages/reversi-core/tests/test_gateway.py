@@ -24,7 +24,7 @@ import subprocess
 import sys
 import textwrap
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -192,6 +192,7 @@ def main() -> int:
     box = Box(sys.argv[2])
     if command == "serve":
         from reversi_core.mcp.serve import serve_stdio
+        (box.root.parent / "upstream.pid").write_text(str(os.getpid()))
         anyio.run(serve_stdio, box)
         return 0
     if command == "plain":  # an MCP server that does not speak Reversi's outcome convention
@@ -488,7 +489,10 @@ async def test_an_upstream_error_without_reversi_outcome_is_uncertain_for_a_writ
     argv[argv.index("serve")] = "plain"
     params = StdioServerParameters(command=GATEWAY, args=argv, env=dict(os.environ))
     with (box.tmp / "plain.err").open("w") as err:
-        async with stdio_client(params, errlog=err) as (read, write), ClientSession(read, write) as client:
+        async with (
+            stdio_client(params, errlog=err) as (read, write),
+            ClientSession(read, write) as client,
+        ):
             await client.initialize()
             write_error = await client.call_tool("box.write", {"name": "a", "text": "!fail"})
             read_error = await client.call_tool("box.read", {"name": "missing"})
@@ -536,6 +540,227 @@ async def test_no_answer_within_the_call_timeout(box: Box) -> None:
     marker = json.loads((box.tmp / "hang.json").read_text())
     with suppress(ProcessLookupError):
         os.kill(marker["upstream"], signal.SIGKILL)
+
+
+# -- the raw JSON-RPC path ------------------------------------------------------------
+
+
+class Wire:
+    """``reversi-gateway`` in front of ``box``, spoken to in raw JSON-RPC lines."""
+
+    def __init__(self, box: Box, *extra: str) -> None:
+        errlog = box.tmp / f"wire-{len(box.errlogs)}.err"
+        box.errlogs.append(errlog)
+        with errlog.open("w") as err:
+            self.proc = subprocess.Popen(
+                [GATEWAY, *box.argv(*extra)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+            )
+        self._lines: list[bytes] = []
+
+    def send(self, message: dict[str, Any]) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(json.dumps(message).encode() + b"\n")
+        self.proc.stdin.flush()
+
+    def recv(self, timeout: float = 30.0) -> dict[str, Any] | None:
+        """The next message, or None when none comes within ``timeout`` seconds."""
+        import select
+
+        assert self.proc.stdout is not None
+        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
+        if not ready:
+            return None
+        line = self.proc.stdout.readline()
+        return json.loads(line) if line else None
+
+    def call(self, rid: int, tool: str, args: dict[str, Any]) -> None:
+        params = {"name": tool, "arguments": args}
+        self.send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": params})
+
+    def initialize(self) -> None:
+        params = {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "wire", "version": "1"},
+        }
+        self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
+        answer = self.recv()
+        assert answer is not None
+        assert "result" in answer, answer
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    def close(self) -> int:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        return self.proc.wait(timeout=60)
+
+
+@pytest.fixture
+def wire(box: Box) -> Iterator[Wire]:
+    opened = Wire(box)
+    yield opened
+    if opened.proc.poll() is None:
+        opened.proc.kill()
+        opened.proc.wait()
+    for pipe in (opened.proc.stdin, opened.proc.stdout):
+        if pipe is not None:
+            with suppress(OSError):
+                pipe.close()
+    marker = box.tmp / "hang.json"
+    if marker.exists():
+        with suppress(ProcessLookupError):
+            os.kill(json.loads(marker.read_text())["upstream"], signal.SIGKILL)
+
+
+def test_calls_run_side_by_side_and_a_cancelled_one_is_journaled(box: Box, wire: Wire) -> None:
+    wire.initialize()
+    wire.call(1, "box.write", {"name": "h", "text": "!hang"})
+    wait_for_file(box.tmp / "hang.json")
+    for i in range(5):  # answered while the first call hangs
+        wire.call(10 + i, "box.write", {"name": f"c{i}", "text": str(i)})
+    answers = [wire.recv() for _ in range(5)]
+    assert sorted(a["id"] for a in answers if a) == [10, 11, 12, 13, 14]
+    assert all(a and a["result"]["_meta"]["reversi/outcome"] == "succeeded" for a in answers)
+    cancel = {"requestId": 1, "reason": "the user gave up"}
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+    wire.call(20, "box.read", {"name": "c3"})
+    after = wire.recv()
+    assert after is not None
+    assert after["id"] == 20  # no answer for the cancelled call
+    assert after["result"]["structuredContent"] == {"text": "3"}
+    run_id = after["result"]["_meta"]["reversi/run"]
+    assert wire.close() == 0
+    steps = box.steps(run_id)
+    assert steps[0].tool == "box.write"
+    assert steps[0].state is StepState.UNCERTAIN  # a write cut short may have happened
+    assert "the client cancelled the call" in (steps[0].error or "")
+    assert [s.state for s in steps[1:]] == [StepState.SUCCEEDED] * 6
+
+
+def test_a_call_in_flight_when_the_client_leaves_is_journaled(box: Box, wire: Wire) -> None:
+    wire.initialize()
+    wire.call(1, "box.read", {"name": "!hang"})
+    time.sleep(0.5)
+    assert wire.proc.stdin is not None
+    wire.proc.stdin.close()
+    answer = wire.recv()
+    assert answer is not None
+    assert answer["error"]["message"] == "Connection closed"
+    assert wire.proc.wait(timeout=60) == 0
+    with SQLiteJournal.open(box.data, create=False) as journal:
+        (run,) = journal.list_runs()
+        (read,) = journal.list_steps(run.id)
+    assert read.state is StepState.FAILED  # a read changes nothing
+    assert "the client closed the connection" in (read.error or "")
+
+
+def test_requests_the_raw_path_does_not_take_get_the_sdk_answers(wire: Wire) -> None:
+    wire.call(1, "box.read", {"name": "a"})  # before the handshake
+    assert (wire.recv() or {}).get("error", {}).get("code") == -32602
+    wire.initialize()
+    wire.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "box.read", "arguments": ["a"]},
+        }
+    )
+    assert (wire.recv() or {}).get("error", {}).get("code") == -32602
+    envelope = {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+    params = {"name": "box.read", "arguments": {"name": "a"}, "_meta": envelope}
+    wire.send({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": params})
+    assert (wire.recv() or {}).get("error", {}).get("code") == -32600  # not on this connection
+    wire.send({"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"arguments": {}}})
+    assert (wire.recv() or {}).get("error", {}).get("code") == -32602
+    wire.call(5, "box.write", {"name": "a", "text": "fine"})
+    fine = wire.recv()
+    assert fine is not None
+    assert fine["result"]["_meta"]["reversi/outcome"] == "succeeded"
+    assert fine["result"]["_meta"]["reversi/step"] == 1
+    assert wire.close() == 0
+
+
+def test_an_upstream_that_died_between_calls_is_replaced_first(box: Box, wire: Wire) -> None:
+    wire.initialize()
+    wire.call(1, "box.write", {"name": "a", "text": "one"})
+    assert (wire.recv() or {})["result"]["_meta"]["reversi/outcome"] == "succeeded"
+    pid = int((box.tmp / "upstream.pid").read_text())
+    os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:  # until the gateway noticed (and reaped it)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    wire.call(2, "box.write", {"name": "b", "text": "two"})
+    answer = wire.recv()
+    assert answer is not None
+    assert answer["result"]["_meta"]["reversi/outcome"] == "succeeded"  # never sent to the dead one
+    assert (box.root / "b").read_text() == "two"
+    assert int((box.tmp / "upstream.pid").read_text()) != pid
+    assert wire.close() == 0
+    assert "retired (it exited)" in box.stderr()
+
+
+@pytest.mark.anyio
+async def test_a_2026_client_is_served_on_the_raw_path(box: Box) -> None:
+    from mcp.client.client import Client
+
+    errlog = box.tmp / "modern-raw.err"
+    box.errlogs.append(errlog)
+    params = StdioServerParameters(command=GATEWAY, args=box.argv(), env=dict(os.environ))
+    with errlog.open("w") as err:
+        async with Client(stdio_client(params, errlog=err)) as client:
+            assert client.protocol_version == "2026-07-28"
+            first = await client.call_tool(
+                "box.write", {"name": "m", "text": "modern"}, meta={"reversi/reason": "a test"}
+            )
+            read = await client.call_tool("box.read", {"name": "m"})
+            missing = await client.call_tool("box.read", {"name": "nothing"})
+    assert first.structured_content == {"previous": None, "existed": False}
+    assert read.structured_content == {"text": "modern"}
+    assert meta(missing)["reversi/outcome"] == "failed"
+    assert meta(first)["io.modelcontextprotocol/serverInfo"]["name"] == "reversi-gateway"
+    run_id = meta(first)["reversi/run"]
+    steps = box.steps(run_id)
+    assert [s.state for s in steps] == [StepState.SUCCEEDED] * 2 + [StepState.FAILED]
+    assert steps[0].reason == "a test"
+    with SQLiteJournal.open(box.data, create=False) as journal:
+        (run,) = journal.list_runs()
+    assert run.label is not None
+    assert run.label.startswith("mcp via reversi-gateway")
+
+
+def test_stdio_that_is_not_a_pipe(box: Box) -> None:
+    requests = box.tmp / "requests.jsonl"
+    init = {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "file", "version": "1"},
+    }
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+    ]
+    requests.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    answers = box.tmp / "answers.jsonl"
+    with requests.open("rb") as stdin, answers.open("wb") as stdout:
+        done = subprocess.run(
+            [GATEWAY, *box.argv()], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=60
+        )
+    assert done.returncode == 0, done.stderr
+    got = [json.loads(line) for line in answers.read_text().splitlines()]
+    assert [m["id"] for m in got] == [1]
+    assert got[0]["result"]["serverInfo"]["name"] == "reversi-gateway"
 
 
 # -- approval ------------------------------------------------------------------------
@@ -649,7 +874,9 @@ async def test_approval_on_a_2026_connection_goes_through_input_required(box: Bo
     params = StdioServerParameters(command=GATEWAY, args=box.argv(), env=dict(os.environ))
     with errlog.open("w") as err:
         async with Client(stdio_client(params, errlog=err), elicitation_callback=elicit) as client:
-            assert client.protocol_version == "2026-07-28"  # no initialize: requests carry an envelope
+            assert (
+                client.protocol_version == "2026-07-28"
+            )  # no initialize: requests carry an envelope
             accepted = await client.call_tool("box.guarded_write", {"name": "g", "text": "yes"})
             declined = await client.call_tool("box.guarded_write", {"name": "h", "text": "no"})
             # refused by scope before anyone is asked
@@ -657,7 +884,11 @@ async def test_approval_on_a_2026_connection_goes_through_input_required(box: Bo
     assert len(seen) == 2
     assert meta(accepted)["reversi/outcome"] == "succeeded"
     assert (box.root / "g").read_text() == "yes"
-    assert step(box, accepted).approval == {"approved": True, "by": "the user via mcp", "note": "go"}
+    assert step(box, accepted).approval == {
+        "approved": True,
+        "by": "the user via mcp",
+        "note": "go",
+    }
     assert meta(declined)["reversi/outcome"] == "rejected"
     record = step(box, declined)
     assert record.approval is not None
@@ -676,8 +907,20 @@ def test_command_line_defaults_match_the_library() -> None:
 
     assert cli.DEFAULT_CALL_TIMEOUT == lib.DEFAULT_CALL_TIMEOUT
     assert cli.DEFAULT_START_TIMEOUT == lib.DEFAULT_START_TIMEOUT
-    args = cli.parse_args(["--manifests", "m", "--upstream-cmd", "srv", "--upstream-arg", "--root",
-                           "--upstream-arg", "-x", "--scope", "a:b"])
+    args = cli.parse_args(
+        [
+            "--manifests",
+            "m",
+            "--upstream-cmd",
+            "srv",
+            "--upstream-arg",
+            "--root",
+            "--upstream-arg",
+            "-x",
+            "--scope",
+            "a:b",
+        ]
+    )
     assert args.upstream_arg == ["--root", "-x"]
     assert args.scope == ["a:b"]
 

@@ -2,10 +2,19 @@
 
 One downstream session is one :class:`~reversi_core.engine.Run`. Every ``tools/call``
 goes through :meth:`Run.call` (tool known, permission in scope, arguments valid,
-approval, durable intent), is forwarded to the upstream over its own MCP session, and
-its outcome is journaled before the answer goes back down::
+approval, durable intent), is forwarded to the upstream, and its outcome is journaled
+before the answer goes back down::
 
-    client -> Gateway.call_tool -> Run.call -> Upstream (MCP client) -> upstream server
+    client -> _Downstream -> Gateway.relay_call -> Run.call -> UpstreamConnection -> upstream
+
+The steady-state path is a relay of raw JSON-RPC lines: a ``tools/call`` is read with
+:func:`json.loads`, only the fields the journal needs are looked at, and the upstream's
+result is forwarded as it came, with Reversi's ``_meta`` keys added. No SDK model is
+built for it, and no thread is involved: both pipes are watched by the event loop. The
+MCP SDK's server handles the rest of the downstream protocol (the ``initialize``
+handshake, ``tools/list``, ``ping``, the 2026-07-28 envelope checks) and the calls of
+tools that need a person's approval (elicitation, ``input_required``). See "How a call
+flows" in ``docs/gateway.md``.
 
 What the gateway lists downstream: the upstream's tools that have a manifest, with MCP
 annotations from the manifest's effect. An upstream tool whose input schema differs
@@ -37,6 +46,7 @@ import asyncio
 import hashlib
 import hmac
 import json
+import math
 import os
 import secrets
 import shlex
@@ -44,26 +54,39 @@ import signal
 import stat
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
-from contextlib import asynccontextmanager, suppress
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TextIO, cast
+from typing import Any, TextIO, cast
 
 import anyio
 import anyio.abc
 import mcp_types as types
 import yaml
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
-from mcp import ClientSession
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
-from mcp_types import CONNECTION_CLOSED, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
-from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+from mcp_types import (
+    CLIENT_CAPABILITIES_META_KEY,
+    CLIENT_INFO_META_KEY,
+    CONNECTION_CLOSED,
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PROTOCOL_VERSION_META_KEY,
+    SERVER_INFO_META_KEY,
+)
+from mcp_types.version import (
+    HANDSHAKE_PROTOCOL_VERSIONS,
+    LATEST_HANDSHAKE_VERSION,
+    MODERN_PROTOCOL_VERSIONS,
+)
 
 from ..__about__ import __version__
 from ..connector import CallContext
@@ -98,6 +121,7 @@ __all__ = [
     "GatewayConfig",
     "ToolIndex",
     "Upstream",
+    "UpstreamConnection",
     "UpstreamError",
     "load_manifest_dir",
     "serve_gateway",
@@ -227,6 +251,193 @@ def _describe(exc: BaseException) -> str:
     return "; ".join(parts)
 
 
+# -- JSON-RPC lines over pipes ---------------------------------------------------------
+
+
+_LINE_LIMIT = 1 << 30
+"""Longest JSON-RPC line accepted from a pipe."""
+
+_STOP_GRACE = 2.0
+"""Seconds an upstream gets to exit after its stdin closes (and again after SIGTERM)."""
+
+_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
+"""Compact JSON, ASCII only (a lone surrogate read from a peer cannot break the encoding)."""
+
+
+def _line(message: dict[str, Any]) -> bytes:
+    """One JSON-RPC message as a line of bytes."""
+    return (_encode(message) + "\n").encode("ascii")
+
+
+class _LineProtocol(asyncio.Protocol):
+    """Splits what a pipe delivers into lines; calls ``on_line`` for each, ``on_end`` once.
+
+    The callbacks run in the event loop's own callback, with no task switch in between:
+    a message is handled as soon as the loop sees the bytes.
+    """
+
+    def __init__(
+        self, on_line: Callable[[bytes], None], on_end: Callable[[Exception | None], None]
+    ) -> None:
+        self._on_line = on_line
+        self._on_end = on_end
+        self._parts: list[bytes] = []
+        self._size = 0
+        self._ended = False
+        self._transport: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        end = data.find(b"\n")
+        if end < 0:
+            self._parts.append(data)
+            self._size += len(data)
+            if self._size > _LINE_LIMIT:
+                self._end(ValueError(f"a JSON-RPC line longer than {_LINE_LIMIT} bytes"))
+                if self._transport is not None:
+                    self._transport.close()
+            return
+        if self._parts:
+            self._parts.append(data)
+            data = b"".join(self._parts)
+            self._parts.clear()
+            self._size = 0
+            end = data.find(b"\n")
+        start = 0
+        on_line = self._on_line
+        while end >= 0:
+            if end > start:
+                on_line(data[start:end])
+            start = end + 1
+            end = data.find(b"\n", start)
+        if start < len(data):
+            self._parts.append(data[start:])
+            self._size = len(data) - start
+
+    def eof_received(self) -> bool | None:
+        self._end(None)
+        return None
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._end(exc)
+
+    def _end(self, exc: Exception | None) -> None:
+        if not self._ended:
+            self._ended = True
+            self._on_end(exc)
+
+
+class _WriteProtocol(asyncio.streams.FlowControlMixin):
+    """The write side of a pipe: flow control for ``drain``, and a call when it breaks."""
+
+    def __init__(self, on_lost: Callable[[], None]) -> None:
+        super().__init__()
+        self._on_lost = on_lost
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        super().connection_lost(exc)
+        self._on_lost()
+
+
+class _Out:
+    """Where lines to a peer go."""
+
+    def write(self, data: bytes) -> None:
+        """Queue ``data`` (dropped once the peer is gone)."""
+        raise NotImplementedError
+
+    async def drain(self) -> None:
+        """Wait while the peer is not reading fast enough."""
+
+    def close(self) -> None:
+        """Close the descriptor (after what was queued)."""
+
+
+class _PipeOut(_Out):
+    """Lines to a pipe or socket watched by the event loop."""
+
+    def __init__(self, writer: asyncio.StreamWriter) -> None:
+        self._writer = writer
+        self._transport = writer.transport
+
+    def write(self, data: bytes) -> None:
+        if not self._transport.is_closing():
+            self._transport.write(data)
+
+    async def drain(self) -> None:
+        if not self._transport.is_closing():
+            with suppress(ConnectionError):
+                await self._writer.drain()
+
+    def close(self) -> None:
+        self._transport.close()
+
+
+class _BlockingOut(_Out):
+    """Lines written straight to a descriptor the event loop cannot watch (a file, a tty)."""
+
+    def __init__(self, fd: int, on_lost: Callable[[], None]) -> None:
+        self._fd = fd
+        self._on_lost = on_lost
+        self._broken = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view and not self._broken:
+            try:
+                view = view[os.write(self._fd, view) :]
+            except InterruptedError:
+                continue
+            except OSError:
+                self._broken = True
+                self._on_lost()
+
+    def close(self) -> None:
+        with suppress(OSError):
+            os.close(self._fd)
+
+
+async def _connect_reader(fd: int, protocol: _LineProtocol) -> Callable[[], None]:
+    """Feed ``protocol`` from ``fd``; returns a function that stops reading.
+
+    A pipe or a socket is watched by the event loop. Anything else (a regular file, a
+    terminal) is read by a daemon thread that hands each chunk to the loop.
+    """
+    loop = asyncio.get_running_loop()
+    mode = os.fstat(fd).st_mode
+    if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):
+        transport, _ = await loop.connect_read_pipe(
+            lambda: protocol, os.fdopen(fd, "rb", buffering=0)
+        )
+        return transport.close
+
+    def read() -> None:
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                loop.call_soon_threadsafe(protocol.data_received, chunk)
+        except OSError:
+            pass
+        with suppress(RuntimeError):  # the loop is already closed
+            loop.call_soon_threadsafe(protocol.connection_lost, None)
+
+    threading.Thread(target=read, name="reversi-gateway-stdin", daemon=True).start()
+    return lambda: None
+
+
+async def _connect_writer(fd: int, on_lost: Callable[[], None]) -> _Out:
+    """Lines to ``fd``: through the event loop for a pipe or socket, else blocking writes."""
+    loop = asyncio.get_running_loop()
+    mode = os.fstat(fd).st_mode
+    if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+        return _BlockingOut(fd, on_lost)
+    transport, protocol = await loop.connect_write_pipe(
+        lambda: _WriteProtocol(on_lost), os.fdopen(fd, "wb", buffering=0)
+    )
+    return _PipeOut(asyncio.StreamWriter(transport, protocol, None, loop))
+
+
 # -- the upstream ------------------------------------------------------------------
 
 
@@ -234,16 +445,169 @@ class UpstreamError(ReversiError):
     """The upstream server could not be started or stopped answering."""
 
 
-@dataclass
-class UpstreamConnection:
-    """One running upstream process and the client session over its stdio."""
+class _UpstreamClosed(Exception):
+    """The upstream closed its pipes (it exited) before answering."""
 
-    session: ClientSession
-    tools: list[types.Tool]
-    generation: int
-    pid: int
-    stop: anyio.Event = field(default_factory=anyio.Event)
-    discarded: bool = False
+
+def _expire(future: asyncio.Future[dict[str, Any]]) -> None:
+    if not future.done():
+        future.set_exception(TimeoutError())
+
+
+class UpstreamConnection:
+    """One running upstream process, spoken to in JSON-RPC lines over its stdin/stdout.
+
+    A minimal MCP client: :meth:`handshake` (``initialize``, then ``tools/list``, read
+    into SDK models once), then :meth:`request` per call, which returns the upstream's
+    JSON-RPC answer as parsed JSON. The upstream's own requests are answered (``ping``)
+    or refused; its notifications are ignored.
+    """
+
+    def __init__(self, generation: int, process: subprocess.Popen[bytes]) -> None:
+        self.generation = generation
+        self.pid = process.pid
+        self.tools: list[types.Tool] = []
+        self.stop = asyncio.Event()
+        self.discarded = False
+        self.closed = False
+        self._process = process
+        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._next_id = 0
+        self._loop = asyncio.get_running_loop()
+        self._out: asyncio.WriteTransport | None = None
+        self._in: asyncio.BaseTransport | None = None
+
+    async def open(self) -> None:
+        """Connect the event loop to the process's pipes."""
+        stdout, stdin = self._process.stdout, self._process.stdin
+        if stdout is None or stdin is None:
+            raise UpstreamError("the upstream process has no pipes")
+        self._in, _ = await self._loop.connect_read_pipe(
+            lambda: _LineProtocol(self._on_line, self._on_end), stdout
+        )
+        self._out, _ = await self._loop.connect_write_pipe(
+            lambda: _WriteProtocol(lambda: self._on_end(None)), stdin
+        )
+
+    def close_pipes(self) -> None:
+        """Close both pipes (the upstream sees its stdin end); pending requests fail."""
+        for transport in (self._out, self._in):
+            if transport is not None:
+                transport.close()
+        self._on_end(None)
+
+    async def handshake(self) -> list[types.Tool]:
+        """``initialize``, ``notifications/initialized``, then every page of ``tools/list``."""
+        answer = await self.request(
+            "initialize",
+            {
+                "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                "capabilities": {},
+                "clientInfo": {"name": PROG, "version": __version__},
+            },
+        )
+        result = _result_of(answer, "initialize")
+        version = result.get("protocolVersion")
+        if version not in HANDSHAKE_PROTOCOL_VERSIONS:
+            raise UpstreamError(f"it answered initialize with protocol version {version!r}")
+        self.notify("notifications/initialized", None)
+        tools: list[types.Tool] = []
+        cursor: str | None = None
+        while True:
+            params = {"cursor": cursor} if cursor else None
+            page = types.ListToolsResult.model_validate(
+                _result_of(await self.request("tools/list", params), "tools/list")
+            )
+            tools.extend(page.tools)
+            cursor = page.next_cursor
+            if not cursor:
+                return tools
+
+    def notify(self, method: str, params: dict[str, Any] | None) -> None:
+        """Send a notification (dropped when the upstream is gone)."""
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+
+    async def request(
+        self, method: str, params: dict[str, Any] | None, timeout: float | None = None
+    ) -> dict[str, Any]:
+        """Send a request and return the upstream's answer (``result`` or ``error``).
+
+        Raises :class:`_UpstreamClosed` when the upstream goes away first and
+        :class:`TimeoutError` after ``timeout`` seconds.
+        """
+        if self.closed:
+            raise _UpstreamClosed
+        self._next_id += 1
+        rid = self._next_id
+        future: asyncio.Future[dict[str, Any]] = self._loop.create_future()
+        self._pending[rid] = future
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+        timer = self._loop.call_later(timeout, _expire, future) if timeout else None
+        try:
+            return await future
+        except asyncio.CancelledError:
+            answered = future.done() and not future.cancelled()
+            if not answered and not self.closed:  # tell the upstream, as an MCP client does
+                self.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled"})
+            raise
+        finally:
+            self._pending.pop(rid, None)
+            if timer is not None:
+                timer.cancel()
+
+    def _send(self, message: dict[str, Any]) -> None:
+        out = self._out
+        if out is not None and not out.is_closing():
+            out.write(_line(message))
+
+    def _on_line(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            return  # not JSON (a stray print of the upstream): nothing to answer
+        if type(message) is not dict:
+            return
+        if "method" not in message:
+            rid = message.get("id")
+            future = self._pending.get(rid) if type(rid) is int else None
+            if future is not None and not future.done():
+                future.set_result(message)
+            return
+        rid = message.get("id")
+        if rid is None:
+            return  # a notification (log message, progress, list changed): not needed
+        if message["method"] == "ping":
+            self._send({"jsonrpc": "2.0", "id": rid, "result": {}})
+        else:
+            error = {"code": METHOD_NOT_FOUND, "message": "Method not found"}
+            self._send({"jsonrpc": "2.0", "id": rid, "error": error})
+
+    def _on_end(self, exc: Exception | None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(_UpstreamClosed())
+        self.stop.set()
+
+
+def _result_of(answer: dict[str, Any], method: str) -> dict[str, Any]:
+    """The ``result`` of an answer to the gateway's own request; raises UpstreamError."""
+    error = answer.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else error
+        raise UpstreamError(f"it answered {method} with an error: {message}")
+    result = answer.get("result")
+    if not isinstance(result, dict):
+        raise UpstreamError(f"its answer to {method} is not a JSON-RPC result")
+    return result
 
 
 def spawn_upstream(
@@ -268,6 +632,16 @@ def spawn_upstream(
     )
 
 
+async def _exit_status(process: subprocess.Popen[bytes], wait: float) -> int | None:
+    """The process's exit status, waiting up to ``wait`` seconds for it to exit."""
+    deadline = anyio.current_time() + wait
+    while process.poll() is None:
+        if anyio.current_time() >= deadline:
+            break
+        await anyio.sleep(0.01)
+    return process.poll()
+
+
 async def _stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
     """Wait ``grace`` seconds for the process to exit on its own, then TERM, then KILL."""
     for sig in (None, signal.SIGTERM, signal.SIGKILL):
@@ -286,10 +660,10 @@ async def _stop_process(process: subprocess.Popen[bytes], grace: float) -> None:
 class Upstream:
     """The upstream MCP server: started on demand, restarted after it dies or hangs.
 
-    Connections live in tasks of ``task_group`` (a client session's context must be
-    entered and left in one task). :meth:`connection` returns the live one, starting a
-    new process when there is none; :meth:`discard` retires one after a failure, and
-    the next :meth:`connection` starts a fresh process. ``first`` is a process already
+    Each connection is held by a task of ``task_group``, which stops its process when
+    the connection is retired. :meth:`connection` returns the live one, starting a new
+    process when there is none; :meth:`discard` retires one after a failure, and the
+    next :meth:`connection` starts a fresh process. ``first`` is a process already
     started (the command line starts it before the slow imports, to save start-up time).
     """
 
@@ -319,18 +693,28 @@ class Upstream:
         """The upstream command line, for messages."""
         return shlex.join(self.argv)
 
+    @property
+    def live(self) -> UpstreamConnection | None:
+        """The current connection if it is usable now, else ``None`` (no waiting)."""
+        current = self._current
+        if current is not None and not current.discarded and not current.closed:
+            return current
+        return None
+
     async def connection(self) -> UpstreamConnection:
         """The live connection, started (or restarted) now if needed.
 
         Raises :class:`UpstreamError` when the upstream cannot be started.
         """
-        current = self._current
-        if current is not None and not current.discarded:
+        current = self.live
+        if current is not None:
             return current
         async with self._lock:
             current = self._current
             if current is not None and not current.discarded:
-                return current
+                if not current.closed:
+                    return current
+                self.discard(current, "it exited", restart=False)
             self._generation += 1
             try:
                 process, self._first = self._first, None
@@ -349,7 +733,7 @@ class Upstream:
                 callback(conn)
             return conn
 
-    def discard(self, conn: UpstreamConnection, why: str) -> None:
+    def discard(self, conn: UpstreamConnection, why: str, *, restart: bool = True) -> None:
         """Retire ``conn`` (its process is stopped in the background); say why on stderr."""
         if conn.discarded:
             return
@@ -361,7 +745,8 @@ class Upstream:
             f"upstream #{conn.generation} retired ({why}); a new one starts for the next call",
             self._errlog,
         )
-        self._tg.start_soon(self._prestart)
+        if restart:
+            self._tg.start_soon(self._prestart)
 
     async def _prestart(self) -> None:
         try:
@@ -385,45 +770,32 @@ class Upstream:
     ) -> None:
         started = False
         try:
-            if process.stdout is None or process.stdin is None:
-                raise UpstreamError("the upstream process has no pipes")
-            async with (
-                _line_streams(process.stdout, process.stdin) as (read, write),
-                ClientSession(read, write) as session,
-            ):
+            conn = UpstreamConnection(generation, process)
+            try:
+                await conn.open()
                 with anyio.fail_after(self._start_timeout):
-                    await session.initialize()
-                    tools = await _list_all_tools(session)
-                conn = UpstreamConnection(session, tools, generation, process.pid)
+                    conn.tools = await conn.handshake()
                 started = True
                 task_status.started(conn)
                 await conn.stop.wait()
+            finally:
+                conn.close_pipes()
         except Exception as exc:
             if not started:
                 if any(isinstance(leaf, TimeoutError) for leaf in _leaf_errors(exc)):
                     raise UpstreamError(
                         f"no answer to initialize/tools/list within {self._start_timeout} s"
                     ) from None
-                code = process.poll()
-                if code is not None:
+                if isinstance(exc, _UpstreamClosed) or process.poll() is not None:
+                    code = await _exit_status(process, 1.0)
+                    if code is None:
+                        raise UpstreamError("it closed its output before answering") from None
                     raise UpstreamError(f"it exited with status {code} before answering") from None
                 raise
             _say(f"upstream #{generation} ended: {_describe(exc)}", self._errlog)
         finally:
             with anyio.CancelScope(shield=True):
                 await _stop_process(process, _STOP_GRACE)
-
-
-async def _list_all_tools(session: ClientSession) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-        page = await session.list_tools(params=params)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
 
 
 # -- the tool index ----------------------------------------------------------------
@@ -502,13 +874,20 @@ class ToolIndex:
 # -- the gateway -------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(slots=True)
 class _CallState:
-    """Per-call facts shared by the handler, the executor, the approver and the journal."""
+    """Per-call facts shared by the handler, the executor, the approver and the journal.
 
-    ctx: ServerRequestContext[Any]
+    ``ctx`` is the SDK's request context for a call the SDK served (approval), ``None``
+    on the raw path. ``raw`` is the upstream's ``CallToolResult`` as parsed JSON and
+    ``structured`` the JSON result handed to the engine (from ``raw``).
+    """
+
+    ctx: ServerRequestContext[Any] | None = None
     step: int | None = None
     answer: types.ElicitResult | None = None  # an approval answered by input_required
+    raw: dict[str, Any] | None = None
+    structured: dict[str, Any] | None = None
 
 
 _CURRENT: ContextVar[_CallState | None] = ContextVar("reversi_gateway_call", default=None)
@@ -521,7 +900,9 @@ class _StepRecordingJournal:
         self._inner = inner
 
     def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+        value = getattr(self._inner, name)
+        setattr(self, name, value)  # found once, then a plain attribute
+        return value
 
     def record_rejected(
         self,
@@ -561,8 +942,15 @@ _ELICIT_SCHEMA: dict[str, Any] = {
 }
 
 
-def _text(content: Iterable[Any]) -> str:
-    return "\n".join(block.text for block in content if isinstance(block, types.TextContent))
+def _text(content: Any) -> str:
+    """The text blocks of a raw ``content`` list, joined by newlines."""
+    if type(content) is not list:
+        return ""
+    return "\n".join(
+        block["text"]
+        for block in content
+        if type(block) is dict and block.get("type") == "text" and type(block.get("text")) is str
+    )
 
 
 def _client_name(ctx: ServerRequestContext[Any]) -> str:
@@ -589,7 +977,12 @@ _APPROVAL_INPUT = "reversi/approval"
 
 
 class Gateway:
-    """The downstream MCP server around one lazily started :class:`Run`."""
+    """The downstream MCP server around one lazily started :class:`Run`.
+
+    :meth:`relay_call` serves a ``tools/call`` given as parsed JSON and returns the
+    ``CallToolResult`` as a JSON object; :meth:`build_server` is the SDK server for the
+    rest of the protocol.
+    """
 
     def __init__(
         self,
@@ -613,6 +1006,11 @@ class Gateway:
         self._state_key = secrets.token_bytes(32)
         self._listing = types.ListToolsResult(tools=index.listed)
         upstream.on_connect.append(self._reindex)
+
+    @property
+    def asks(self) -> frozenset[str]:
+        """Tools whose calls need a person's approval (served through the SDK)."""
+        return frozenset(self._asks)
 
     # -- the run ---------------------------------------------------------------------
 
@@ -650,7 +1048,7 @@ class Gateway:
         self.index.refusals = index.refusals
         self.index.drifted = index.drifted
 
-    # -- the MCP server --------------------------------------------------------------
+    # -- the MCP server (everything but the raw tools/call path) -------------------------
 
     def build_server(self) -> Server[Any]:
         """The low-level MCP server (not yet running)."""
@@ -663,12 +1061,12 @@ class Gateway:
                 "or rejected, and _meta['reversi/run'] / ['reversi/step'] name the journal entry."
             ),
             on_list_tools=self._list_tools,
-            on_call_tool=self._call_tool,
         )
+        server.add_request_handler("tools/call", types.CallToolRequestParams, self._call_tool)
         server.add_notification_handler(
             "notifications/initialized", types.NotificationParams, self._initialized
         )
-        server.middleware = []  # no tracing spans on the hot path
+        server.middleware = []  # no tracing spans
         return server
 
     async def _initialized(
@@ -685,7 +1083,8 @@ class Gateway:
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
-    ) -> types.CallToolResult | types.InputRequiredResult:
+    ) -> dict[str, Any] | types.InputRequiredResult:
+        """A ``tools/call`` the SDK parsed: one that may need approval, or an odd one."""
         run = self._run or self.ensure_run(_client_name(ctx))
         name = params.name
         args = params.arguments if params.arguments is not None else {}
@@ -696,52 +1095,101 @@ class Gateway:
         state = _CallState(ctx)
         token = _CURRENT.set(state)
         try:
-            refusal = self.index.refusals.get(name)
-            if refusal is not None:
-                return self._refuse_unserved(run, name, args, reason, refusal, state)
-            if name in self._asks and _modern(ctx) and _declares_elicitation(ctx):
+            if (
+                name in self._asks
+                and name not in self.index.refusals
+                and _modern(ctx)
+                and _declares_elicitation(ctx)
+            ):
                 state.answer = self._answer(params, run, name, args)
                 if state.answer is None and self._would_ask(run, name, args):
                     return self._input_required(run, name, args, reason)
-            try:
-                seq, result = await run.call(name, args, reason=reason)
-            except CallRejected as exc:
-                return self._error(run, state, "rejected", _rejection(exc), _rejection_message(exc))
-            except RunClosedError as exc:
-                return self._error(
-                    run,
-                    state,
-                    "rejected",
-                    {"type": "rejected", "code": "run_closed"},
-                    f"{exc} (reconnect to the gateway to begin a new run)",
-                )
-            except EffectUncertainError as exc:
-                hint = ""
-                if state.step is not None:
-                    hint = (
-                        f" Step {state.step} of run {run.id} is journaled uncertain: once you "
-                        f"know whether it took effect, record it with "
-                        f"'reversi resolve {run.id} {state.step} --applied' or '--not-applied'."
-                    )
-                return self._error(run, state, "uncertain", exc.to_json(), f"{exc}{hint}")
-            except ToolError as exc:
-                return self._error(run, state, "failed", exc.to_json(), str(exc))
-            except ReversiError as exc:  # a journal failure: nothing we can promise
-                return self._error(
-                    run,
-                    state,
-                    "failed",
-                    {"type": "gateway_error", "code": "gateway"},
-                    f"the gateway could not journal this call: {exc}",
-                )
-            return types.CallToolResult(
-                content=[types.TextContent(type="text", text=_result_text(result))],
-                structured_content=result,
-                is_error=False,
-                _meta={OUTCOME_META: "succeeded", RUN_META: run.id, STEP_META: seq},
-            )
+            result = await self._call(run, name, args, reason, state)
+            if _modern(ctx):
+                result["resultType"] = "complete"  # required of a dict at 2026-07-28
+            return result
         finally:
             _CURRENT.reset(token)
+
+    # -- the call --------------------------------------------------------------------
+
+    async def relay_call(
+        self, name: str, args: dict[str, Any], meta: dict[str, Any], client: str
+    ) -> dict[str, Any]:
+        """Serve one ``tools/call`` from its parsed JSON; return the result object.
+
+        The caller made sure that no person needs to be asked (``name`` not in
+        :attr:`asks`) and that ``args`` and ``meta`` are objects.
+        """
+        run = self._run or self.ensure_run(client)
+        reason = meta.get(REASON_META)
+        state = _CallState()
+        _CURRENT.set(state)  # the caller runs each call in a task (a context) of its own
+        return await self._call(run, name, args, reason if type(reason) is str else None, state)
+
+    async def _call(
+        self,
+        run: Run,
+        name: str,
+        args: dict[str, Any],
+        reason: str | None,
+        state: _CallState,
+    ) -> dict[str, Any]:
+        refusal = self.index.refusals.get(name)
+        if refusal is not None:
+            return self._refuse_unserved(run, name, args, reason, refusal, state)
+        try:
+            seq, result = await run.call(name, args, reason=reason)
+        except CallRejected as exc:
+            return self._error(run, state, "rejected", _rejection(exc), _rejection_message(exc))
+        except RunClosedError as exc:
+            return self._error(
+                run,
+                state,
+                "rejected",
+                {"type": "rejected", "code": "run_closed"},
+                f"{exc} (reconnect to the gateway to begin a new run)",
+            )
+        except EffectUncertainError as exc:
+            hint = ""
+            if state.step is not None:
+                hint = (
+                    f" Step {state.step} of run {run.id} is journaled uncertain: once you "
+                    f"know whether it took effect, record it with "
+                    f"'reversi resolve {run.id} {state.step} --applied' or '--not-applied'."
+                )
+            return self._error(run, state, "uncertain", exc.to_json(), f"{exc}{hint}")
+        except ToolError as exc:
+            return self._error(run, state, "failed", exc.to_json(), str(exc))
+        except ReversiError as exc:  # a journal failure: nothing we can promise
+            return self._error(
+                run,
+                state,
+                "failed",
+                {"type": "gateway_error", "code": "gateway"},
+                f"the gateway could not journal this call: {exc}",
+            )
+        meta: dict[str, Any] = {OUTCOME_META: "succeeded", RUN_META: run.id, STEP_META: seq}
+        raw = state.raw
+        if raw is not None and (result is state.structured or result == state.structured):
+            # The upstream's answer as it came (content blocks included), plus our _meta.
+            out = dict(raw)
+            upstream_meta = raw.get("_meta")
+            if type(upstream_meta) is dict:
+                meta = {**upstream_meta, **meta}
+            out["_meta"] = meta
+            out["structuredContent"] = result
+            out["isError"] = False
+            if type(out.get("content")) is not list:
+                out["content"] = [{"type": "text", "text": _result_text(result)}]
+            return out
+        # The engine scrubbed a secret out of the result: send what it journaled.
+        return {
+            "content": [{"type": "text", "text": _result_text(result)}],
+            "structuredContent": result,
+            "isError": False,
+            "_meta": meta,
+        }
 
     # -- approval on 2026-07-28 connections (multi-round-trip) ---------------------------
 
@@ -793,7 +1241,7 @@ class Gateway:
         reason: str | None,
         message: str,
         state: _CallState,
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         manifest = self.registry.get(name)
         state.step = self.journal.record_rejected(
             run.id,
@@ -815,19 +1263,19 @@ class Gateway:
         outcome: str,
         error: dict[str, Any],
         message: str,
-    ) -> types.CallToolResult:
+    ) -> dict[str, Any]:
         message = scrub(message)
         body = dict(error)
         body["message"] = message
         meta: dict[str, Any] = {OUTCOME_META: outcome, RUN_META: run.id}
         if state.step is not None:
             meta[STEP_META] = state.step
-        return types.CallToolResult(
-            content=[types.TextContent(type="text", text=message)],
-            structured_content={"error": body},
-            is_error=True,
-            _meta=meta,
-        )
+        return {
+            "content": [{"type": "text", "text": message}],
+            "structuredContent": {"error": body},
+            "isError": True,
+            "_meta": meta,
+        }
 
     # -- the executor ----------------------------------------------------------------
 
@@ -836,55 +1284,44 @@ class Gateway:
         if state is not None:
             state.step = cctx.step
         writes = self._writes.get(tool, True)
-        try:
-            conn = await self.upstream.connection()
-        except UpstreamError as exc:
-            raise ToolError(str(exc), code="upstream_unavailable") from None
-        request = types.CallToolRequest(
-            params=types.CallToolRequestParams(
-                name=tool,
-                arguments=args,
-                _meta=cast(
-                    types.RequestParamsMeta,
-                    {
-                        IDEMPOTENCY_KEY_META: cctx.idempotency_key,
-                        RUN_ID_META: cctx.run_id,
-                        UPSTREAM_STEP_META: cctx.step,
-                    },
-                ),
-            )
-        )
-        timeout = self.config.call_timeout
-        result: types.CallToolResult | None = None
-        with anyio.move_on_after(timeout):
+        conn = self.upstream.live
+        if conn is None:
             try:
-                result = await conn.session.send_request(request, types.CallToolResult)
-            except MCPError as exc:
-                self._upstream_error(conn, tool, writes, exc)
-        if result is None:
-            self.upstream.discard(conn, f"no answer to {tool} within {timeout:g} s")
-            msg = f"the upstream server did not answer {tool} within {timeout:g} s (--call-timeout)"
-            if writes:
-                raise EffectUncertainError(f"{msg}; {_MAYBE}")
-            raise ToolError(msg, code="timeout")
-        return _outcome(tool, result, writes)
-
-    def _upstream_error(
-        self, conn: UpstreamConnection, tool: str, writes: bool, exc: MCPError
-    ) -> None:
-        if exc.code == CONNECTION_CLOSED:
+                conn = await self.upstream.connection()
+            except UpstreamError as exc:
+                raise ToolError(str(exc), code="upstream_unavailable") from None
+        params = {
+            "_meta": {
+                IDEMPOTENCY_KEY_META: cctx.idempotency_key,
+                RUN_ID_META: cctx.run_id,
+                UPSTREAM_STEP_META: cctx.step,
+            },
+            "name": tool,
+            "arguments": args,
+        }
+        timeout = self.config.call_timeout
+        try:
+            answer = await conn.request("tools/call", params, timeout)
+        except _UpstreamClosed:
             self.upstream.discard(conn, f"it closed the connection during {tool}")
             msg = f"the upstream server exited or closed the connection during {tool}"
             if writes:
                 raise EffectUncertainError(f"{msg}; {_MAYBE}") from None
             raise ToolError(msg, code="upstream_closed") from None
-        if exc.code in (INVALID_PARAMS, METHOD_NOT_FOUND, INVALID_REQUEST) or not writes:
-            raise ToolError(
-                f"the upstream server refused {tool}: {exc.message}", code=f"mcp_{exc.code}"
-            ) from None
-        raise EffectUncertainError(
-            f"the upstream server answered {tool} with error {exc.code} ({exc.message}); {_MAYBE}"
-        ) from None
+        except TimeoutError:
+            self.upstream.discard(conn, f"no answer to {tool} within {timeout:g} s")
+            msg = f"the upstream server did not answer {tool} within {timeout:g} s (--call-timeout)"
+            if writes:
+                raise EffectUncertainError(f"{msg}; {_MAYBE}") from None
+            raise ToolError(msg, code="timeout") from None
+        if "error" in answer:
+            _upstream_error(tool, writes, answer["error"])
+        result = answer.get("result")
+        structured = _outcome(tool, result, writes)
+        if state is not None:
+            state.raw = cast(dict[str, Any], result)
+            state.structured = structured
+        return structured
 
     # -- approval --------------------------------------------------------------------
 
@@ -897,7 +1334,7 @@ class Gateway:
                 note="approved in advance on the gateway's command line",
             )
         state = _CURRENT.get()
-        if state is None:
+        if state is None or state.ctx is None:
             return ApprovalDecision(False, by="the gateway", note="no client to ask")
         ctx = state.ctx
         client = _client_name(ctx)
@@ -924,6 +1361,19 @@ class Gateway:
                 False, by="the gateway", note=f"asking {client} failed: {_describe(exc)}"
             )
         return _decision(answer, client)
+
+
+def _upstream_error(tool: str, writes: bool, error: Any) -> None:
+    """Raise what a JSON-RPC error answer to ``tools/call`` means for the step."""
+    code = error.get("code") if isinstance(error, dict) else None
+    message = error.get("message") if isinstance(error, dict) else None
+    if not isinstance(message, str):
+        message = json.dumps(error)
+    if code in (INVALID_PARAMS, METHOD_NOT_FOUND, INVALID_REQUEST) or not writes:
+        raise ToolError(f"the upstream server refused {tool}: {message}", code=f"mcp_{code}")
+    raise EffectUncertainError(
+        f"the upstream server answered {tool} with error {code} ({message}); {_MAYBE}"
+    )
 
 
 def _decision(answer: types.ElicitResult, client: str) -> ApprovalDecision:
@@ -989,22 +1439,31 @@ def _result_text(result: dict[str, Any]) -> str:
     return json.dumps(result, ensure_ascii=False)
 
 
-def _outcome(tool: str, result: types.CallToolResult, writes: bool) -> dict[str, Any]:
-    """Map the upstream's ``CallToolResult`` to a JSON result or a raised error.
+def _outcome(tool: str, result: Any, writes: bool) -> dict[str, Any]:
+    """Map the upstream's ``CallToolResult`` (parsed JSON) to a JSON result or a raised error.
 
     ``_meta["reversi/outcome"]`` decides an error: ``failed`` is definite (ToolError),
     ``uncertain`` is not (EffectUncertainError). An error without it did not come from a
     Reversi server, which cannot be trusted to have changed nothing: for a writing tool
-    it is uncertain, for a read-only one failed.
+    it is uncertain, for a read-only one failed. An answer that is not a result object
+    at all is treated the same way.
     """
-    if result.is_error:
-        meta = result.meta or {}
-        structured = result.structured_content
-        error = structured.get("error") if isinstance(structured, dict) else None
-        error = error if isinstance(error, dict) else {}
+    if type(result) is not dict:
+        what = f"the upstream server's answer to {tool} is not a tool result"
+        if writes:
+            raise EffectUncertainError(f"{what}; {_MAYBE}")
+        raise ToolError(what, code="bad_result")
+    structured = result.get("structuredContent")
+    if result.get("isError") is True:
+        meta = result.get("_meta")
+        meta = meta if type(meta) is dict else {}
+        error = structured.get("error") if type(structured) is dict else None
+        error = error if type(error) is dict else {}
         message = error.get("message")
         if not isinstance(message, str) or not message:
-            message = _text(result.content) or f"{tool} failed (the upstream gave no message)"
+            message = (
+                _text(result.get("content")) or f"{tool} failed (the upstream gave no message)"
+            )
         outcome = meta.get(OUTCOME_META)
         if outcome == "uncertain" or (outcome != "failed" and writes):
             if outcome != "uncertain":
@@ -1020,110 +1479,248 @@ def _outcome(tool: str, result: types.CallToolResult, writes: bool) -> dict[str,
             status=status if isinstance(status, int) and not isinstance(status, bool) else None,
             code=code if isinstance(code, str) else None,
         )
-    if isinstance(result.structured_content, dict):
-        return result.structured_content
-    return {"content": _text(result.content)}
+    if type(structured) is dict:
+        return structured
+    return {"content": _text(result.get("content"))}
 
 
-# -- transports --------------------------------------------------------------------
+# -- the downstream ----------------------------------------------------------------
 
 
-_LINE_LIMIT = 1 << 30
-"""Longest JSON-RPC line read from a pipe (the asyncio reader's buffer limit)."""
-
-_STOP_GRACE = 2.0
-"""Seconds an upstream gets to exit after its stdin closes (and again after SIGTERM)."""
-
-Streams = tuple[
-    MemoryObjectReceiveStream[SessionMessage | Exception], MemoryObjectSendStream[SessionMessage]
-]
+def _client_of(info: Any) -> str:
+    """The client's name from a raw ``clientInfo`` object, as :func:`_client_name` says it."""
+    name = info.get("name") if type(info) is dict else None
+    return name if type(name) is str and name else "the MCP client"
 
 
-@asynccontextmanager
-async def _line_streams(read_file: IO[bytes], write_file: IO[bytes]) -> AsyncIterator[Streams]:
-    """JSON-RPC messages, one per line, over two pipes watched by the event loop.
+class _Downstream:
+    """The client's side of the gateway: raw ``tools/call`` here, the rest to the SDK.
 
-    No thread per message (the SDK's stdio transports read and write through worker
-    threads, which costs about a millisecond per hop). The pipes are closed on exit;
-    when the peer goes away the read stream ends, so pending requests fail as closed.
+    Every line from the client is parsed with :func:`json.loads`. The SDK's server sees
+    the opening request (which decides the protocol era exactly as in the SDK: a request
+    with the 2026-07-28 envelope opens a modern connection, anything else a handshake
+    one) and the handshake itself. After that, a ``tools/call`` with well-formed params,
+    for a tool that needs nobody's approval, is served by :meth:`Gateway.relay_call` in a
+    task of its own and answered here, as one JSON line; a ``notifications/cancelled``
+    for such a call cancels its task. Everything else (``tools/list``, ``ping``, calls
+    that need approval, answers to the SDK's elicitation requests, malformed requests)
+    is validated into SDK models and handed to the SDK's server, whose messages come back
+    through :meth:`pump`.
     """
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=_LINE_LIMIT)
-    in_transport, _ = await loop.connect_read_pipe(
-        lambda: asyncio.StreamReaderProtocol(reader), read_file
-    )
-    try:
-        out_transport, out_protocol = await loop.connect_write_pipe(
-            asyncio.streams.FlowControlMixin, write_file
-        )
-    except BaseException:
-        in_transport.close()
-        raise
-    writer = asyncio.StreamWriter(out_transport, out_protocol, None, loop)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](0)
 
-    async def read_lines() -> None:
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            async with read_send:
-                while True:
-                    try:
-                        line = await reader.readline()
-                    except (OSError, ValueError) as exc:  # a line past the limit, a read error
-                        await read_send.send(exc)
-                        return
-                    if not line:
-                        return
-                    if not line.strip():
-                        continue
-                    try:
-                        message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    except ValueError as exc:
-                        await read_send.send(exc)
-                        continue
-                    await read_send.send(SessionMessage(message))
+    def __init__(
+        self,
+        gateway: Gateway,
+        server: Server[Any],
+        to_sdk: MemoryObjectSendStream[SessionMessage | Exception],
+        errlog: TextIO,
+    ) -> None:
+        self.gateway = gateway
+        self.out: _Out | None = None
+        self._to_sdk = to_sdk
+        self._errlog = errlog
+        self._asks = gateway.asks
+        self._era: str | None = None  # "legacy" or "modern" once the SDK saw a request
+        self._accepted = False  # on a legacy connection: the handshake is done
+        self._init_ids: set[Any] = set()
+        self._client = "the MCP client"
+        self._stamp = server.server_info_stamp
+        self._inflight: dict[Any, asyncio.Task[None]] = {}
+        self._closing = False
+        self._loop = asyncio.get_running_loop()
 
-    async def write_lines() -> None:
+    # -- from the client -------------------------------------------------------------
+
+    def on_line(self, line: bytes) -> None:
+        """One line from the client."""
         try:
-            async with write_recv:
-                async for item in write_recv:
-                    data = item.message.model_dump_json(by_alias=True, exclude_unset=True)
-                    writer.write(data.encode("utf-8") + b"\n")
-                    await writer.drain()
-        except (ConnectionError, OSError):
-            read_send.close()  # the peer is gone: end the session's read side too
+            self._on_line(line)
+        except Exception as exc:  # a bug here must not stop the reading of the pipe
+            _say(f"error: a message from the client was dropped: {_describe(exc)}", self._errlog)
 
-    try:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(read_lines)
-            tg.start_soon(write_lines)
-            try:
-                yield read_recv, write_send
-            finally:
-                tg.cancel_scope.cancel()
-    finally:
-        for stream in (write_send, read_recv, read_send, write_recv):
-            stream.close()
-        out_transport.close()
-        in_transport.close()
+    def _on_line(self, line: bytes) -> None:
+        try:
+            message = json.loads(line)
+        except ValueError as exc:
+            if line.strip():
+                self._send_sdk(exc)
+            return
+        if type(message) is dict:
+            method = message.get("method")
+            if method == "tools/call":
+                if self._era is not None and self._start_call(message):
+                    return
+            elif method == "notifications/cancelled" and self._cancel(message):
+                return
+        self._to_sdk_line(line, message)
+
+    def on_end(self, exc: Exception | None = None) -> None:
+        """The client closed stdin (or stdout broke): end the session.
+
+        As the SDK does at the end of its read stream, calls still in flight are
+        cancelled (the engine journals them) and answered ``Connection closed``.
+        """
+        if self._closing:
+            return
+        self._closing = True
+        if exc is not None:
+            self._send_sdk(exc)
+        self._to_sdk.close()
+        for task in self._inflight.values():
+            task.cancel("the client closed the connection")
+
+    async def finish(self) -> None:
+        """Wait for the calls cancelled by :meth:`on_end` to be journaled."""
+        tasks = list(self._inflight.values())
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _start_call(self, message: dict[str, Any]) -> bool:
+        """Serve a ``tools/call`` on the raw path if it can be; False leaves it to the SDK."""
+        rid = message.get("id")
+        params = message.get("params")
+        if not isinstance(rid, int | str) or type(rid) is bool or type(params) is not dict:
+            return False
+        if rid in self._inflight:
+            return False
+        name = params.get("name")
+        if type(name) is not str or name in self._asks:
+            return False
+        args = params.get("arguments")
+        if args is None:
+            args = {}
+        elif type(args) is not dict:
+            return False
+        meta = params.get("_meta")
+        if meta is None:
+            meta = {}
+        elif type(meta) is not dict:
+            return False
+        if self._era == "legacy":
+            # before the handshake, or with an envelope: the SDK refuses it
+            if not self._accepted or PROTOCOL_VERSION_META_KEY in meta:
+                return False
+            client, modern = self._client, False
+        else:
+            version = meta.get(PROTOCOL_VERSION_META_KEY)
+            if (
+                type(version) is not str
+                or version not in MODERN_PROTOCOL_VERSIONS
+                or CLIENT_CAPABILITIES_META_KEY not in meta
+            ):
+                return False  # a bad envelope: the SDK says what is wrong
+            client, modern = _client_of(meta.get(CLIENT_INFO_META_KEY)), True
+        task = self._loop.create_task(self._serve_call(rid, name, args, meta, client, modern))
+        self._inflight[rid] = task
+        return True
+
+    async def _serve_call(
+        self,
+        rid: int | str,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any],
+        client: str,
+        modern: bool,
+    ) -> None:
+        try:
+            result = await self.gateway.relay_call(name, args, meta, client)
+        except asyncio.CancelledError:
+            if self._closing:  # the session ends (not the client's cancel): say so
+                self._answer(rid, error={"code": CONNECTION_CLOSED, "message": "Connection closed"})
+            raise
+        except Exception as exc:
+            _say(f"error: {name}: {_describe(exc)}", self._errlog)
+            self._answer(rid, error={"code": INTERNAL_ERROR, "message": "Internal server error"})
+            return
+        finally:
+            if self._inflight.get(rid) is asyncio.current_task():
+                del self._inflight[rid]
+        if modern:  # what the SDK adds to a 2026-07-28 result
+            result["resultType"] = "complete"
+            result["_meta"][SERVER_INFO_META_KEY] = self._stamp
+        self._answer(rid, result=result)
+        if self.out is not None:
+            await self.out.drain()
+
+    def _answer(
+        self,
+        rid: int | str,
+        *,
+        result: dict[str, Any] | None = None,
+        error: dict[str, Any] | None = None,
+    ) -> None:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
+        if error is not None:
+            message["error"] = error
+        else:
+            message["result"] = result
+        if self.out is not None:
+            self.out.write(_line(message))
+
+    def _cancel(self, message: dict[str, Any]) -> bool:
+        """Cancel a raw call the client gave up on; False when it is not one of ours."""
+        params = message.get("params")
+        rid = params.get("requestId") if type(params) is dict else None
+        if type(rid) not in (int, str):
+            return False
+        task = self._inflight.pop(rid, None)
+        if task is None:
+            return False
+        task.cancel("the client cancelled the call")
+        return True
+
+    def _to_sdk_line(self, line: bytes, message: Any) -> None:
+        try:
+            parsed = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+        except ValueError as exc:
+            self._send_sdk(exc)
+            return
+        if isinstance(parsed, types.JSONRPCRequest):
+            if self._era is None:  # the SDK's own rule (serve_dual_era_loop)
+                params = parsed.params
+                envelope = isinstance(params, dict) and isinstance(params.get("_meta"), dict)
+                modern = envelope and PROTOCOL_VERSION_META_KEY in params["_meta"]  # type: ignore[index]
+                self._era = "modern" if parsed.method != "initialize" and modern else "legacy"
+            if parsed.method == "initialize":
+                self._init_ids.add(parsed.id)
+                params = message.get("params") if type(message) is dict else None
+                self._client = _client_of(
+                    params.get("clientInfo") if type(params) is dict else None
+                )
+        elif (
+            isinstance(parsed, types.JSONRPCNotification)
+            and parsed.method == "notifications/initialized"
+        ):
+            self._accepted = True
+        self._send_sdk(SessionMessage(parsed))
+
+    def _send_sdk(self, item: SessionMessage | Exception) -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._to_sdk.send_nowait(item)
+
+    # -- from the SDK ----------------------------------------------------------------
+
+    async def pump(self, stream: MemoryObjectReceiveStream[SessionMessage]) -> None:
+        """Write the SDK server's messages to the client."""
+        async with stream:
+            async for item in stream:
+                message = item.message
+                if isinstance(message, types.JSONRPCResponse) and message.id in self._init_ids:
+                    self._accepted = True  # the SDK accepted the handshake
+                if self.out is not None:
+                    data = message.model_dump_json(by_alias=True, exclude_unset=True)
+                    self.out.write(data.encode("utf-8") + b"\n")
+                    await self.out.drain()
 
 
-def _watchable_stdio() -> bool:
-    """True when stdin and stdout are pipes or sockets (what the event loop can watch)."""
-    try:
-        modes = (os.fstat(0).st_mode, os.fstat(1).st_mode)
-    except OSError:
-        return False
-    return all(stat.S_ISFIFO(m) or stat.S_ISSOCK(m) for m in modes)
+@contextmanager
+def _stdio_fds() -> Iterator[tuple[int, int]]:
+    """The wire moves to private descriptors, yielded as ``(read_fd, write_fd)``.
 
-
-@asynccontextmanager
-async def _pipe_stdio() -> AsyncIterator[Streams]:
-    """Serve MCP over this process's stdin/stdout with :func:`_line_streams`.
-
-    The wire moves to private descriptors; meanwhile fd 0 reads the null device and fd 1
-    writes to stderr, so stray output cannot corrupt it (as the SDK's ``stdio_server``
-    does). Both are restored on exit.
+    Meanwhile fd 0 reads the null device and fd 1 writes to stderr, so stray output
+    cannot corrupt the wire (as the SDK's ``stdio_server`` does). Both are restored on
+    exit.
     """
     in_fd, out_fd = os.dup(0), os.dup(1)
     saved = (os.dup(0), os.dup(1))
@@ -1132,15 +1729,33 @@ async def _pipe_stdio() -> AsyncIterator[Streams]:
     os.dup2(2, 1)
     os.close(devnull)
     try:
-        async with _line_streams(
-            os.fdopen(in_fd, "rb", buffering=0), os.fdopen(out_fd, "wb", buffering=0)
-        ) as streams:
-            yield streams
+        yield in_fd, out_fd
     finally:
         os.dup2(saved[0], 0)
         os.dup2(saved[1], 1)
         os.close(saved[0])
         os.close(saved[1])
+
+
+async def _serve_stdio(gateway: Gateway, errlog: TextIO) -> None:
+    """Serve the client on this process's stdin/stdout until it leaves."""
+    server = gateway.build_server()
+    to_sdk, sdk_in = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
+    sdk_out, from_sdk = anyio.create_memory_object_stream[SessionMessage](0)
+    down = _Downstream(gateway, server, to_sdk, errlog)
+    with _stdio_fds() as (in_fd, out_fd):
+        out = down.out = await _connect_writer(out_fd, lambda: down.on_end(None))
+        try:
+            stop_reading = await _connect_reader(in_fd, _LineProtocol(down.on_line, down.on_end))
+            try:
+                async with anyio.create_task_group() as tg:
+                    tg.start_soon(down.pump, from_sdk)
+                    await server.run(sdk_in, sdk_out, server.create_initialization_options())
+                await down.finish()
+            finally:
+                stop_reading()
+        finally:
+            out.close()
 
 
 # -- serving -----------------------------------------------------------------------
@@ -1185,10 +1800,7 @@ async def serve_gateway(
             index = ToolIndex.build(config.registry, conn.tools)
             _report(index, upstream, err)
             gateway = Gateway(config, journal, upstream, index, errlog=err)
-            server = gateway.build_server()
-            transport = _pipe_stdio() if _watchable_stdio() else stdio_server()
-            async with transport as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+            await _serve_stdio(gateway, err)
             await upstream.aclose()
     finally:
         journal.close()
