@@ -253,15 +253,9 @@ class Run:
         execute = execute or self.executor
         if execute is None:
             raise RunStateError("no executor: pass execute= or create the run with executor=")
-        # A rolled-back run refuses every call up front: nothing is journaled in it and no
-        # approver is asked about it (begin_step checks again, for a rollback that starts
-        # while this call is being approved).
-        status = self.journal.run_status(self.id)
-        if status is not RunStatus.OPEN:
-            raise RunClosedError(
-                f"run {self.id} was rolled back ({status.value}); it takes no new calls. "
-                "Start a new run."
-            )
+        # A rolled-back run takes no call: begin_step refuses it atomically on the normal
+        # path, and _ensure_open is asked before anything else would be journaled in it
+        # (a rejection) or before an approver would be asked about it.
         try:
             manifest = self.registry.get(tool)
         except UnknownToolError as exc:
@@ -284,6 +278,7 @@ class Run:
             raise
         approval: dict[str, Any] | None = None
         if manifest.approval is Approval.ALWAYS:
+            self._ensure_open()
             decision = await self._ask_approval(tool, manifest, args, reason)
             approval = decision.to_json()
             if not decision.approved:
@@ -393,6 +388,7 @@ class Run:
         exc: Exception,
         approval: dict[str, Any] | None,
     ) -> None:
+        self._ensure_open()
         self.journal.record_rejected(
             self.id,
             tool,
@@ -403,6 +399,15 @@ class Run:
             scrub(str(exc)),
             approval,
         )
+
+    def _ensure_open(self) -> None:
+        """Raise :class:`RunClosedError` if the run has been (or is being) rolled back."""
+        status = self.journal.run_status(self.id)
+        if status is not RunStatus.OPEN:
+            raise RunClosedError(
+                f"run {self.id} was rolled back ({status.value}); it takes no new calls. "
+                "Start a new run."
+            )
 
     async def _ask_approval(
         self, tool: str, manifest: Manifest, args: dict[str, Any], reason: str | None
