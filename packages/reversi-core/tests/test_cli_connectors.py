@@ -308,7 +308,9 @@ def test_compensation_for_a_connector_without_its_credential(
         stdin=call("vault.remove", {"name": "x"}),
     )
     assert proc.returncode == 1
-    assert "no enabled connector for vault.remove" in proc.stderr.splitlines()[-1]
+    assert proc.stderr.splitlines()[-1] == (
+        "vault.remove: VAULT_TOKEN is not set; the vault connector is enabled only when it is"
+    )
 
 
 def test_compensation_with_the_credential_set_succeeds(

@@ -377,11 +377,10 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
     by_name = {c.name: c for c in connectors}
 
     async def compensate(call: CompensationCall) -> dict[str, Any]:
-        connector = by_name.get(call.tool.split(".", 1)[0])
+        prefix = call.tool.split(".", 1)[0]
+        connector = by_name.get(prefix)
         if connector is None:
-            raise ConfigurationError(
-                f"no enabled connector for {call.tool}; set its credential variable and retry"
-            )
+            raise ConfigurationError(_not_enabled(call.tool, prefix))
         spec = connector.tool_specs().get(call.tool)
         if spec is not None and spec.effect is not Effect.IDEMPOTENT:
             raise InvalidArgumentsError(
@@ -397,6 +396,17 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
         return await connector.call(call.tool, call.args, ctx)
 
     return compensate
+
+
+def _not_enabled(tool: str, prefix: str) -> str:
+    """Why no connector runs ``tool``, naming the variable that would enable it."""
+    if prefix not in available_connectors():
+        installed = ", ".join(sorted(available_connectors())) or "none"
+        return f"no connector named {prefix!r} is installed for {tool} (installed: {installed})"
+    variable = load_connector_class(prefix).credential_env
+    if variable is None:
+        return f"the {prefix} connector could not be enabled for {tool}"
+    return f"{tool}: {variable} is not set; the {prefix} connector is enabled only when it is"
 
 
 def executor_for(
