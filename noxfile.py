@@ -10,6 +10,9 @@ packages/reversi-connector-NAME/ and every session below picks it up.
     nox -s demo           the README's demo: an agent's run and its rollback
     nox -s lint           ruff and mypy (strict on reversi-core)
     nox -s "package(name='fs')"   one package's own tests in its own environment
+    nox -s build          one wheel and one sdist per package into dist/, checked
+    nox -s install_only   per connector: a fresh venv with only it (and core) from dist/,
+                          then manifests, serve, compensate there (docs/releasing.md)
 """
 
 from __future__ import annotations
@@ -126,3 +129,90 @@ def lint(session: nox.Session) -> None:
     session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
     session.run("ruff", "check", ".")
     session.run("mypy", "packages/reversi-core/src/reversi_core")
+
+
+# -- wheels and clean installs (docs/releasing.md) ---------------------------------------
+
+DIST = ROOT / "dist"
+CONNECTORS = [name for name in PACKAGES if name != "core"]
+
+
+def built_wheel(folder: Path) -> tuple[str, str, Path]:
+    """``(distribution, version, wheel path in dist/)`` of the package in ``folder``."""
+    import re
+
+    meta = tomllib.loads((folder / "pyproject.toml").read_text())
+    dist = meta["project"]["name"]
+    about = (folder / meta["tool"]["hatch"]["version"]["path"]).read_text()
+    found = re.search(r"^__version__\s*=\s*['\"]([^'\"]+)['\"]", about, re.MULTILINE)
+    version = found[1] if found else "?"
+    return dist, version, DIST / f"{dist.replace('-', '_')}-{version}-py3-none-any.whl"
+
+
+def third_party_requirements(wheel: Path) -> list[str]:
+    """The wheel's Requires-Dist lines that are not reversi-* distributions."""
+    import email.parser
+    import zipfile
+
+    with zipfile.ZipFile(wheel) as archive:
+        name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        metadata = email.parser.Parser().parsestr(archive.read(name).decode())
+    return [r for r in metadata.get_all("Requires-Dist") or [] if not r.startswith("reversi")]
+
+
+@nox.session(python="3.11")
+def build(session: nox.Session) -> None:
+    """One wheel and one sdist per package into dist/ with hatch, then check them.
+
+    Old reversi artifacts in dist/ are removed first; scripts/check_versions.py --dist
+    then checks that each artifact matches its sources (version, metadata, contents).
+    """
+    session.install("hatch>=1.12", "packaging>=24")
+    DIST.mkdir(exist_ok=True)
+    for old in sorted(DIST.glob("reversi[-_]*")):
+        old.unlink()
+    for folder in PACKAGES.values():
+        with session.chdir(folder):
+            session.run("hatch", "build", "-t", "wheel", "-t", "sdist", str(DIST))
+    session.run("python", "scripts/check_versions.py", "--dist", str(DIST))
+
+
+@nox.session(python="3.11", requires=["build"])
+@nox.parametrize("connector", CONNECTORS)
+def install_only(session: nox.Session, connector: str) -> None:
+    """A fresh venv with only reversi-connector-NAME (and reversi-core) from dist/; prove it works.
+
+    Third-party requirements come from PyPI; every reversi-* distribution comes from the
+    wheels just built (pip --no-index). scripts/clean_install_check.py then runs inside
+    that venv: manifests, a real MCP handshake with serve, compensate, and no other
+    connector importable. A test backend for a connector with credentials is given as
+    REVERSI_TEST_<VARIABLE> (REVERSI_TEST_POSTGRES_URL); without it, the probe proves the
+    connector fails cleanly.
+    """
+    import shutil
+
+    dist, version, wheel = built_wheel(PACKAGES[connector])
+    _, _, core_wheel = built_wheel(PACKAGES["core"])
+    missing = [w.name for w in (wheel, core_wheel) if not w.is_file()]
+    if missing:
+        session.error(f"not built: {', '.join(missing)} (run: nox -s build)")
+    venv = Path(session.create_tmp()).resolve() / f"clean-{connector}"
+    shutil.rmtree(venv, ignore_errors=True)
+    session.run("python", "-m", "venv", str(venv))
+    python = str(venv / "bin" / "python")
+    pip = [python, "-m", "pip", "--disable-pip-version-check", "install", "--quiet"]
+    requirements = sorted({*third_party_requirements(wheel), *third_party_requirements(core_wheel)})
+    session.run(*pip, *requirements, external=True)
+    session.run(*pip, "--no-index", "--find-links", str(DIST), f"{dist}=={version}", external=True)
+    session.run(python, "-m", "pip", "check", external=True)
+    others = ",".join(n for n in CONNECTORS if n != connector)
+    with session.chdir(venv):  # nothing of the source tree on the path
+        session.run(
+            python,
+            str(ROOT / "scripts" / "clean_install_check.py"),
+            connector,
+            f"--others={others}",
+            f"--wheels={DIST}",
+            external=True,
+            env={"PYTHONPATH": None, "PYTHONHOME": None},
+        )

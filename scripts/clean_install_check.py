@@ -1,0 +1,539 @@
+#!/usr/bin/env python3
+"""Prove that one connector works when it is the only one installed.
+
+    python scripts/clean_install_check.py NAME --others A,B,... [--wheels DIST]
+
+Run by ``nox -s install_only`` with the python of a fresh virtual environment into which
+only ``reversi-connector-NAME`` (and, through its requirement, ``reversi-core``) was
+installed from the built wheels in dist/. Needs nothing from the source tree: it uses
+the installed ``reversi-connectors`` console script and the ``mcp`` client that
+reversi-core brings. It checks the following, and exits 1 naming every check that failed
+(a failed isolation or manifests check stops the rest):
+
+1. isolation: the only ``reversi-*`` distributions are reversi-core and this connector,
+   imported from this environment's site-packages and, with ``--wheels DIR``, byte for
+   byte the wheels in DIR (every file's hash matches the wheel's RECORD); the
+   ``reversi.connectors`` entry-point group holds NAME alone; ``import
+   reversi_connector_<other>`` fails for every other connector (``--others``);
+2. ``reversi-connectors manifests NAME`` (and ``manifests all``) prints this connector's
+   manifests, every tool named ``NAME.*``, with no credential set;
+3. without credentials (a connector that has a credential variable): ``serve`` exits 2
+   and ``compensate`` exits 1, each with one line naming the variable, no traceback; with
+   the variable pointing at a closed port on 127.0.0.1 (URL-shaped variables only),
+   ``compensate`` exits 1 without printing the credential;
+4. ``reversi-connectors serve NAME``: a real MCP stdio handshake (initialize, then
+   tools/list) whose tools are exactly the manifests';
+5. ``reversi-connectors compensate`` undoing a real forward call made through ``serve``,
+   with the compensation and argument map the manifest declares, run twice (it must be
+   idempotent): fs writes a file under a temporary root and restores it; postgres inserts
+   a row and deletes it, on the server of ``REVERSI_TEST_POSTGRES_URL`` or else on a
+   throwaway cluster started with the connector's own ``testing.start_cluster`` (when the
+   machine has server binaries). A connector without such a scenario shows that
+   ``compensate`` loads it and answers cleanly.
+
+The connector's own variables (``POSTGRES_URL``...) are never taken from the caller's
+environment, so a developer's real credentials cannot be used by accident: a test backend
+is given as ``REVERSI_TEST_<VARIABLE>``; otherwise harmless stand-ins are set (local URLs
+on a closed port).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import importlib
+import importlib.metadata
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+from reversi_core.connector import available_connectors, load_connector_class
+
+BIN = Path(sys.executable).parent
+CLI = str(BIN / "reversi-connectors")
+PROBE_SECRET = "probe-secret-7f3a9c"  # planted in dummy credentials; must never be printed
+TIMEOUT = 60
+
+
+class ProbeFailure(Exception):
+    """One failed check; the message says what was expected and what happened."""
+
+
+def expect(condition: bool, message: str) -> None:
+    if not condition:
+        raise ProbeFailure(message)
+
+
+def step(text: str) -> None:
+    print(f"  ok  {text}", flush=True)
+
+
+def cli(
+    *args: str, stdin: str = "", env: Mapping[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """Run the installed ``reversi-connectors`` with ``args``."""
+    return subprocess.run(
+        [CLI, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env=dict(os.environ if env is None else env),
+        check=False,
+    )
+
+
+def shown(proc: subprocess.CompletedProcess[str]) -> str:
+    return (
+        f"exit {proc.returncode}; stdout: {proc.stdout[-800:]!r}; stderr: {proc.stderr[-1500:]!r}"
+    )
+
+
+def clean_failure(proc: subprocess.CompletedProcess[str], status: int, what: str) -> str:
+    """Assert ``proc`` failed with ``status`` and one reason line, no traceback, no secret."""
+    expect(proc.returncode == status, f"{what}: expected exit {status}; {shown(proc)}")
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    expect(bool(lines), f"{what}: no reason on stderr; {shown(proc)}")
+    expect("Traceback" not in proc.stderr, f"{what}: printed a traceback; {shown(proc)}")
+    expect(
+        PROBE_SECRET not in proc.stderr + proc.stdout,
+        f"{what}: the credential appeared in the output; {shown(proc)}",
+    )
+    expect(
+        "unexpected" not in lines[-1], f"{what}: failed as a bug, not a handled error: {lines[-1]}"
+    )
+    return lines[-1]
+
+
+# -- 1. isolation ---------------------------------------------------------------------
+
+
+def wheel_hashes(wheel: Path) -> dict[str, str]:
+    """``{path: "sha256=..."}`` from a wheel's RECORD, for the files outside .dist-info."""
+    with zipfile.ZipFile(wheel) as archive:
+        record = next(n for n in archive.namelist() if n.endswith(".dist-info/RECORD"))
+        rows = csv.reader(io.StringIO(archive.read(record).decode()))
+        return {row[0]: row[1] for row in rows if row and row[1] and ".dist-info/" not in row[0]}
+
+
+def check_from_wheel(dist: str, wheels: Path) -> None:
+    """The installed ``dist`` is byte for byte the wheel of the same version in ``wheels``."""
+    version = importlib.metadata.version(dist)
+    wheel = wheels / f"{dist.replace('-', '_')}-{version}-py3-none-any.whl"
+    expect(wheel.is_file(), f"{dist} {version} is installed but {wheel} does not exist")
+    expected = wheel_hashes(wheel)
+    files = importlib.metadata.files(dist) or []
+    installed = {
+        str(f): f"{f.hash.mode}={f.hash.value}"
+        for f in files
+        if f.hash is not None and str(f) in expected
+    }
+    expect(
+        installed == expected,
+        f"{dist} {version} differs from {wheel.name}: "
+        f"{sorted(set(expected.items()) ^ set(installed.items()))[:5]}",
+    )
+
+
+def check_isolation(name: str, others: list[str], wheels: Path | None) -> None:
+    dist = f"reversi-connector-{name}"
+    installed = sorted(
+        d.metadata["Name"]
+        for d in importlib.metadata.distributions()
+        if d.metadata["Name"] and d.metadata["Name"].startswith("reversi")
+    )
+    expect(installed == sorted(["reversi-core", dist]), f"reversi distributions: {installed}")
+    step(f"only {dist} and reversi-core are installed ({', '.join(installed)})")
+
+    if wheels is not None:
+        for installed_name in installed:
+            check_from_wheel(installed_name, wheels)
+        step(f"both were installed from the wheels in {wheels}: every file's hash matches")
+
+    prefix = Path(sys.prefix).resolve()
+    for module in ("reversi_core", f"reversi_connector_{name}"):
+        try:
+            loaded = importlib.import_module(module)
+        except ImportError as exc:
+            raise ProbeFailure(
+                f"import {module} failed: {exc} (a dependency missing from the wheel's metadata?)"
+            ) from None
+        where = Path(loaded.__file__ or "").resolve()
+        expect(where.is_relative_to(prefix), f"{module} imported from {where}, not from {prefix}")
+    step(f"reversi_core and reversi_connector_{name} are imported from {prefix}")
+
+    group = available_connectors()
+    expect(list(group) == [name], f"entry points reversi.connectors: {group}")
+    step(f"entry-point group reversi.connectors holds {name} alone")
+
+    for other in others:
+        module = f"reversi_connector_{other}"
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            expect(exc.name == module, f"import {module} failed on another module: {exc}")
+        else:
+            raise ProbeFailure(f"import {module} succeeded: another connector is importable")
+    if others:
+        step(f"no other connector is importable ({', '.join(others)})")
+
+
+# -- 2. manifests ---------------------------------------------------------------------
+
+
+def check_manifests(name: str) -> list[dict[str, Any]]:
+    bare = without(connector_variables(name))  # manifests need no credentials
+    proc = cli("manifests", name, env=bare)
+    expect(proc.returncode == 0, f"manifests {name}: {shown(proc)}")
+    manifests = json.loads(proc.stdout)
+    names = [m["name"] for m in manifests]
+    expect(bool(names), f"manifests {name} printed no tool")
+    expect(all(n.startswith(f"{name}.") for n in names), f"tools not named {name}.*: {names}")
+    every = cli("manifests", "all", env=bare)
+    expect(every.returncode == 0, f"manifests all: {shown(every)}")
+    expect(json.loads(every.stdout) == manifests, "manifests all differs from manifests NAME")
+    step(f"manifests {name}: {len(names)} tools; manifests all prints the same")
+    return list(manifests)
+
+
+# -- 3 and 4. serve and compensate ---------------------------------------------------------
+
+
+@dataclass
+class Scenario:
+    """How to drive one connector for real: options, a forward call, its undo's proof."""
+
+    options: list[str] = field(default_factory=list)
+    prepare: Callable[[], None] = lambda: None
+    forward: tuple[str, dict[str, Any]] | None = None
+    after_forward: Callable[[dict[str, Any]], None] = lambda result: None
+    after_undo: Callable[[], None] = lambda: None
+    cleanup: Callable[[], None] = lambda: None
+
+
+def fs_scenario(root: Path) -> Scenario:
+    target = root / "keep.txt"
+
+    def prepare() -> None:
+        target.write_text("original\n")
+
+    def after_forward(result: dict[str, Any]) -> None:
+        expect(target.read_text() == "changed by the agent\n", "fs.write_file did not write")
+
+    def after_undo() -> None:
+        expect(target.read_text() == "original\n", f"not restored: {target.read_text()!r}")
+
+    return Scenario(
+        options=["--root", str(root)],
+        prepare=prepare,
+        forward=("fs.write_file", {"path": "keep.txt", "content": "changed by the agent\n"}),
+        after_forward=after_forward,
+        after_undo=after_undo,
+    )
+
+
+def postgres_scenario(url: str) -> Scenario:
+    import psycopg  # the connector's own dependency, installed with it
+
+    table = "reversi_clean_install_probe"
+
+    def count() -> int:
+        with psycopg.connect(url, autocommit=True) as conn:
+            row = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
+            return int(row[0]) if row else -1
+
+    def prepare() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+            conn.execute(f'CREATE TABLE "{table}" (id serial PRIMARY KEY, note text NOT NULL)')
+
+    def after_forward(result: dict[str, Any]) -> None:
+        expect(count() == 1, f"postgres.insert_row left {count()} rows, expected 1")
+
+    def after_undo() -> None:
+        expect(count() == 0, f"postgres.delete_row left {count()} rows, expected 0")
+
+    def cleanup() -> None:
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
+
+    return Scenario(
+        prepare=prepare,
+        forward=("postgres.insert_row", {"table": table, "values": {"note": "from the probe"}}),
+        after_forward=after_forward,
+        after_undo=after_undo,
+        cleanup=cleanup,
+    )
+
+
+def dummy_value(var: str) -> str | None:
+    """A harmless stand-in for a variable: local URLs on a closed port, no real secret."""
+    if var.endswith(("_CERT", "_PATH", "_FILE")):
+        return None
+    if var == "POSTGRES_URL":
+        return (
+            f"postgresql://reversi_probe:{PROBE_SECRET}@127.0.0.1:9/reversi_probe?connect_timeout=3"
+        )
+    if var.endswith(("_URL", "_SERVER")):
+        return "http://127.0.0.1:9"
+    return PROBE_SECRET
+
+
+def resolve(path: str, args: dict[str, Any], result: dict[str, Any]) -> Any:
+    """A manifest argument_map source (``args.path``, ``result.backup``) to its value."""
+    head, _, rest = path.partition(".")
+    expect(head in ("args", "result"), f"argument_map source {path!r} is not args.* or result.*")
+    value: Any = args if head == "args" else result
+    for part in rest.split("."):
+        expect(isinstance(value, dict) and part in value, f"{path!r} not found in {value!r}")
+        value = value[part]
+    return value
+
+
+def compensation_call(tool: str, args: dict[str, Any], step_number: int = 1) -> str:
+    return json.dumps(
+        {
+            "tool": tool,
+            "args": args,
+            "idempotency_key": f"clean-install-probe-{step_number}",
+            "run_id": "run_clean_install_probe",
+            "step": step_number,
+        }
+    )
+
+
+@dataclass
+class Served:
+    """What one MCP session with ``reversi-connectors serve`` showed."""
+
+    server: str
+    protocol: str
+    tools: list[str]
+    forward: Any = None  # the CallToolResult of the scenario's forward call, if any
+
+
+async def serve_session(name: str, scenario: Scenario, env: dict[str, str]) -> Served:
+    """Handshake, list the tools, make the scenario's forward call. Checks nothing itself:
+    an assertion inside the client's task group would come out wrapped in an exception group."""
+    params = StdioServerParameters(command=CLI, args=["serve", name, *scenario.options], env=env)
+    with tempfile.TemporaryFile("w+") as errlog:
+        try:
+            async with (
+                stdio_client(params, errlog=errlog) as (read, write),
+                ClientSession(read, write) as session,
+            ):
+                with anyio.fail_after(TIMEOUT):
+                    init = await session.initialize()
+                    listing = await session.list_tools()
+                    served = Served(
+                        server=f"{init.server_info.name} {init.server_info.version}",
+                        protocol=init.protocol_version,
+                        tools=sorted(t.name for t in listing.tools),
+                    )
+                    if scenario.forward is not None:
+                        served.forward = await session.call_tool(*scenario.forward)
+                    return served
+        except BaseException:
+            errlog.seek(0)
+            print(f"server stderr:\n{errlog.read()[-3000:]}", file=sys.stderr)
+            raise
+
+
+def connector_variables(name: str) -> list[str]:
+    """Every environment variable the connector reads, its credential first."""
+    cls = load_connector_class(name)
+    return [v for v in dict.fromkeys([cls.credential_env, *cls.env_vars]) if v]
+
+
+def without(variables: list[str]) -> dict[str, str]:
+    """This process's environment minus ``variables``: a developer's own credentials
+    never reach the probe; a test backend comes only through ``REVERSI_TEST_<VAR>``."""
+    return {k: v for k, v in os.environ.items() if k not in variables}
+
+
+def check_without_credentials(name: str, manifests: list[dict[str, Any]]) -> None:
+    """Without its credential, serve exits 2 and compensate exits 1, each naming the
+    variable; with the variable pointing at a closed local port, compensate exits 1
+    without showing the credential."""
+    cls = load_connector_class(name)
+    var = cls.credential_env
+    assert var is not None
+    bare = without(connector_variables(name))
+    line = clean_failure(cli("serve", name, env=bare), 2, f"serve {name} without {var}")
+    expect(var in line, f"serve {name} without {var}: the reason does not name {var}: {line!r}")
+    step(f"serve {name} without {var}: exit 2: {line}")
+
+    declared = [m["compensation"]["tool"] for m in manifests if m.get("compensation")]
+    undo = declared[0] if declared else manifests[0]["name"]
+    payload = compensation_call(undo, placeholder_args(undo))
+    local = dummy_value(var) or ""
+    if "127.0.0.1" in local:
+        what = f"compensate {undo} with {var} at a closed port"
+        closed = dict(bare, **{var: local})
+        line = clean_failure(cli("compensate", stdin=payload, env=closed), 1, what)
+        step(f"{what}: exit 1, no credential shown: {line}")
+
+    what = f"compensate {undo} without {var}"
+    line = clean_failure(cli("compensate", stdin=payload, env=bare), 1, what)
+    expect(var in line, f"{what}: exit 1, but the reason does not name {var}: {line!r}")
+    step(f"{what}: exit 1: {line}")
+
+
+@contextlib.contextmanager
+def backend(name: str, work: Path) -> Iterator[tuple[dict[str, str], Scenario] | None]:
+    """A real backend for the connector, if one can be had here: the variables that point
+    the connector at it, and the scenario to run against it. None otherwise."""
+    variables = connector_variables(name)
+    given = {
+        v: os.environ[f"REVERSI_TEST_{v}"] for v in variables if os.environ.get(f"REVERSI_TEST_{v}")
+    }
+    if name == "fs":
+        root = work / "fs-root"
+        root.mkdir()
+        yield {}, fs_scenario(root)
+    elif name == "postgres":
+        url = given.get("POSTGRES_URL")
+        if url:
+            step("postgres: the server of REVERSI_TEST_POSTGRES_URL")
+            yield {"POSTGRES_URL": url}, postgres_scenario(url)
+            return
+        # the connector's own public test helper, as installed from its wheel
+        from reversi_connector_postgres.testing import find_bindir, start_cluster
+
+        if find_bindir() is None:
+            step("postgres: no server binaries and no REVERSI_TEST_POSTGRES_URL: no real undo")
+            yield None
+            return
+        with start_cluster() as cluster:
+            url = cluster.server.admin_url
+            step(
+                f"postgres: a throwaway cluster from {cluster.bindir} on port {cluster.server.port}"
+            )
+            yield {"POSTGRES_URL": url}, postgres_scenario(url)
+    elif given:
+        yield given, Scenario()
+    else:
+        yield None
+
+
+def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], work: Path) -> None:
+    cls = load_connector_class(name)
+    variables = connector_variables(name)
+    bare = without(variables)
+    with backend(name, work) as found:
+        if found is None:  # serve with harmless stand-ins: the handshake needs no backend
+            env = dict(bare)
+            for var in variables:
+                value = dummy_value(var)
+                if value is not None:
+                    env[var] = value
+            scenario = Scenario()
+        else:
+            env = dict(bare, **found[0])
+            scenario = found[1]
+        scenario.prepare()
+        try:
+            run_scenario(name, scenario, env, manifests)
+        finally:
+            scenario.cleanup()
+
+    if scenario.forward is None and not cls.credential_env:
+        # no scenario for this connector: show that compensate loads it and answers cleanly
+        declared = [m["compensation"]["tool"] for m in manifests if m.get("compensation")]
+        undo = declared[0] if declared else manifests[0]["name"]
+        proc = cli("compensate", stdin=compensation_call(undo, placeholder_args(undo)), env=env)
+        if proc.returncode != 0:
+            line = clean_failure(proc, 1, f"compensate {undo}")
+            step(f"compensate {undo} (nothing to undo): handled, exit 1: {line}")
+        else:
+            step(f"compensate {undo}: exit 0")
+
+
+def run_scenario(
+    name: str, scenario: Scenario, env: dict[str, str], manifests: list[dict[str, Any]]
+) -> None:
+    """Serve and list; then, if the scenario has one, a forward call and its undo, twice."""
+    served = anyio.run(serve_session, name, scenario, env)
+    step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
+    wanted = sorted(m["name"] for m in manifests)
+    expect(served.tools == wanted, f"tools/list gives {served.tools}, the manifests {wanted}")
+    step(f"serve {name}: tools/list gives the {len(wanted)} manifest tools")
+    if scenario.forward is None:
+        return
+    tool, args = scenario.forward
+    forward = served.forward
+    expect(not forward.is_error, f"{tool} through MCP failed: {forward}")
+    result = forward.structured_content
+    expect(isinstance(result, dict), f"{tool} returned no structured content: {forward}")
+    step(f"serve {name}: {tool} through MCP succeeded")
+    scenario.after_forward(result)
+    compensation = {m["name"]: m for m in manifests}[tool]["compensation"]
+    undo = compensation["tool"]
+    undo_args = {k: resolve(v, args, result) for k, v in compensation["argument_map"].items()}
+    payload = compensation_call(undo, undo_args)
+    for attempt in ("", " again (idempotent)"):
+        proc = cli("compensate", *scenario.options, stdin=payload, env=env)
+        expect(proc.returncode == 0, f"compensate {undo}{attempt}: {shown(proc)}")
+        expect(isinstance(json.loads(proc.stdout), dict), f"compensate stdout: {proc.stdout}")
+        scenario.after_undo()
+        step(f"compensate {undo}{attempt}: exit 0, the {tool} is undone")
+
+
+def placeholder_args(tool: str) -> dict[str, Any]:
+    """Well-formed arguments for a compensation that cannot reach a backend."""
+    if tool == "postgres.delete_row":
+        return {"table": "reversi_clean_install_probe", "key": 1}
+    return {}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("name", help="the connector installed in this environment")
+    parser.add_argument("--others", default="", help="comma-separated other connector tokens")
+    parser.add_argument(
+        "--wheels", type=Path, help="check that reversi-* were installed from the wheels in DIR"
+    )
+    args = parser.parse_args(argv)
+    others = [o for o in args.others.split(",") if o]
+    print(f"clean install of reversi-connector-{args.name} in {sys.prefix}")
+    failures: list[str] = []
+
+    def attempt(check: Callable[..., Any], *check_args: Any) -> Any:
+        try:
+            return check(*check_args)
+        except ProbeFailure as exc:
+            failures.append(str(exc))
+            print(f"  FAILED  {exc}", flush=True)
+            return None
+
+    attempt(check_isolation, args.name, others, args.wheels)
+    manifests = None if failures else attempt(check_manifests, args.name)
+    if manifests:
+        if load_connector_class(args.name).credential_env:
+            attempt(check_without_credentials, args.name, manifests)
+        with tempfile.TemporaryDirectory(prefix="reversi-clean-install-") as work:
+            attempt(check_serve_and_compensate, args.name, manifests, Path(work))
+    if failures:
+        for failure in failures:
+            print(f"clean_install_check: {args.name}: FAILED: {failure}", file=sys.stderr)
+        return 1
+    print(f"clean install of reversi-connector-{args.name}: every check passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
