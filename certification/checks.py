@@ -62,6 +62,7 @@ __all__ = [
 
 UNDOABLE = (Effect.REVERSIBLE, Effect.COMPENSABLE)
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 INJECTED_REFUSAL = 422
 """The status the forward-failure check injects into every call of a backend with faults."""
 
@@ -137,6 +138,29 @@ def armed(scene: Scene, fault: Fault) -> Iterator[None]:
     what = f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
     faults = needs_faults(scene, what)
     faults.add(fault, times=None)
+    try:
+        yield
+    finally:
+        faults.clear()
+
+
+@contextmanager
+def armed_on_effect(scene: Scene, fault: Fault, manifest: Manifest) -> Iterator[None]:
+    """``fault`` on every request through which the tool of ``manifest`` can lose its effect.
+
+    For a writing tool that is every request that may write (POST, PUT, PATCH, DELETE): a
+    read it makes first (add_labels reads the labels it must not add twice) goes through,
+    so the fault lands on the write, whose lost answer must be uncertain. A failed read
+    before any write is a plain ToolError, and arming the fault on it would demand a lie.
+    For a read-only tool, every request.
+    """
+    what = f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
+    faults = needs_faults(scene, what)
+    if writes(manifest):
+        for method in WRITE_METHODS:
+            faults.add(fault, method=method, times=None)
+    else:
+        faults.add(fault, times=None)
     try:
         yield
     finally:
@@ -409,7 +433,7 @@ async def check_retry(subject: Subject) -> str:
         example = subject.examples(tool)[0]
         async with scenario(subject, f"retry-drop-{tool}") as scene:
             args = await scene.prepare(example)
-            with armed(scene, Fault.drop_after_read()):
+            with armed_on_effect(scene, Fault.drop_after_read(), manifest):
                 try:
                     await scene.call(tool, args)
                 except EffectUncertainError as exc:
@@ -623,7 +647,7 @@ async def check_timeout(subject: Subject) -> str:
             args = await scene.prepare(subject.examples(tool)[0])
             run = scene.run()
             raised: BaseException | None = None
-            with armed(scene, Fault.hang(seconds=guard + 5.0)):
+            with armed_on_effect(scene, Fault.hang(seconds=guard + 5.0), manifest):
                 with anyio.move_on_after(guard) as scope:
                     try:
                         await run.call(tool, args)

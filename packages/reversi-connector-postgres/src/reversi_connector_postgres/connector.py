@@ -1,0 +1,488 @@
+"""The ``postgres`` connector: rows of a PostgreSQL database, every change undoable.
+
+Five tools. ``postgres.query`` reads (one ``SELECT`` or ``WITH``, run inside ``BEGIN
+READ ONLY`` ... ``ROLLBACK``); ``postgres.insert_row`` and ``postgres.update_row``
+write and are undone by ``postgres.delete_row`` and ``postgres.restore_row``, which are
+idempotent and are the compensations. Every tool takes parameters only: table, schema
+and column names match :data:`IDENTIFIER_PATTERN` and are always double-quoted, and
+every value is bound as a parameter (:mod:`reversi_connector_postgres._sql`).
+
+The connection comes from ``POSTGRES_URL``, a libpq URI or ``key=value`` string
+(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING); the URL
+and its password are registered as secrets (:mod:`reversi_core.redact`) as soon as they
+are read, so no error, result or journal entry carries them. Each call opens its own
+connection with psycopg 3 (https://www.psycopg.org/psycopg3/docs/) and closes it
+(:mod:`reversi_connector_postgres._session` has the time limits and error mapping).
+
+Errors: a refused argument (bad identifier, a ``;`` or a statement that is not a
+``SELECT``/``WITH``, wrong number of values) is an ``InvalidArgumentsError`` raised by
+:meth:`~reversi_core.connector.Connector.call` before any connection is opened; a
+server error is a ``ToolError`` whose code is the SQLSTATE
+(https://www.postgresql.org/docs/current/errcodes-appendix.html) and whose message
+starts ``Postgres error 42501: ...``, after the transaction was rolled back; a
+connection that cannot be opened is ``ToolError`` code ``connect``; a connection lost
+or a server that stops answering after a write's ``COMMIT`` was sent is
+``EffectUncertainError`` (before it, ``ToolError`` code ``connection_lost`` or
+``timeout``: PostgreSQL never commits without ``COMMIT``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any
+
+import psycopg
+from psycopg import conninfo
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictInt,
+    StrictStr,
+    field_validator,
+    model_validator,
+)
+from pydantic.config import JsonDict
+
+from reversi_core.connector import CallContext, Connector, tool
+from reversi_core.errors import ConfigurationError, ToolError
+from reversi_core.manifest import Compensation, Effect, Match, Requirement
+from reversi_core.redact import register_secret
+
+from . import _sql
+from ._session import Session, StatementLog
+from ._sql import IDENTIFIER_PATTERN
+from ._values import to_json
+
+__all__ = [
+    "DEFAULT_TIMEOUT",
+    "IDENTIFIER_PATTERN",
+    "MAX_ROWS",
+    "DeleteRowArgs",
+    "InsertRowArgs",
+    "PostgresConnector",
+    "QueryArgs",
+    "RestoreRowArgs",
+    "StatementLog",
+    "UpdateRowArgs",
+]
+
+MAX_ROWS = 1000
+"""Most rows ``postgres.query`` returns; beyond that the result says ``truncated``."""
+
+DEFAULT_TIMEOUT = 30.0
+"""Seconds a call may take when neither the connector nor the call says otherwise."""
+
+ENV_VAR = "POSTGRES_URL"
+
+Identifier = Annotated[str, Field(pattern=IDENTIFIER_PATTERN)]
+Key = StrictInt | StrictStr
+
+_NAME_RULE = "must match ^[A-Za-z_][A-Za-z0-9_]{0,62}$; always double-quoted"
+_COLUMNS: JsonDict = {"propertyNames": {"pattern": IDENTIFIER_PATTERN}}
+
+
+# -- input models ------------------------------------------------------------------------
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class _Target(_Args):
+    table: Identifier = Field(description=f"The table ({_NAME_RULE}).")
+    schema_: Identifier | None = Field(
+        default=None,
+        alias="schema",
+        description=f"The table's schema ({_NAME_RULE}); null: found through the search_path.",
+    )
+
+
+class _Keyed(_Target):
+    key_column: Identifier = Field(
+        default="id", description="The column that identifies the row; unique. Default 'id'."
+    )
+    key: Key = Field(
+        description="The value of key_column of the row (a string is converted to the column's "
+        "type by the server)."
+    )
+
+
+class QueryArgs(_Args):
+    """Arguments of postgres.query."""
+
+    sql: str = Field(
+        pattern=r"^[^;]*$",
+        description="One SELECT or WITH statement with $1, $2, ... placeholders; no ';' at all "
+        "(not even a trailing one).",
+    )
+    params: list[Any] = Field(
+        default_factory=list,
+        description="The values of $1, $2, ... in order; objects and arrays are bound as JSON.",
+    )
+
+    @field_validator("sql")
+    @classmethod
+    def _one_select(cls, value: str) -> str:
+        lexed = _sql.lex(value)
+        if lexed.semicolon:
+            raise ValueError("';' is not allowed: send one statement, without a trailing ';'")
+        if lexed.first_word not in ("SELECT", "WITH"):
+            shown = lexed.first_word or "nothing"
+            raise ValueError(f"only SELECT or WITH statements are accepted, not {shown}")
+        return value
+
+    @model_validator(mode="after")
+    def _placeholders_match(self) -> QueryArgs:
+        used = _sql.lex(self.sql).placeholders
+        wanted = set(range(1, len(self.params) + 1))
+        if used != wanted:
+            shown = ", ".join(f"${n}" for n in sorted(used)) or "no placeholders"
+            raise ValueError(
+                f"the statement uses {shown} but {len(self.params)} values were given: every "
+                "value needs its $n and every $n its value"
+            )
+        return self
+
+
+class InsertRowArgs(_Target):
+    """Arguments of postgres.insert_row."""
+
+    values: dict[Identifier, Any] = Field(
+        default_factory=dict,
+        description="Column names and their values; empty inserts a row of defaults.",
+        json_schema_extra=_COLUMNS,
+    )
+    key_column: Identifier = Field(
+        default="id",
+        description="The column returned (RETURNING) to identify the new row; default 'id'.",
+    )
+
+
+class UpdateRowArgs(_Keyed):
+    """Arguments of postgres.update_row."""
+
+    values: dict[Identifier, Any] = Field(
+        min_length=1,
+        description="The columns to set and their new values.",
+        json_schema_extra=_COLUMNS,
+    )
+
+
+class RestoreRowArgs(_Keyed):
+    """Arguments of postgres.restore_row."""
+
+    values: dict[Identifier, Any] = Field(
+        min_length=1,
+        description="The columns to set back and their old values (the 'previous' of "
+        "postgres.update_row: PostgreSQL text forms, or null).",
+        json_schema_extra=_COLUMNS,
+    )
+
+
+class DeleteRowArgs(_Keyed):
+    """Arguments of postgres.delete_row."""
+
+
+# -- declarations ----------------------------------------------------------------------------
+
+_DELETE_INSERTED = Compensation(
+    tool="postgres.delete_row",
+    argument_map={
+        "table": "result.table",
+        "schema": "result.schema",
+        "key_column": "result.key_column",
+        "key": "result.key",
+    },
+)
+
+_RESTORE_UPDATED = Compensation(
+    tool="postgres.restore_row",
+    argument_map={
+        "table": "result.table",
+        "schema": "result.schema",
+        "key_column": "result.key_column",
+        "key": "result.key",
+        "values": "result.previous",
+    },
+)
+
+_SAME_ROW = [
+    # an update of a row inserted earlier in the run: its undo must come first
+    Requirement(
+        tool="postgres.insert_row",
+        match=[
+            Match(this="args.table", earlier="args.table"),
+            Match(this="args.key", earlier="result.key"),
+        ],
+    ),
+    # a second update of the same row: the later restore must run first
+    Requirement(
+        tool="postgres.update_row",
+        match=[
+            Match(this="args.table", earlier="args.table"),
+            Match(this="args.key", earlier="args.key"),
+        ],
+    ),
+]
+
+
+# -- the connector ------------------------------------------------------------------------------
+
+
+class PostgresConnector(Connector):
+    """Rows of one PostgreSQL database (see the module docstring).
+
+    ``url`` is the connection URI or ``key=value`` string (what ``POSTGRES_URL`` holds);
+    ``timeout`` the seconds a call may take when the call gives none (``ctx.timeout``
+    wins); ``on_statement``, if given, is called with ``(sql_text, params)`` right
+    before each statement is sent (an audit log, or a test's record of the exact SQL).
+    Raises :class:`~reversi_core.errors.ConfigurationError` for an empty or unparsable
+    URL (without quoting it) or a timeout that is not positive.
+    """
+
+    name = "postgres"
+    credential_env = ENV_VAR
+    env_vars = (ENV_VAR,)
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        on_statement: StatementLog | None = None,
+    ) -> None:
+        if not url or not url.strip():
+            raise ConfigurationError(f"{ENV_VAR} is empty; set it to a postgresql:// URL")
+        register_secret(url)
+        try:
+            parsed = conninfo.conninfo_to_dict(url)
+        except psycopg.Error:
+            raise ConfigurationError(
+                f"{ENV_VAR} is not a valid PostgreSQL connection URI or key=value string "
+                "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING)"
+            ) from None
+        password = parsed.get("password")
+        if password:
+            register_secret(str(password))
+        if not timeout > 0:
+            raise ConfigurationError(f"postgres timeout must be positive, not {timeout!r}")
+        self._url = url
+        self._timeout = float(timeout)
+        self._log = on_statement
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str], **ignored: Any) -> PostgresConnector:
+        """Build the connector from ``POSTGRES_URL``; options meant for other connectors are ignored.
+
+        ``PGPASSWORD``, when set, is registered as a secret too, since libpq may read it.
+        Raises ``ConfigurationError`` when ``POSTGRES_URL`` is missing or invalid.
+        """
+        url = environ.get(ENV_VAR)
+        if not url:
+            raise ConfigurationError(
+                f"{ENV_VAR} is not set; set it to the database URL, such as "
+                "postgresql://agent@db.example.com:5432/app"
+            )
+        register_secret(environ.get("PGPASSWORD"))
+        return cls(url)
+
+    def _session(self, tool_name: str, ctx: CallContext, *, writes: bool) -> Session:
+        timeout = ctx.timeout if ctx.timeout is not None and ctx.timeout > 0 else self._timeout
+        return Session(self._url, tool=tool_name, timeout=timeout, writes=writes, log=self._log)
+
+    # -- reading -------------------------------------------------------------------------
+
+    @tool(effect=Effect.READ_ONLY, permission="postgres:rows:read", input=QueryArgs)
+    async def query(self, args: QueryArgs, ctx: CallContext) -> dict[str, Any]:
+        """Run one SELECT or WITH statement read-only and return at most 1000 rows.
+
+        The statement is sent as written, with PostgreSQL's ``$1, $2, ...`` placeholders
+        bound to ``params``, between ``BEGIN READ ONLY`` and ``ROLLBACK``, so a write
+        hidden in a ``WITH`` is refused by the server (SQLSTATE 25006). Returns
+        ``{"columns": [names], "rows": [[values]], "row_count", "truncated"}``; values
+        are JSON as described in ``docs/connectors/postgres.md``. Raises ``ToolError``
+        (the SQLSTATE for a server error, ``connect``, ``connection_lost`` or ``timeout``). A
+        statement that is not one SELECT or WITH, holds a ``;``, or whose ``$n`` do not
+        match ``params`` is refused with ``InvalidArgumentsError`` before anything is sent.
+        See https://www.postgresql.org/docs/current/sql-select.html and
+        https://www.postgresql.org/docs/current/sql-begin.html.
+        """
+        async with self._session("postgres.query", ctx, writes=False) as s:
+            await s.begin(read_only=True)
+            try:
+                columns, rows, truncated = await s.select(args.sql, args.params, MAX_ROWS)
+            finally:
+                await s.rollback()
+        return {"columns": columns, "rows": rows, "row_count": len(rows), "truncated": truncated}
+
+    # -- writing -------------------------------------------------------------------------
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="postgres:rows:write",
+        input=InsertRowArgs,
+        compensation=_DELETE_INSERTED,
+    )
+    async def insert_row(self, args: InsertRowArgs, ctx: CallContext) -> dict[str, Any]:
+        """Insert one row and return its key (the key_column from RETURNING).
+
+        Sends ``BEGIN``, ``INSERT INTO "t" ("a", "b") VALUES ($1, $2) RETURNING "id"``,
+        ``COMMIT``. Returns ``{"table", "schema", "key_column", "key"}``; undone by
+        postgres.delete_row with that key. Raises ``ToolError`` with the SQLSTATE (23505
+        for a duplicate key, 42501 without INSERT privilege...), code ``no_key`` when the
+        key column came back null (nothing is inserted then), ``connect``,
+        ``connection_lost`` or ``timeout``; ``EffectUncertainError`` when the connection
+        is lost after ``COMMIT`` was sent. See
+        https://www.postgresql.org/docs/current/sql-insert.html.
+        """
+        statement = _sql.insert_row(args.table, args.schema_, args.values, args.key_column)
+        async with self._session("postgres.insert_row", ctx, writes=True) as s:
+            await s.begin()
+            try:
+                rows = await s.fetchall(await s.execute(statement))
+                if len(rows) != 1 or rows[0][0] is None:
+                    raise ToolError(
+                        f"insert into {args.table!r} returned no value for key column "
+                        f"{args.key_column!r}, so the row could not be deleted on rollback; "
+                        "nothing was inserted (give key_column a column that identifies the row)",
+                        code="no_key",
+                    )
+                key = to_json(rows[0][0])
+                await s.commit()
+            except BaseException:
+                await s.rollback()
+                raise
+        return {
+            "table": args.table,
+            "schema": args.schema_,
+            "key_column": args.key_column,
+            "key": key,
+        }
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="postgres:rows:write",
+        input=UpdateRowArgs,
+        compensation=_RESTORE_UPDATED,
+        requires=_SAME_ROW,
+    )
+    async def update_row(self, args: UpdateRowArgs, ctx: CallContext) -> dict[str, Any]:
+        """Set columns of the row with the given key, returning their old values.
+
+        One transaction: ``BEGIN``, ``SELECT "a"::text, ... FROM "t" WHERE "id" = $1 FOR
+        UPDATE`` (the old values, locked), ``UPDATE "t" SET "a" = $1, ... WHERE "id" =
+        $n``, ``COMMIT``. Returns ``{"table", "schema", "key_column", "key", "previous":
+        {column: old value as PostgreSQL text, or null}}``; undone by
+        postgres.restore_row with ``previous``. Raises ``ToolError`` with code
+        ``not_found`` (no such row) or ``key_not_unique`` (several rows; nothing is
+        changed), the SQLSTATE for a server error, ``connect``, ``connection_lost`` or
+        ``timeout``; ``EffectUncertainError`` when the connection is lost after
+        ``COMMIT`` was sent. See https://www.postgresql.org/docs/current/sql-update.html
+        and https://www.postgresql.org/docs/current/sql-select.html#SQL-FOR-UPDATE-SHARE.
+        """
+        columns = list(args.values)
+        read = _sql.select_for_update(args.table, args.schema_, columns, args.key_column, args.key)
+        write = _sql.update_row(args.table, args.schema_, args.values, args.key_column, args.key)
+        async with self._session("postgres.update_row", ctx, writes=True) as s:
+            await s.begin()
+            try:
+                old = await s.fetchall(await s.execute(read))
+                self._one_row(args, len(old))
+                cur = await s.execute(write)
+                self._one_row(args, cur.rowcount)
+                await s.commit()
+            except BaseException:
+                await s.rollback()
+                raise
+        previous = dict(zip(columns, old[0], strict=True))
+        return {
+            "table": args.table,
+            "schema": args.schema_,
+            "key_column": args.key_column,
+            "key": args.key,
+            "previous": previous,
+        }
+
+    # -- compensations ----------------------------------------------------------------------
+
+    @tool(effect=Effect.IDEMPOTENT, permission="postgres:rows:delete", input=DeleteRowArgs)
+    async def delete_row(self, args: DeleteRowArgs, ctx: CallContext) -> dict[str, Any]:
+        """Delete the row with the given key; a row already gone is success.
+
+        Sends ``BEGIN``, ``DELETE FROM "t" WHERE "id" = $1``, ``COMMIT``. Returns
+        ``{"table", "schema", "key_column", "key", "deleted": 0 or 1}``. Deletes data for
+        good: keep postgres:rows:delete out of an agent's scope. Raises ``ToolError``
+        with code ``key_not_unique`` when several rows have the key (nothing is
+        deleted), the SQLSTATE for a server error, ``connect``, ``connection_lost`` or
+        ``timeout``; ``EffectUncertainError`` when the connection is lost after
+        ``COMMIT`` was sent. See https://www.postgresql.org/docs/current/sql-delete.html.
+        """
+        statement = _sql.delete_row(args.table, args.schema_, args.key_column, args.key)
+        async with self._session("postgres.delete_row", ctx, writes=True) as s:
+            await s.begin()
+            try:
+                cur = await s.execute(statement)
+                deleted = cur.rowcount
+                if deleted > 1:
+                    self._one_row(args, deleted)
+                await s.commit()
+            except BaseException:
+                await s.rollback()
+                raise
+        return {
+            "table": args.table,
+            "schema": args.schema_,
+            "key_column": args.key_column,
+            "key": args.key,
+            "deleted": deleted,
+        }
+
+    @tool(effect=Effect.IDEMPOTENT, permission="postgres:rows:write", input=RestoreRowArgs)
+    async def restore_row(self, args: RestoreRowArgs, ctx: CallContext) -> dict[str, Any]:
+        """Set columns of the row with the given key back to old values (undoes update_row).
+
+        Sends ``BEGIN``, ``UPDATE "t" SET "a" = $1, ... WHERE "id" = $n``, ``COMMIT``;
+        running it again writes the same values. Triggers on the table fire each time.
+        Returns ``{"table", "schema", "key_column", "key", "restored": 1}``. Raises
+        ``ToolError`` with code ``not_found`` (the row is gone: nothing to restore) or
+        ``key_not_unique`` (nothing is changed), the SQLSTATE for a server error,
+        ``connect``, ``connection_lost`` or ``timeout``; ``EffectUncertainError`` when
+        the connection is lost after ``COMMIT`` was sent. See
+        https://www.postgresql.org/docs/current/sql-update.html.
+        """
+        statement = _sql.restore_row(
+            args.table, args.schema_, args.values, args.key_column, args.key
+        )
+        async with self._session("postgres.restore_row", ctx, writes=True) as s:
+            await s.begin()
+            try:
+                cur = await s.execute(statement)
+                self._one_row(args, cur.rowcount)
+                await s.commit()
+            except BaseException:
+                await s.rollback()
+                raise
+        return {
+            "table": args.table,
+            "schema": args.schema_,
+            "key_column": args.key_column,
+            "key": args.key,
+            "restored": 1,
+        }
+
+    @staticmethod
+    def _one_row(args: _Keyed, count: int) -> None:
+        """Raise ``not_found`` for 0 rows and ``key_not_unique`` for more than 1."""
+        where = f"{args.schema_ + '.' if args.schema_ else ''}{args.table}"
+        if count == 0:
+            raise ToolError(
+                f"no row of {where} has {args.key_column} = {args.key!r}; nothing was changed",
+                code="not_found",
+            )
+        if count > 1:
+            raise ToolError(
+                f"{count} rows of {where} have {args.key_column} = {args.key!r}: key_column must "
+                "identify one row; nothing was changed",
+                code="key_not_unique",
+            )

