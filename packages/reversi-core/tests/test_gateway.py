@@ -558,7 +558,7 @@ class Wire:
                 stdout=subprocess.PIPE,
                 stderr=err,
             )
-        self._lines: list[bytes] = []
+        self._pending = b""
 
     def send(self, message: dict[str, Any]) -> None:
         assert self.proc.stdin is not None
@@ -566,15 +566,26 @@ class Wire:
         self.proc.stdin.flush()
 
     def recv(self, timeout: float = 30.0) -> dict[str, Any] | None:
-        """The next message, or None when none comes within ``timeout`` seconds."""
+        """The next message, or None when none comes within ``timeout`` seconds.
+
+        Reads the pipe's descriptor itself: several answers can arrive in one chunk, and
+        a buffered ``readline`` would hide the rest from ``select``.
+        """
         import select
 
         assert self.proc.stdout is not None
-        ready, _, _ = select.select([self.proc.stdout], [], [], timeout)
-        if not ready:
-            return None
-        line = self.proc.stdout.readline()
-        return json.loads(line) if line else None
+        fd = self.proc.stdout.fileno()
+        deadline = time.monotonic() + timeout
+        while b"\n" not in self._pending:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or not select.select([fd], [], [], remaining)[0]:
+                return None
+            chunk = os.read(fd, 65536)
+            if not chunk:
+                return None
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        return json.loads(line) if line.strip() else None
 
     def call(self, rid: int, tool: str, args: dict[str, Any]) -> None:
         params = {"name": tool, "arguments": args}
