@@ -298,8 +298,8 @@ class PostgresConnector(Connector):
         """Run one SELECT or WITH statement read-only and return at most 1000 rows.
 
         The statement is sent as written, with PostgreSQL's ``$1, $2, ...`` placeholders
-        bound to ``params``, between ``BEGIN READ ONLY`` and ``ROLLBACK``, so a write
-        hidden in a ``WITH`` is refused by the server (SQLSTATE 25006). Returns
+        bound to ``params``, inside a read-only transaction that is always rolled back: the
+        server itself rejects any data-modifying ``WITH`` clause (SQLSTATE 25006). Returns
         ``{"columns": [names], "rows": [[values]], "row_count", "truncated"}``; values
         are JSON as described in ``docs/connectors/postgres.md``. Raises ``ToolError``
         (the SQLSTATE for a server error, ``connect``, ``connection_lost`` or ``timeout``). A
