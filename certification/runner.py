@@ -224,6 +224,25 @@ async def scenario(subject: Subject, label: str, *, seed: bool = True) -> AsyncI
 CheckFunction = Callable[[Subject], Any]
 
 
+FAULT_CHECKS = ("retry", "permission_denial", "timeout")
+"""Checks that need fault injection: they apply whenever the fixture's backend offers it."""
+
+
+def _faults_on_offer(check: str, subject: Subject) -> str | None:
+    """Why a fault check applies: the fixture's backend injects faults (``handle.faults``)."""
+    if check not in FAULT_CHECKS:
+        return None
+    import tempfile
+
+    with (
+        tempfile.TemporaryDirectory(prefix="reversi-cert-probe-") as directory,
+        subject.fixture.backend(Path(directory)) as handle,
+    ):
+        if getattr(handle, "faults", None) is not None:
+            return f"its backend ({type(handle).__name__}) injects faults through .faults"
+    return None
+
+
 async def run_check(
     check: str, subject: Subject | None, *, error: str | None = None, name: str = ""
 ) -> Outcome:
@@ -240,7 +259,7 @@ async def run_check(
     declared = subject.fixture.reason(check)
     function = getattr(checks, f"check_{check}")
     if declared is not None:
-        must = checks.must_apply(check, subject)
+        must = checks.must_apply(check, subject) or _faults_on_offer(check, subject)
         if must is not None:
             return Outcome(
                 connector,

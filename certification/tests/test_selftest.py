@@ -75,3 +75,27 @@ async def test_a_connector_without_a_timeout_fails_within_a_bounded_time(tmp_pat
     assert outcome.status == "fail"
     assert "still waiting for a silent backend" in outcome.detail
     assert elapsed < 5.0, f"the timeout check took {elapsed:.1f} s"
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("check", runner.FAULT_CHECKS)
+async def test_a_fault_check_cannot_be_waived_when_the_backend_injects_faults(
+    check: str, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    waived = dataclasses.replace(
+        good.fixture, not_applicable={check: "we would rather not run this check today"}
+    )
+    outcome = await runner.run_check(check, dataclasses.replace(good, fixture=waived))
+    assert outcome.status == "fail"
+    assert "injects faults" in outcome.detail
+
+
+def test_a_one_word_reason_is_refused() -> None:
+    from reversi_core.certification import NotApplicable
+
+    with pytest.raises(ValueError, match="in a sentence"):
+        NotApplicable("x")
+    assert NotApplicable("the demo connector holds no credential at all").reason

@@ -242,3 +242,20 @@ async def test_a_read_whose_answer_cannot_be_read_is_a_plain_error() -> None:
         await github.call("github.get_issue", at(issue_number=1))
     assert caught.value.code == "invalid_response"
     await github.aclose()
+
+
+@pytest.mark.anyio
+async def test_the_rate_limit_header_alone_decides_a_403(
+    github: GithubConnector, server: FakeServer
+) -> None:
+    """A 403 whose message says nothing of limits is a rate limit when the header says so."""
+    neutral = {"message": "Forbidden", "documentation_url": "https://docs.github.com/rest"}
+    server.faults.add(Fault.status(403, json=neutral, headers={"x-ratelimit-remaining": "0"}))
+    with pytest.raises(ToolError) as caught:
+        await github.call("github.get_issue", at(issue_number=1))
+    assert (caught.value.status, caught.value.code) == (403, "rate_limited")
+    server.faults.add(Fault.status(403, json=neutral, headers={"x-ratelimit-remaining": "12"}))
+    with pytest.raises(ToolError) as caught:
+        await github.call("github.get_issue", at(issue_number=1))
+    assert caught.value.status == 403
+    assert caught.value.code != "rate_limited"

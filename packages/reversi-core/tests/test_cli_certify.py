@@ -71,7 +71,7 @@ def certification_fixture():
         examples={"certdemo.peek": [{"key": "k"}]},
         not_applicable={
             "retry": "the demo has no network between the tool and its effect",
-            "redaction": "the demo holds no credential",
+            "redaction": "the demo connector holds no credential at all",
         },
     )
 """
@@ -129,7 +129,7 @@ def test_certify_one_connector_prints_the_checks_and_its_reasons(
         assert CHECK_INFO[check].title in out
     assert "fixture reversi_certdemo.testing.certification_fixture()" in out
     assert "n/a Retry: the demo has no network between the tool and its effect" in out
-    assert "n/a Redaction: the demo holds no credential" in out
+    assert "n/a Redaction: the demo connector holds no credential at all" in out
     assert "n/a Timeout" not in out
 
 

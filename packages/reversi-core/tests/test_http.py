@@ -512,7 +512,14 @@ def test_a_base_url_with_credentials_is_refused(base_url: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "base_url", ["https://api.example/?key=abcd", "ftp://api.example", "not a url", "https://"]
+    "base_url",
+    [
+        "https://api.example/?key=abcd",
+        "ftp://api.example",
+        "not a url",
+        "https://",
+        "http://127.0.0.1:99999",
+    ],
 )
 def test_other_bad_base_urls_are_refused(base_url: str) -> None:
     with pytest.raises(ConfigurationError):

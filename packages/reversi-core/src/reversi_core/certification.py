@@ -45,6 +45,7 @@ __all__ = [
     "CHECKS",
     "CHECK_INFO",
     "FIXTURE_FUNCTION",
+    "MIN_REASON_WORDS",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
     "ArgsBuilder",
@@ -188,6 +189,10 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
 """Every check by id, in :data:`CHECKS` order."""
 
 
+MIN_REASON_WORDS = 6
+"""A not-applicable reason shorter than this many words cannot say why."""
+
+
 @dataclass(frozen=True)
 class NotApplicable:
     """Why a check does not apply to a connector; the reason may not be empty."""
@@ -197,6 +202,11 @@ class NotApplicable:
     def __post_init__(self) -> None:
         if not isinstance(self.reason, str) or not self.reason.strip():
             raise ValueError("a not-applicable check needs a non-empty reason")
+        if len(self.reason.split()) < MIN_REASON_WORDS:
+            raise ValueError(
+                f"a not-applicable reason must say why in a sentence ({MIN_REASON_WORDS} words "
+                f"or more), not {self.reason!r}"
+            )
 
 
 @dataclass(frozen=True)

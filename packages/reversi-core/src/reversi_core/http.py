@@ -371,6 +371,8 @@ class HttpClient:
             raise ConfigurationError(
                 f"{self.vendor}: base_url must not have a query string or fragment"
             )
+        if url.port is not None and not 0 < url.port < 65536:
+            raise ConfigurationError(f"{self.vendor}: base_url port {url.port} is not 1-65535")
         return str(url)
 
     async def __aenter__(self) -> HttpClient:
