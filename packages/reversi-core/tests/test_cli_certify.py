@@ -220,3 +220,20 @@ def test_the_console_script_prints_the_checklist(demo: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert [c for c, _, _ in checklist(proc.stdout)] == list(CHECKS)
     assert "certification/test_certification.py::test_check[certdemo-manifest_drift]" in proc.stdout
+
+
+def test_a_reader_that_goes_away_gets_no_error_line() -> None:
+    """``reversi-connectors certify all | head -1``: the closed pipe is not an error message."""
+    exe = shutil.which("reversi-connectors", path=str(Path(sys.executable).parent))
+    exe = exe or shutil.which("reversi-connectors")
+    assert exe, "reversi-connectors is not installed"
+    proc = subprocess.Popen(
+        [exe, "certify", "all"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdout is not None
+    proc.stdout.close()  # before the child writes anything
+    _, err = proc.communicate(timeout=60)
+    assert err.decode() == ""
+    assert proc.returncode == 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import NoReturn
 
@@ -40,3 +41,15 @@ def fail(prog: str, message: str, code: int) -> int:
     """Print :func:`error_line` on stderr and return ``code``."""
     print(error_line(prog, message), file=sys.stderr)
     return code
+
+
+def reader_went_away() -> int:
+    """Handle a closed stdout (``reversi runs | head``): no error line, exit status 1.
+
+    Python's advice for SIGPIPE: point stdout at devnull so the interpreter's final flush
+    does not raise again (https://docs.python.org/3/library/signal.html#note-on-sigpipe).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 1

@@ -30,7 +30,7 @@ from ..connector import (
     load_connector_class,
 )
 from ..errors import ConfigurationError, InvalidArgumentsError, ReversiError
-from ._common import CliError, Parser, fail, one_line
+from ._common import CliError, Parser, fail, one_line, reader_went_away
 
 __all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "manifest_objects"]
 
@@ -383,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _cmd_compensate(args)
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)
+    except BrokenPipeError:
+        return reader_went_away()
     except KeyboardInterrupt:
         return fail(PROG, "interrupted", 130)
     except Exception as exc:  # a bug: still one line, never a traceback with a secret in it

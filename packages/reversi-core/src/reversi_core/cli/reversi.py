@@ -51,7 +51,7 @@ from ..journal import (
 from ..manifest import Effect, Manifest
 from ..redact import scrub
 from ..registry import Registry
-from ._common import CliError, Parser, fail
+from ._common import CliError, Parser, fail, reader_went_away
 
 __all__ = [
     "EXIT_BUSY",
@@ -645,6 +645,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(PROG, str(exc), EXIT_JOURNAL)
     except sqlite3.Error as exc:
         return fail(PROG, f"journal error: {exc}", EXIT_JOURNAL)
+    except BrokenPipeError:
+        return reader_went_away()
     except KeyboardInterrupt:
         return fail(PROG, "interrupted", 130)
     except Exception as exc:
