@@ -20,8 +20,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from certification import runner  # noqa: E402
-from reversi_core.certification import CHECKS  # noqa: E402
+from certification import runner  # noqa: E402 - importable only after the line above puts the repository root on sys.path
+from reversi_core.certification import CHECKS  # noqa: E402 - as above
 
 OUTCOMES = pytest.StashKey[dict[tuple[str, str], runner.Outcome]]()
 LOADED = pytest.StashKey[dict[str, runner.Loaded]]()

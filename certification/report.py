@@ -23,14 +23,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+import anyio
+
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-import anyio  # noqa: E402
-
-from certification import runner  # noqa: E402
-from reversi_core.certification import CHECK_INFO, CHECKS  # noqa: E402
+from certification import runner  # noqa: E402 - importable only after the line above puts the repository root on sys.path
+from reversi_core.certification import CHECK_INFO, CHECKS  # noqa: E402 - as above
 
 CELL = {"pass": "pass", "fail": "**fail**", "not_applicable": "n/a"}
 REGENERATE = "python certification/report.py --write"

@@ -88,6 +88,8 @@ def test_enforcement_pointers_are_true() -> None:
 
 
 def test_not_applicable_needs_a_reason(discovered: dict[str, runner.Loaded]) -> None:
+    # the type: ignore lines below pass wrong types on purpose: the runtime checks are
+    # what is under test, for fixtures written without a type checker
     for bad in ("", "   ", None):
         with pytest.raises(ValueError, match="reason"):
             NotApplicable(bad)  # type: ignore[arg-type]

@@ -25,9 +25,9 @@ TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from _pgfixtures import AGENT_PASSWORD, ITEMS, READER_PASSWORD, Db, Roles  # noqa: E402
+from _pgfixtures import AGENT_PASSWORD, ITEMS, READER_PASSWORD, Db, Roles  # noqa: E402 - found only after the tests folder is put on sys.path above
 
-from reversi_connector_postgres.testing import (  # noqa: E402
+from reversi_connector_postgres.testing import (  # noqa: E402 - as above
     PostgresServer,
     PostgresUnavailable,
     shared_server,

@@ -14,10 +14,10 @@ TESTS_DIR = Path(__file__).resolve().parent
 if str(TESTS_DIR) not in sys.path:
     sys.path.insert(0, str(TESTS_DIR))
 
-from _memconnector import MemConnector  # noqa: E402
+from _memconnector import MemConnector  # noqa: E402 - found only after the tests folder is put on sys.path above
 
-from reversi_core import Registry, Run, SQLiteJournal, registry_for  # noqa: E402
-from reversi_core.connector import executor_for  # noqa: E402
+from reversi_core import Registry, Run, SQLiteJournal, registry_for  # noqa: E402 - as above
+from reversi_core.connector import executor_for  # noqa: E402 - as above
 
 
 @pytest.fixture
