@@ -243,7 +243,7 @@ import sys
 from reversi_core.connector import CallContext
 from reversi_core.engine import Run
 
-async def forward_only(self, tool, args, *, reason=None, execute=None, timeout=None):
+async def forward_only(self, tool, args, *, reason=None, execute=None, timeout=None, on_read=None):
     ctx = CallContext(run_id=self.id, step=0, idempotency_key="floor", timeout=timeout)
     return 0, await (execute or self.executor)(tool, args, ctx)
 

@@ -202,6 +202,49 @@ async def test_pending_is_durable_before_execution(
     assert run.journal.get_step(run.id, seq).state is StepState.SUCCEEDED
 
 
+async def test_on_read_gets_a_reads_result_before_its_outcome_is_journaled(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.data["a"] = "x"
+    run = make_run()
+    seen: list[tuple[int, dict[str, Any], StepState]] = []
+
+    def on_read(seq: int, result: dict[str, Any]) -> None:
+        seen.append((seq, result, run.journal.get_step(run.id, seq).state))
+
+    seq, result = await run.call("mem.get", {"key": "a"}, on_read=on_read)
+    assert seen == [(seq, {"value": "x", "exists": True}, StepState.PENDING)]
+    step = run.journal.get_step(run.id, seq)
+    assert step.state is StepState.SUCCEEDED  # journaled before call() returned
+    assert step.result == result
+
+
+async def test_on_read_is_not_called_for_a_write_or_a_failed_read(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    calls: list[int] = []
+    await run.call("mem.put", {"key": "a", "value": "1"}, on_read=lambda s, r: calls.append(s))
+    mem.fault("mem.get", "tool_error", message="backend said no")
+    with pytest.raises(ToolError):
+        await run.call("mem.get", {"key": "a"}, on_read=lambda s, r: calls.append(s))
+    assert calls == []
+    assert [s.state for s in run.steps()] == [StepState.SUCCEEDED, StepState.FAILED]
+
+
+async def test_on_read_failing_still_journals_the_outcome(make_run: MakeRun) -> None:
+    run = make_run()
+
+    def broken(seq: int, result: dict[str, Any]) -> None:
+        raise RuntimeError("the client went away")
+
+    with pytest.raises(RuntimeError, match="went away"):
+        await run.call("mem.get", {"key": "a"}, on_read=broken)
+    [step] = run.steps()
+    assert step.state is StepState.SUCCEEDED
+    assert step.result == {"value": None, "exists": False}
+
+
 async def test_succeeded_with_compensation_computed_at_call_time(
     make_run: MakeRun, mem: MemConnector
 ) -> None:

@@ -698,6 +698,30 @@ def test_requests_the_raw_path_does_not_take_get_the_sdk_answers(wire: Wire) -> 
     assert wire.close() == 0
 
 
+def test_a_read_is_answered_once_and_its_outcome_journaled_after(box: Box, wire: Wire) -> None:
+    # A read's answer leaves before its outcome is journaled (docs/performance.md): each
+    # read must still get exactly one answer and a complete journal row.
+    wire.initialize()
+    wire.call(1, "box.write", {"name": "a", "text": "one"})
+    assert (wire.recv() or {})["result"]["_meta"]["reversi/outcome"] == "succeeded"
+    for rid in range(2, 12):
+        wire.call(rid, "box.read", {"name": "a"})
+        answer = wire.recv()
+        assert answer is not None
+        assert answer["id"] == rid
+        assert answer["result"]["structuredContent"] == {"text": "one"}
+        assert answer["result"]["_meta"]["reversi/step"] == rid
+    wire.send({"jsonrpc": "2.0", "id": "p", "method": "ping"})
+    assert wire.recv() == {"jsonrpc": "2.0", "id": "p", "result": {}}  # no second answers
+    assert wire.recv(timeout=0.2) is None
+    assert wire.close() == 0
+    with SQLiteJournal.open(box.data, create=False) as journal:
+        (run,) = journal.list_runs()
+        steps = journal.list_steps(run.id)
+    assert [s.state for s in steps] == [StepState.SUCCEEDED] * 11
+    assert all(s.result == {"text": "one"} for s in steps[1:])
+
+
 def test_an_upstream_that_died_between_calls_is_replaced_first(box: Box, wire: Wire) -> None:
     wire.initialize()
     wire.call(1, "box.write", {"name": "a", "text": "one"})

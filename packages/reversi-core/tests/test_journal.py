@@ -61,6 +61,77 @@ def test_durability_power_sets_synchronous_full(data_dir: Path) -> None:
         journal.close()
 
 
+def _commit_modes(journal: SQLiteJournal) -> list[str]:
+    """The ``synchronous`` setting in force at each COMMIT the journal runs from now on."""
+    modes: list[str] = []
+    current = ["FULL" if journal.durability is Durability.POWER else "NORMAL"]
+
+    def trace(statement: str) -> None:
+        if statement.startswith("PRAGMA synchronous="):
+            current[0] = statement.split("=", 1)[1]
+        elif statement == "COMMIT":
+            modes.append(current[0])
+
+    journal._conn.set_trace_callback(trace)
+    return modes
+
+
+def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir, durability="power")
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        modes = _commit_modes(journal)
+        read = journal.begin_step("run_a", "mem.get", "read_only", "x:y", {}, None, None, [])
+        journal.finish_step(
+            "run_a",
+            read.seq,
+            StepState.SUCCEEDED,
+            result={"v": 1},
+            error=None,
+            compensation=None,
+            compensation_error=None,
+        )
+        write = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        journal.finish_step(
+            "run_a",
+            write.seq,
+            StepState.SUCCEEDED,
+            result={},
+            error=None,
+            compensation=None,
+            compensation_error=None,
+        )
+        # the read's intent and outcome reach the log without an fsync of their own; the
+        # write's commits (which flush the log, the read's frames included) are synced
+        assert modes == ["NORMAL", "NORMAL", "FULL", "FULL"]
+        assert journal._conn.execute("PRAGMA synchronous").fetchone()[0] == 2
+        assert journal.get_step("run_a", read.seq).result == {"v": 1}
+    finally:
+        journal.close()
+
+
+def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir)
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        modes = _commit_modes(journal)
+        for effect in ("read_only", "reversible"):
+            step = journal.begin_step("run_a", "t", effect, "x:y", {}, None, None, [])
+            journal.finish_step(
+                "run_a",
+                step.seq,
+                StepState.SUCCEEDED,
+                result={},
+                error=None,
+                compensation=None,
+                compensation_error=None,
+            )
+        assert modes == ["NORMAL"] * 4
+        assert journal._conn.execute("PRAGMA synchronous").fetchone()[0] == 1
+    finally:
+        journal.close()
+
+
 def test_durability_process_sets_synchronous_normal_and_is_the_default(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir)
     try:

@@ -238,11 +238,20 @@ class Run:
         reason: str | None = None,
         execute: Executor | None = None,
         timeout: float | None = None,
+        on_read: Callable[[int, dict[str, Any]], None] | None = None,
     ) -> tuple[int, dict[str, Any]]:
         """Journal and execute one call; return ``(step, result)``.
 
         ``execute`` (default: the run's executor) runs the tool; ``timeout`` (seconds)
         bounds it, and running out on a writing tool makes the step uncertain.
+
+        ``on_read(step, result)``, when given, is called for a ``read_only`` tool that
+        succeeded, with the result as it will be journaled, *before* the outcome is
+        written, so that a server can answer its client without waiting for that write
+        (the gateway does). The intent is still journaled before the tool runs. Should
+        the process die in between, the step is found ``pending`` and becomes
+        ``uncertain`` on reopen, which a rollback treats like any read: nothing to undo.
+        A writing tool's result is never handed out before its outcome is durable.
 
         Raises :class:`UnknownToolError`, :class:`PermissionDenied`,
         :class:`InvalidArgumentsError` or :class:`ApprovalDenied` (step ``rejected``,
@@ -345,13 +354,17 @@ class Run:
             raise
         result = scrub_json(result)
         compensation, comp_error = self._compensation_for(manifest, args, result)
-        self._finish(
-            seq,
-            StepState.SUCCEEDED,
-            result=result,
-            compensation=compensation,
-            compensation_error=comp_error,
-        )
+        try:
+            if on_read is not None and manifest.effect is Effect.READ_ONLY:
+                on_read(seq, result)
+        finally:  # the outcome is journaled even if the callback fails
+            self._finish(
+                seq,
+                StepState.SUCCEEDED,
+                result=result,
+                compensation=compensation,
+                compensation_error=comp_error,
+            )
         index.add(seq, tool, args, result)
         return seq, result
 

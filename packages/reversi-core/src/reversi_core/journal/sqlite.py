@@ -174,6 +174,8 @@ class SQLiteJournal:
         self._owner = process_owner()
         # next step number per run, as this handle last wrote it (checked by the primary key)
         self._seq_hint: dict[str, int] = {}
+        # read-only steps begun under power durability and not finished (see _is_light)
+        self._light: set[tuple[str, int]] = set()
 
     # -- opening -----------------------------------------------------------------
 
@@ -269,16 +271,37 @@ class SQLiteJournal:
         return journal
 
     @contextmanager
-    def _tx(self) -> Iterator[sqlite3.Connection]:
+    def _tx(self, *, light: bool = False) -> Iterator[sqlite3.Connection]:
+        """One write transaction. ``light``: commit without waiting for the disk even
+        under ``power`` durability (see :meth:`_is_light`)."""
         with self._lock:
-            self._conn.execute("BEGIN IMMEDIATE")
+            if light:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
             try:
-                yield self._conn
-            except BaseException:
-                self._conn.execute("ROLLBACK")
-                raise
-            else:
-                self._conn.execute("COMMIT")
+                self._conn.execute("BEGIN IMMEDIATE")
+                try:
+                    yield self._conn
+                except BaseException:
+                    self._conn.execute("ROLLBACK")
+                    raise
+                else:
+                    self._conn.execute("COMMIT")
+            finally:
+                if light:
+                    self._conn.execute("PRAGMA synchronous=FULL")
+
+    def _is_light(self, effect: str) -> bool:
+        """Whether a step of ``effect`` is journaled without an fsync of its own.
+
+        Under ``power`` durability, a read-only step's intent and outcome are committed
+        to the write-ahead log as under ``process`` durability: a crash of the process
+        loses neither, and the next step that writes (or a checkpoint) flushes them to
+        the disk with its own fsync, as the log is one file written in order. Only a
+        power cut right after reads can drop the record of those reads, which changed
+        nothing and are never compensated; every step that can change something is on
+        the disk before it runs.
+        """
+        return self.durability is Durability.POWER and effect == "read_only"
 
     def _migrate(self) -> None:
         with self._tx() as c:
@@ -502,7 +525,8 @@ class SQLiteJournal:
         args_json = _dumps(args)
         approval_json = _dumps(approval)
         edges = sorted(set(requires))
-        with self._tx() as c:
+        light = self._is_light(effect)
+        with self._tx(light=light) as c:
             for _attempt in range(2):
                 seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
                 key = self.forward_key(run_id, seq)
@@ -541,6 +565,8 @@ class SQLiteJournal:
                     f"run {run_id} was rolled back ({status}); it takes no new calls. Start a new run."
                 )
             self._seq_hint[run_id] = seq + 1
+            if light:
+                self._light.add((run_id, seq))
             if edges:
                 c.executemany(
                     "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
@@ -582,7 +608,8 @@ class SQLiteJournal:
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
     ) -> None:
-        with self._tx() as c:
+        light = (run_id, seq) in self._light
+        with self._tx(light=light) as c:
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
                 "compensation = ?, compensation_error = ? WHERE run_id = ? AND seq = ? AND state = 'pending'",
@@ -601,6 +628,7 @@ class SQLiteJournal:
                 # Another process decided this step was orphaned: keep the late outcome as
                 # an event, do not overwrite what a person may already have resolved.
                 self._event(c, run_id, seq, "late_outcome", {"state": state.value, "error": error})
+        self._light.discard((run_id, seq))
 
     def resolve_step(
         self,

@@ -888,6 +888,10 @@ class _CallState:
     answer: types.ElicitResult | None = None  # an approval answered by input_required
     raw: dict[str, Any] | None = None
     structured: dict[str, Any] | None = None
+    reply: Callable[[dict[str, Any]], None] | None = None
+    """Set on the raw path: sends a result to the client at once (a read's, before its
+    outcome is journaled); :attr:`replied` then says it was sent."""
+    replied: bool = False
 
 
 _CURRENT: ContextVar[_CallState | None] = ContextVar("reversi_gateway_call", default=None)
@@ -1114,18 +1118,27 @@ class Gateway:
     # -- the call --------------------------------------------------------------------
 
     async def relay_call(
-        self, name: str, args: dict[str, Any], meta: dict[str, Any], client: str
-    ) -> dict[str, Any]:
+        self,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any],
+        client: str,
+        reply: Callable[[dict[str, Any]], None] | None = None,
+    ) -> dict[str, Any] | None:
         """Serve one ``tools/call`` from its parsed JSON; return the result object.
 
         The caller made sure that no person needs to be asked (``name`` not in
-        :attr:`asks`) and that ``args`` and ``meta`` are objects.
+        :attr:`asks`) and that ``args`` and ``meta`` are objects. With ``reply``, a
+        read-only tool's result is passed to it as soon as the upstream answered, before
+        the step's outcome is journaled (see :meth:`reversi_core.engine.Run.call`), and
+        ``None`` is returned: the client has its answer already.
         """
         run = self._run or self.ensure_run(client)
         reason = meta.get(REASON_META)
-        state = _CallState()
+        state = _CallState(reply=reply)
         _CURRENT.set(state)  # the caller runs each call in a task (a context) of its own
-        return await self._call(run, name, args, reason if type(reason) is str else None, state)
+        result = await self._call(run, name, args, reason if type(reason) is str else None, state)
+        return None if state.replied else result
 
     async def _call(
         self,
@@ -1138,8 +1151,16 @@ class Gateway:
         refusal = self.index.refusals.get(name)
         if refusal is not None:
             return self._refuse_unserved(run, name, args, reason, refusal, state)
+        on_read = None
+        if state.reply is not None:
+            reply = state.reply
+
+            def on_read(seq: int, result: dict[str, Any]) -> None:
+                reply(self._success(run, seq, result, state))
+                state.replied = True
+
         try:
-            seq, result = await run.call(name, args, reason=reason)
+            seq, result = await run.call(name, args, reason=reason, on_read=on_read)
         except CallRejected as exc:
             return self._error(run, state, "rejected", _rejection(exc), _rejection_message(exc))
         except RunClosedError as exc:
@@ -1162,6 +1183,9 @@ class Gateway:
         except ToolError as exc:
             return self._error(run, state, "failed", exc.to_json(), str(exc))
         except ReversiError as exc:  # a journal failure: nothing we can promise
+            if state.replied:  # a read answered before its outcome could be journaled
+                _say(f"error: {name}: step {state.step}: {exc}", self._errlog)
+                return {}
             return self._error(
                 run,
                 state,
@@ -1169,6 +1193,12 @@ class Gateway:
                 {"type": "gateway_error", "code": "gateway"},
                 f"the gateway could not journal this call: {exc}",
             )
+        return self._success(run, seq, result, state)
+
+    def _success(
+        self, run: Run, seq: int, result: dict[str, Any], state: _CallState
+    ) -> dict[str, Any]:
+        """The ``CallToolResult`` of a step that succeeded with ``result``."""
         meta: dict[str, Any] = {OUTCOME_META: "succeeded", RUN_META: run.id, STEP_META: seq}
         raw = state.raw
         if raw is not None and (result is state.structured or result == state.structured):
@@ -1623,23 +1653,34 @@ class _Downstream:
         client: str,
         modern: bool,
     ) -> None:
+        sent = False
+
+        def reply(result: dict[str, Any]) -> None:
+            nonlocal sent
+            if modern:  # what the SDK adds to a 2026-07-28 result
+                result["resultType"] = "complete"
+                result["_meta"][SERVER_INFO_META_KEY] = self._stamp
+            self._answer(rid, result=result)
+            sent = True
+
         try:
-            result = await self.gateway.relay_call(name, args, meta, client)
+            result = await self.gateway.relay_call(name, args, meta, client, reply)
         except asyncio.CancelledError:
-            if self._closing:  # the session ends (not the client's cancel): say so
+            if self._closing and not sent:  # the session ends (not the client's cancel)
                 self._answer(rid, error={"code": CONNECTION_CLOSED, "message": "Connection closed"})
             raise
         except Exception as exc:
             _say(f"error: {name}: {_describe(exc)}", self._errlog)
-            self._answer(rid, error={"code": INTERNAL_ERROR, "message": "Internal server error"})
+            if not sent:
+                self._answer(
+                    rid, error={"code": INTERNAL_ERROR, "message": "Internal server error"}
+                )
             return
         finally:
             if self._inflight.get(rid) is asyncio.current_task():
                 del self._inflight[rid]
-        if modern:  # what the SDK adds to a 2026-07-28 result
-            result["resultType"] = "complete"
-            result["_meta"][SERVER_INFO_META_KEY] = self._stamp
-        self._answer(rid, result=result)
+        if result is not None:  # else a read, answered already
+            reply(result)
         if self.out is not None:
             await self.out.drain()
 
