@@ -62,7 +62,6 @@ __all__ = [
 
 UNDOABLE = (Effect.REVERSIBLE, Effect.COMPENSABLE)
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
-WRITE_METHODS = ("POST", "PUT", "PATCH", "DELETE")
 INJECTED_REFUSAL = 422
 """The status the forward-failure check injects into every call of a backend with faults."""
 
@@ -126,10 +125,18 @@ def needs_faults(scene: Scene, purpose: str) -> Any:
     if faults is None:
         raise fail(
             f"the backend offers no fault injection (its handle has no 'faults') to inject "
-            f"{purpose}; serve the fake with reversi_core.testing.FakeServer, give the fixture an "
-            "undo_fault (for a failing undo), or declare the check not applicable with the reason"
+            f"{purpose}; serve the fake with reversi_core.testing.FakeServer (or give a non-HTTP "
+            "handle a 'faults' of its own: reversi_core.certification.FaultControls), give the "
+            "fixture an undo_fault (for a failing undo), or declare the check not applicable "
+            "with the reason"
         )
     return faults
+
+
+def injected(subject: Subject, status: int) -> str:
+    """How a check names an injected status: ``HTTP 403``, with the vendor's codes for it."""
+    codes = subject.fixture.codes_for(status)
+    return f"HTTP {status}" + (f" ({'/'.join(sorted(codes))})" if codes else "")
 
 
 @contextmanager
@@ -148,19 +155,16 @@ def armed(scene: Scene, fault: Fault) -> Iterator[None]:
 def armed_on_effect(scene: Scene, fault: Fault, manifest: Manifest) -> Iterator[None]:
     """``fault`` on every request through which the tool of ``manifest`` can lose its effect.
 
-    For a writing tool that is every request that may write (POST, PUT, PATCH, DELETE): a
-    read it makes first (add_labels reads the labels it must not add twice) goes through,
-    so the fault lands on the write, whose lost answer must be uncertain. A failed read
+    For a writing tool that is every request through which a change takes effect
+    (``writes=True``: an HTTP POST, PUT, PATCH or DELETE; a database's ``COMMIT``): a read
+    it makes first (add_labels reads the labels it must not add twice) goes through, so
+    the fault lands on the write, whose lost answer must be uncertain. A failed read
     before any write is a plain ToolError, and arming the fault on it would demand a lie.
     For a read-only tool, every request.
     """
     what = f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
     faults = needs_faults(scene, what)
-    if writes(manifest):
-        for method in WRITE_METHODS:
-            faults.add(fault, method=method, times=None)
-    else:
-        faults.add(fault, times=None)
+    faults.add(fault, times=None, writes=writes(manifest))
     try:
         yield
     finally:
@@ -315,7 +319,11 @@ async def check_forward_success(subject: Subject) -> str:
 
 
 def _refusal(subject: Subject, what: str, exc: BaseException, status: int | None = None) -> None:
-    """Check one refusal: a ToolError naming its status, without the credential."""
+    """Check one refusal: a ToolError naming its status (or the vendor's code for it), clean.
+
+    With ``status``, the error must have ``ToolError.status == status`` or a ``code`` the
+    fixture's ``error_codes`` maps to ``status``; either way its message must name it.
+    """
     if isinstance(exc, EffectUncertainError):
         raise fail(f"{what} was reported uncertain, but the backend refused it: {exc}")
     if not isinstance(exc, ToolError):
@@ -323,10 +331,19 @@ def _refusal(subject: Subject, what: str, exc: BaseException, status: int | None
     text = str(exc)
     if leaks(text, subject.fixture.credential) or leaks(str(exc.code), subject.fixture.credential):
         raise fail(f"{what}: the error carries the credential")
-    if status is not None and exc.status != status:
-        raise fail(f"{what}: ToolError.status is {exc.status}, expected {status}: {text}")
+    codes = subject.fixture.codes_for(status) if status is not None else frozenset()
+    by_code = exc.code in codes
+    if status is not None and exc.status != status and not by_code:
+        if not codes:
+            raise fail(f"{what}: ToolError.status is {exc.status}, expected {status}: {text}")
+        raise fail(
+            f"{what}: ToolError.status is {exc.status} and its code {exc.code!r} is not one of "
+            f"{', '.join(sorted(codes))} (the codes the fixture says stand for {status}): {text}"
+        )
     if exc.status is not None and str(exc.status) not in text:
         raise fail(f"{what}: the error does not name HTTP {exc.status}: {text}")
+    if by_code and exc.status != status and str(exc.code) not in text:
+        raise fail(f"{what}: the error does not name its code {exc.code}: {text}")
 
 
 async def check_forward_failure(subject: Subject) -> str:
@@ -356,7 +373,7 @@ async def check_forward_failure(subject: Subject) -> str:
                         f"{what} was refused but changed the backend: {difference(before, after)}"
                     )
                 count += 1
-    injected = 0
+    count_injected = 0
     async with scenario(subject, "ff-probe") as probe:
         has_faults = probe.faults is not None
     if has_faults:
@@ -368,22 +385,21 @@ async def check_forward_failure(subject: Subject) -> str:
                 fault = Fault.status(
                     INJECTED_REFUSAL, json={"message": "certification: injected refusal"}
                 )
+                refusal = injected(subject, INJECTED_REFUSAL)
                 with armed(scene, fault):
                     try:
                         await scene.call(tool, args)
                     except Exception as exc:
-                        _refusal(
-                            subject, f"{tool} under HTTP {INJECTED_REFUSAL}", exc, INJECTED_REFUSAL
-                        )
+                        _refusal(subject, f"{tool} under {refusal}", exc, INJECTED_REFUSAL)
                     else:
-                        raise fail(
-                            f"{tool} succeeded although the backend answered {INJECTED_REFUSAL}"
-                        )
+                        raise fail(f"{tool} succeeded although the backend answered {refusal}")
                 if scene.fingerprint() != before:
-                    raise fail(f"{tool} under HTTP {INJECTED_REFUSAL} changed the backend")
-                injected += 1
+                    raise fail(f"{tool} under {refusal} changed the backend")
+                count_injected += 1
     return f"{count} declared refusals" + (
-        f", {injected} injected HTTP {INJECTED_REFUSAL}" if injected else ""
+        f", {count_injected} injected {injected(subject, INJECTED_REFUSAL)}"
+        if count_injected
+        else ""
     )
 
 
@@ -453,6 +469,7 @@ async def check_retry(subject: Subject) -> str:
                     ) from None
                 else:
                     raise fail(f"{tool} succeeded although the connection was dropped unanswered")
+        unavailable = injected(subject, 503)
         async with scenario(subject, f"retry-5xx-{tool}") as scene:
             args = await scene.prepare(example)
             before = scene.fingerprint()
@@ -460,16 +477,18 @@ async def check_retry(subject: Subject) -> str:
                 try:
                     await scene.call(tool, args)
                 except Exception as exc:
-                    _refusal(subject, f"{tool} under HTTP 503", exc, 503)
+                    _refusal(subject, f"{tool} under {unavailable}", exc, 503)
                 else:
-                    raise fail(f"{tool} succeeded although the backend answered 503")
+                    raise fail(f"{tool} succeeded although the backend answered {unavailable}")
             if scene.fingerprint() != before:
-                raise fail(f"{tool} under HTTP 503 changed the backend")
+                raise fail(f"{tool} under {unavailable} changed the backend")
             try:
                 await scene.call(tool, args)
             except ReversiError as exc:
-                raise fail(f"{tool} failed when retried after the 503 cleared: {exc}") from None
-    return f"{len(manifests)} tools: dropped connection, 503, retry"
+                raise fail(
+                    f"{tool} failed when retried after the {unavailable} cleared: {exc}"
+                ) from None
+    return f"{len(manifests)} tools: dropped connection, {injected(subject, 503)}, retry"
 
 
 # -- 5. compensation success -----------------------------------------------------------
@@ -612,11 +631,12 @@ async def check_verification_failure(subject: Subject) -> str | NotApplicableHer
 
 
 async def check_permission_denial(subject: Subject) -> str:
-    """401 and 403 on every tool: ToolError naming the status, no credential, nothing changed."""
+    """401 and 403 on every tool: ToolError naming the status (or code), no credential, nothing changed."""
     manifests = subject.manifests
     first_examples(subject, sorted(manifests))
     for tool in sorted(manifests):
         for status in (401, 403):
+            denied = injected(subject, status)
             async with scenario(subject, f"perm-{tool}-{status}") as scene:
                 args = await scene.prepare(subject.examples(tool)[0])
                 before = scene.fingerprint()
@@ -625,12 +645,12 @@ async def check_permission_denial(subject: Subject) -> str:
                     try:
                         await scene.call(tool, args)
                     except Exception as exc:
-                        _refusal(subject, f"{tool} under HTTP {status}", exc, status)
+                        _refusal(subject, f"{tool} under {denied}", exc, status)
                     else:
-                        raise fail(f"{tool} succeeded although the backend answered {status}")
+                        raise fail(f"{tool} succeeded although the backend answered {denied}")
                 if scene.fingerprint() != before:
-                    raise fail(f"{tool} under HTTP {status} changed the backend")
-    return f"{len(manifests)} tools × 401, 403"
+                    raise fail(f"{tool} under {denied} changed the backend")
+    return f"{len(manifests)} tools × {injected(subject, 401)}, {injected(subject, 403)}"
 
 
 # -- 9. timeout ------------------------------------------------------------------------

@@ -9,6 +9,11 @@ so it is also a worked example of a fixture for an HTTP connector.
 Each ``Broken*`` subclass gets exactly one thing wrong, the way a real connector might;
 ``test_selftest.py`` shows the check that must catch it failing.
 
+:class:`MemoVendorCodes` stands for a connector whose vendor does not answer in HTTP
+statuses (a database, a message broker): its refusals carry only the vendor's own code
+(:data:`VENDOR_CODES`), which its fixture declares in ``error_codes``, the way the
+postgres fixture declares SQLSTATEs.
+
 The fake service (all routes need ``Authorization: Bearer <TOKEN>``, else 401):
 
 - ``GET /notes/{id}``: the note, or 404;
@@ -26,7 +31,7 @@ import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict
 
@@ -41,6 +46,14 @@ TOKEN = "memo-certification-token-5f2a9c"
 
 LIMIT = 0.3
 """Seconds the memo connectors built by the fixture wait for an answer."""
+
+VENDOR_CODES: Mapping[int, str] = {
+    401: "MEMO-AUTH",
+    403: "MEMO-DENIED",
+    422: "MEMO-INVALID",
+    503: "MEMO-BUSY",
+}
+"""The codes :class:`MemoVendorCodes` answers with instead of these HTTP statuses."""
 
 
 # -- the fake service ------------------------------------------------------------------
@@ -141,6 +154,8 @@ class MemoConnector(Connector):
 
     name = "memo"
     credential_env = "MEMO_TOKEN"
+    vendor_codes = False
+    """Whether refusals carry the vendor's code instead of the HTTP status."""
 
     def __init__(self, base_url: str, token: str, timeouts: Timeouts | None = None) -> None:
         self.token = token
@@ -264,7 +279,11 @@ async def _tag_the_new_note(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any
 def memo_fixture(
     cls: type[MemoConnector] = MemoConnector, *, call_timeout: float = LIMIT
 ) -> CertificationFixture[FakeServer]:
-    """The fixture of ``cls`` (the good connector or a broken variant) against the fake."""
+    """The fixture of ``cls`` (the good connector or a broken variant) against the fake.
+
+    A connector that answers in vendor codes (``cls.vendor_codes``) gets the fixture's
+    ``error_codes`` declaring :data:`VENDOR_CODES`.
+    """
     return CertificationFixture(
         backend=memo_backend,
         seed=seed,
@@ -287,6 +306,7 @@ def memo_fixture(
         ],
         credential=TOKEN,
         call_timeout=call_timeout,
+        error_codes={st: {code} for st, code in VENDOR_CODES.items()} if cls.vendor_codes else {},
     )
 
 
@@ -448,3 +468,40 @@ class BrokenSchemaDrifts(MemoConnector):
             "properties": {**schemas["memo.get_note"]["properties"], "extra": {"type": "string"}},
         }
         return schemas
+
+
+# -- a vendor that answers in codes, not HTTP statuses ---------------------------------
+
+
+class MemoVendorCodes(MemoConnector):
+    """Refusals carry only the vendor's code (``MEMO-DENIED`` for a 403...), named in the message."""
+
+    vendor_codes = True
+    answers: ClassVar[Mapping[int, str]] = VENDOR_CODES
+
+    def refusal(self, name: str, code: str) -> ToolError:
+        return ToolError(f"{name}: memo refused the call with {code}", code=code)
+
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
+        try:
+            return await super().call(name, args, ctx)
+        except ToolError as exc:
+            code = self.answers.get(exc.status) if exc.status is not None else None
+            if code is None:
+                raise
+            raise self.refusal(name, code) from None
+
+
+class BrokenCodeForDenial(MemoVendorCodes):
+    """A 403 is answered with the code for a 401: a missing privilege looks like a bad login."""
+
+    answers: ClassVar[Mapping[int, str]] = {**VENDOR_CODES, 403: VENDOR_CODES[401]}
+
+
+class BrokenCodeUnnamed(MemoVendorCodes):
+    """The right code, but the message does not say it: a reader cannot tell what happened."""
+
+    def refusal(self, name: str, code: str) -> ToolError:
+        return ToolError(f"{name}: memo refused the call", code=code)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -20,16 +21,26 @@ from reversi_core.certification import CHECKS
 
 BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
     "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
-    "forward_failure": [(memo.BrokenSwallowsRefusal, "succeeded")],
+    "forward_failure": [
+        (memo.BrokenSwallowsRefusal, "succeeded"),
+        (memo.BrokenCodeUnnamed, "does not name its code MEMO-INVALID"),
+    ],
     "duplicate_call": [(memo.BrokenRepeatFails, "failed when called twice")],
-    "retry": [(memo.BrokenLosesUncertainty, "uncertainty lost")],
+    "retry": [
+        (memo.BrokenLosesUncertainty, "uncertainty lost"),
+        (memo.BrokenCodeUnnamed, "does not name its code MEMO-BUSY"),
+    ],
     "compensation_success": [
         (memo.BrokenUndoDoesNothing, "the undo changed nothing"),
         (memo.BrokenCompensationArgs, "do not form a registry"),
     ],
     "compensation_failure": [(memo.BrokenUndoIgnoresErrors, "yet the step is compensated")],
     "verification_failure": [(memo.BrokenUndoDoesNothing, "does not restore the prior state")],
-    "permission_denial": [(memo.BrokenHidesStatus, "ToolError.status is None, expected 401")],
+    "permission_denial": [
+        (memo.BrokenHidesStatus, "ToolError.status is None, expected 401"),
+        (memo.BrokenCodeForDenial, "'MEMO-AUTH' is not one of MEMO-DENIED"),
+        (memo.BrokenCodeUnnamed, "does not name its code MEMO-AUTH"),
+    ],
     "timeout": [(memo.BrokenNoTimeout, "has no timeout of its own")],
     "redaction": [(memo.BrokenLeaksToken, "carries the credential")],
     "dependency_block": [(memo.BrokenMissingEdge, "recorded no edge")],
@@ -63,6 +74,58 @@ async def test_a_broken_connector_fails(
     outcome = await runner.run_check(check, subject(cls, tmp_path))
     assert outcome.status == "fail", f"{cls.__name__} passed {check}: {outcome.detail}"
     assert words in outcome.detail, outcome.detail
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("check", CHECKS)
+async def test_a_connector_answering_in_vendor_codes_passes_with_its_mapping(
+    check: str, tmp_path: Path
+) -> None:
+    outcome = await runner.run_check(check, subject(memo.MemoVendorCodes, tmp_path))
+    assert outcome.status == "pass", outcome.detail
+    if check == "permission_denial":
+        assert "HTTP 401 (MEMO-AUTH), HTTP 403 (MEMO-DENIED)" in outcome.detail
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("check", "status"), [("forward_failure", 422), ("retry", 503), ("permission_denial", 401)]
+)
+async def test_vendor_codes_pass_only_because_the_fixture_declares_them(
+    check: str, status: int, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    coded = subject(memo.MemoVendorCodes, tmp_path)
+    undeclared = dataclasses.replace(coded.fixture, error_codes={})
+    outcome = await runner.run_check(check, dataclasses.replace(coded, fixture=undeclared))
+    assert outcome.status == "fail"
+    assert f"ToolError.status is None, expected {status}" in outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("codes", "words"),
+    [
+        ({403: "42501"}, "a collection of codes, not the string"),
+        ({403: set()}, "at least one non-empty code"),
+        ({403: {""}}, "at least one non-empty code"),
+        ({42: {"x"}}, "is not an HTTP status"),
+        ({True: {"x"}}, "is not an HTTP status"),
+    ],
+)
+def test_malformed_error_codes_are_refused(codes: dict[Any, Any], words: str) -> None:
+    import dataclasses
+
+    good = memo.memo_fixture()
+    with pytest.raises(ValueError, match=words):
+        dataclasses.replace(good, error_codes=codes)
+
+
+def test_error_codes_are_kept_as_sets_by_status() -> None:
+    fixture = memo.memo_fixture(memo.MemoVendorCodes)
+    assert fixture.codes_for(403) == frozenset({"MEMO-DENIED"})
+    assert fixture.codes_for(500) == frozenset()
+    assert memo.memo_fixture().codes_for(403) == frozenset()
 
 
 @pytest.mark.anyio

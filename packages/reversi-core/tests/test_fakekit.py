@@ -225,6 +225,23 @@ def test_faults_match_method_path_template_and_prefix(
     assert http.get("/repos/o/r/git/refs/x").status_code == 503
 
 
+def test_a_writes_fault_takes_only_requests_that_can_change_something(
+    http: httpx.Client, server: FakeServer
+) -> None:
+    armed = server.faults.add(Fault.status(503), writes=True, times=None)
+    assert http.get("/counter").status_code == 200
+    assert http.head("/counter").status_code == 200
+    assert http.post("/counter/increment").status_code == 503
+    assert http.delete("/counter").status_code == 503
+    assert armed.hits == 2
+    assert "writes=True" in repr(armed)
+    server.faults.clear()
+    only_posts = server.faults.add(Fault.status(500), writes=True, method="POST", times=None)
+    assert http.delete("/counter").status_code == 204  # a write, but not the method asked for
+    assert http.post("/counter/increment").status_code == 500
+    assert only_posts.hits == 1
+
+
 def test_the_first_armed_fault_that_matches_wins(http: httpx.Client, server: FakeServer) -> None:
     server.faults.add(Fault.status(429), path="/counter")
     server.faults.add(Fault.status(500))

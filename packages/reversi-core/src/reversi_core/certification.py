@@ -16,7 +16,11 @@ entry-point group through the connector class's top-level package
   is such a handle as it is: the suite arms faults through the handle's ``faults``
   attribute (a :class:`reversi_core.testing.Faults`) and reads what the backend received
   from its ``requests`` (:class:`reversi_core.testing.FakeRequest` objects). A handle
-  without ``faults`` offers no fault injection; one without ``requests`` records nothing;
+  without ``faults`` offers no fault injection; one without ``requests`` records nothing.
+  A backend that does not speak HTTP offers fault injection with any ``faults`` object
+  that realises the same :class:`reversi_core.testing.Fault` descriptions in its own
+  protocol (:class:`FaultControls`), and says in :attr:`CertificationFixture.error_codes`
+  which of its error codes stand for the HTTP statuses the checks inject;
 - how to build the connector against that backend, and which credential it was given;
 - example arguments for every tool (a mapping, or an :data:`ArgsBuilder` that prepares
   the backend through an :class:`ExampleContext` and returns the arguments);
@@ -32,14 +36,17 @@ docs/certification-guide.md walks through writing a fixture.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from .connector import Connector
 from .errors import ConfigurationError
+
+if TYPE_CHECKING:  # the fake-server kit is imported only by the tests that serve a fake
+    from .testing import Fault
 
 __all__ = [
     "CHECKS",
@@ -54,6 +61,7 @@ __all__ = [
     "Dependency",
     "Example",
     "ExampleContext",
+    "FaultControls",
     "NotApplicable",
     "Residue",
     "fixture_module_name",
@@ -119,8 +127,9 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
         CheckInfo(
             "forward_failure",
             "Forward failure",
-            "a call the backend turns down raises ToolError (naming the HTTP status when there is "
-            "one) without the credential, and the backend stays as it was",
+            "a call the backend turns down raises ToolError (naming the HTTP status, or the "
+            "vendor's error code, when there is one) without the credential, and the backend "
+            "stays as it was",
         ),
         CheckInfo(
             "duplicate_call",
@@ -132,8 +141,8 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
             "retry",
             "Retry",
             "a connection dropped after a write was sent raises EffectUncertainError, on a read a "
-            "ToolError; a 5xx raises ToolError naming the status; once the fault is gone the same "
-            "call succeeds",
+            "ToolError; a 503 (or the vendor's code for it) raises ToolError naming it; once the "
+            "fault is gone the same call succeeds",
         ),
         CheckInfo(
             "compensation_success",
@@ -157,8 +166,8 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
         CheckInfo(
             "permission_denial",
             "Permission denial",
-            "a 401 and a 403 each raise ToolError naming the status, without the credential, and "
-            "change nothing",
+            "a 401 and a 403 (or the vendor's codes for them) each raise ToolError naming it, "
+            "without the credential, and change nothing",
         ),
         CheckInfo(
             "timeout",
@@ -259,6 +268,35 @@ class ExampleContext(Protocol[H_co]):
         ...
 
 
+class FaultControls(Protocol):
+    """What the suite needs of a backend handle's ``faults`` attribute.
+
+    :class:`reversi_core.testing.Faults` (``FakeServer.faults``) is one. A backend that
+    does not speak HTTP implements the same two methods in its own protocol:
+
+    - ``add(fault, times=..., writes=...)`` arms a :class:`reversi_core.testing.Fault`:
+      ``drop_after_read`` closes the connection once a request was received (``apply``:
+      the backend still carried it out), ``status(N)`` makes the backend answer with its
+      own error for HTTP status ``N`` (the codes the fixture maps to ``N`` in
+      :attr:`CertificationFixture.error_codes`), ``hang`` makes it read a request and say
+      nothing for ``seconds``. ``times`` is how many requests it takes (``None``: every
+      one until :meth:`clear`); ``writes=True`` limits it to the requests through which a
+      change takes effect (an HTTP POST/PUT/PATCH/DELETE, a database's ``COMMIT``), so
+      that a writing tool's lost answer lands where its outcome is really unknown;
+    - ``clear()`` disarms everything and puts the backend back as it was.
+
+    A ``status`` the handle has no counterpart for should raise ``ValueError`` saying so.
+    """
+
+    def add(self, fault: Fault, *, times: int | None = ..., writes: bool = ...) -> object:
+        """Arm ``fault``; return a handle on it (the suite does not use it)."""
+        ...
+
+    def clear(self) -> None:
+        """Disarm every fault and undo whatever arming it changed in the backend."""
+        ...
+
+
 ArgsBuilder = Callable[[ExampleContext[Any]], Awaitable[Mapping[str, Any]]]
 """Prepares the backend (through the context) and returns the arguments of the call under test."""
 
@@ -301,8 +339,15 @@ class CertificationFixture(Generic[H]):
     ``sends_idempotency_key`` lists the tools that pass the call's idempotency key to
     the vendor (the duplicate-call check covers them as well as every idempotent tool).
 
+    ``error_codes`` is for backends that do not answer in HTTP statuses: for each status
+    the checks inject (401, 403, 422, 500, 503), the vendor error codes
+    (``ToolError.code``) that stand for it, e.g. ``{403: {"42501"}}`` for PostgreSQL's
+    insufficient_privilege. Where the checks demand ``ToolError.status == N``, a code in
+    ``error_codes[N]`` is accepted instead, and the error must then name that code.
+
     ``not_applicable`` maps a check id to its reason (a string or :class:`NotApplicable`).
-    Raises ``ValueError`` for an unknown check id or an empty reason.
+    Raises ``ValueError`` for an unknown check id, an empty reason, or an ``error_codes``
+    entry that is not an HTTP status with at least one non-empty code.
     """
 
     backend: Callable[[Path], AbstractContextManager[H]]
@@ -317,9 +362,23 @@ class CertificationFixture(Generic[H]):
     credential: str | None = None
     call_timeout: float = 1.0
     sends_idempotency_key: frozenset[str] = frozenset()
+    error_codes: Mapping[int, Iterable[str]] = field(default_factory=dict)
     not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
+        codes: dict[int, frozenset[str]] = {}
+        for status, given in self.error_codes.items():
+            if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
+                raise ValueError(f"error_codes: {status!r} is not an HTTP status")
+            if isinstance(given, str):
+                raise ValueError(
+                    f"error_codes[{status}] must be a collection of codes, not the string {given!r}"
+                )
+            found = frozenset(given)
+            if not found or not all(isinstance(c, str) and c.strip() for c in found):
+                raise ValueError(f"error_codes[{status}] needs at least one non-empty code")
+            codes[status] = found
+        object.__setattr__(self, "error_codes", codes)
         normalised: dict[str, NotApplicable] = {}
         for check, why in self.not_applicable.items():
             if check not in CHECKS:
@@ -333,6 +392,11 @@ class CertificationFixture(Generic[H]):
             raise ValueError("the certification credential must be at least 8 characters long")
         if self.call_timeout <= 0:
             raise ValueError("call_timeout must be a positive number of seconds")
+
+    def codes_for(self, status: int) -> frozenset[str]:
+        """The vendor error codes that stand for HTTP ``status`` (empty when none are declared)."""
+        found = self.error_codes.get(status)
+        return frozenset(found) if found is not None else frozenset()
 
     def reason(self, check: str) -> str | None:
         """The declared not-applicable reason of ``check``, or ``None`` when it applies."""

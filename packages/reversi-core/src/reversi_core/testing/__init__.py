@@ -10,10 +10,11 @@ for ``FakeServer(app, tls=True)``.
 """
 
 from ._app import FakeApp, FakeRequest, FakeResponse, Handler
-from ._faults import ArmedFault, Fault, FaultKind, Faults
+from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
 from ._server import FakeServer, FakeServerError
 
 __all__ = [
+    "WRITE_METHODS",
     "ArmedFault",
     "FakeApp",
     "FakeRequest",

@@ -9,9 +9,12 @@ from typing import Any, Literal
 
 from ._app import compile_template
 
-__all__ = ["ArmedFault", "Fault", "FaultKind", "Faults"]
+__all__ = ["WRITE_METHODS", "ArmedFault", "Fault", "FaultKind", "Faults"]
 
 FaultKind = Literal["drop_after_read", "status", "hang"]
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+"""The HTTP methods through which a request can change something (``writes=True`` faults)."""
 
 
 @dataclass(frozen=True)
@@ -86,10 +89,12 @@ class ArmedFault:
         path: str | None,
         path_prefix: str | None,
         times: int | None,
+        writes: bool = False,
     ) -> None:
         if times is not None and times < 1:
             raise ValueError("times must be >= 1 or None (unlimited)")
         self.fault = fault
+        self.writes = writes
         self.method = method.upper() if method else None
         self.path = path
         self.path_prefix = path_prefix
@@ -106,6 +111,8 @@ class ArmedFault:
         """Whether a request (decoded path) is one this fault is armed for."""
         if self.method is not None and method.upper() != self.method:
             return False
+        if self.writes and method.upper() not in WRITE_METHODS:
+            return False
         if self._pattern is not None and not self._pattern.fullmatch(path):
             return False
         return self.path_prefix is None or path.startswith(self.path_prefix)
@@ -113,7 +120,8 @@ class ArmedFault:
     def __repr__(self) -> str:
         return (
             f"ArmedFault({self.fault.kind}, method={self.method}, path={self.path}, "
-            f"path_prefix={self.path_prefix}, hits={self.hits}, remaining={self.remaining})"
+            f"path_prefix={self.path_prefix}, writes={self.writes}, hits={self.hits}, "
+            f"remaining={self.remaining})"
         )
 
 
@@ -137,14 +145,22 @@ class Faults:
         path: str | None = None,
         path_prefix: str | None = None,
         times: int | None = 1,
+        writes: bool = False,
     ) -> ArmedFault:
         """Arm ``fault`` for requests matching every filter given; return its counter.
 
         ``method`` (any when ``None``); ``path`` an exact path or a route template such
         as ``/repos/{owner}/{repo}/issues``; ``path_prefix`` a prefix of the decoded
-        path; ``times`` how many requests it takes (``None``: every one until cleared).
+        path; ``writes`` only requests that can change something (:data:`WRITE_METHODS`);
+        ``times`` how many requests it takes (``None``: every one until cleared).
+
+        ``times`` and ``writes`` are the part of this signature that the certification
+        suite uses, and that any backend handle's ``faults`` must accept
+        (:class:`reversi_core.certification.FaultControls`).
         """
-        armed = ArmedFault(fault, method=method, path=path, path_prefix=path_prefix, times=times)
+        armed = ArmedFault(
+            fault, method=method, path=path, path_prefix=path_prefix, times=times, writes=writes
+        )
         with self._lock:
             self._armed.append(armed)
         return armed
