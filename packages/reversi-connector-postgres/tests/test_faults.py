@@ -7,6 +7,7 @@ after passing it on, so the tests know exactly what the server did.
 
 from __future__ import annotations
 
+import secrets
 import socket
 import time
 from pathlib import Path
@@ -15,6 +16,7 @@ import pytest
 from _pgfixtures import AGENT_PASSWORD, Db
 
 from reversi_connector_postgres import PostgresConnector
+from reversi_connector_postgres._session import login_refusal
 from reversi_connector_postgres.testing import WireProxy
 from reversi_core import Run, SQLiteJournal, executor_for, registry_for
 from reversi_core.connector import CallContext
@@ -61,15 +63,56 @@ def READER_SECRET_FREE(text: str) -> bool:
     return "reader-" not in text and "agent-" not in text
 
 
-async def test_a_wrong_password_is_a_connect_error_without_the_password(db: Db) -> None:
+async def test_a_wrong_password_is_28P01_without_the_password(db: Db) -> None:
     url = db.agent_url.replace(AGENT_PASSWORD, "wrong-password-123")
     pg = PostgresConnector(url)
     with pytest.raises(ToolError) as caught:
         await pg.call("postgres.insert_row", INSERT)
-    assert caught.value.code == "connect"
+    assert caught.value.code == "28P01"
+    assert "(SQLSTATE 28P01)" in str(caught.value)
     assert "password authentication failed" in str(caught.value)
     assert "wrong-password-123" not in str(caught.value)
     assert "nothing was sent" in str(caught.value)
+
+
+async def test_a_login_refused_by_the_server_carries_its_sqlstate(db: Db) -> None:
+    """Each refusal is caused for real; the SQLSTATEs are what the server logs for them."""
+    role = f"refused_{secrets.token_hex(3)}"
+    password = "refused-" + secrets.token_hex(8)
+    db.grant(f"CREATE ROLE {role} LOGIN PASSWORD '{password}'")
+    url = db.server.url(user=role, password=password, dbname=db.name)
+    pg = PostgresConnector(url, timeout=5)
+    query = {"sql": "SELECT 1"}
+    try:
+        assert (await pg.call("postgres.query", query))["rows"] == [[1]]
+        for change, sqlstate, words in (
+            (f"ALTER ROLE {role} CONNECTION LIMIT 0", "53300", "too many connections for role"),
+            (f"ALTER ROLE {role} NOLOGIN", "28000", "is not permitted to log in"),
+            (f"REVOKE CONNECT ON DATABASE {db.name} FROM PUBLIC", "42501", "permission denied"),
+        ):
+            db.grant(change)
+            with pytest.raises(ToolError) as caught:
+                await pg.call("postgres.query", query)
+            assert caught.value.code == sqlstate, change
+            assert f"(SQLSTATE {sqlstate})" in str(caught.value)
+            assert words in str(caught.value)
+            assert password not in str(caught.value)
+            db.grant(
+                f"ALTER ROLE {role} LOGIN CONNECTION LIMIT -1",
+                f"GRANT CONNECT ON DATABASE {db.name} TO PUBLIC",
+            )
+        assert (await pg.call("postgres.query", query))["rows"] == [[1]]
+    finally:
+        db.grant(f"DROP ROLE {role}")
+
+
+def test_a_refusal_in_words_it_does_not_know_keeps_the_connect_code() -> None:
+    assert login_refusal('FATAL:  password authentication failed for user "a"') == "28P01"
+    assert login_refusal('FATAL:  Ident authentication failed for user "a"') == "28000"
+    assert login_refusal("FATAL:  the database system is starting up") == "57P03"
+    assert login_refusal("FATAL:  sorry, too many clients already") == "53300"
+    assert login_refusal("FATAL:  l'authentification par mot de passe a échoué") is None
+    assert login_refusal("Connection refused\n\tIs the server running on that host") is None
 
 
 async def test_no_server_is_a_connect_error() -> None:

@@ -48,7 +48,15 @@ from reversi_core.redact import scrub
 from ._sql import Statement
 from ._values import bind, bind_all, to_json
 
-__all__ = ["QueryResult", "Session", "StatementLog", "connection_string", "grace"]
+__all__ = [
+    "LOGIN_REFUSALS",
+    "QueryResult",
+    "Session",
+    "StatementLog",
+    "connection_string",
+    "grace",
+    "login_refusal",
+]
 
 StatementLog = Callable[[str, tuple[Any, ...]], None]
 """Called with ``(sql_text, params)`` right before each statement is sent."""
@@ -90,6 +98,46 @@ def _one_line(text: str) -> str:
     return " ".join(scrub(text).split())
 
 
+LOGIN_REFUSALS: tuple[tuple[str, str], ...] = (
+    ("password authentication failed for user", "28P01"),
+    ("authentication failed for user", "28000"),
+    ("no pg_hba.conf entry for", "28000"),
+    ("pg_hba.conf rejects connection", "28000"),
+    ("is not permitted to log in", "28000"),
+    ("too many connections for role", "53300"),
+    ("too many connections for database", "53300"),
+    ("sorry, too many clients already", "53300"),
+    ("remaining connection slots are reserved", "53300"),
+    ("the database system is starting up", "57P03"),
+    ("the database system is shutting down", "57P03"),
+    ("the database system is in recovery mode", "57P03"),
+    ("the database system is not yet accepting connections", "57P03"),
+    ("the database system is not accepting connections", "57P03"),
+    ("permission denied for database", "42501"),
+    ("is not currently accepting connections", "55000"),
+)
+"""The server's refusals of a login, by the start of their message, and their SQLSTATE.
+
+A server that refuses a connection sends an ErrorResponse carrying the SQLSTATE
+(https://www.postgresql.org/docs/current/protocol-flow.html#PROTOCOL-FLOW-START-UP), but
+libpq reports a failed connection as text only and psycopg exposes no SQLSTATE for it
+(``exc.sqlstate`` is ``None``). These are the messages PostgreSQL sends for its
+login refusals (``src/backend/libpq/auth.c``, ``src/backend/utils/init/postinit.c``,
+the postmaster), in English, with the codes of
+https://www.postgresql.org/docs/current/errcodes-appendix.html; more specific first.
+A server whose ``lc_messages`` is not English gives none of them, and the error keeps
+the code ``connect``.
+"""
+
+
+def login_refusal(message: str) -> str | None:
+    """The SQLSTATE of the server's refusal quoted in a failed connection's ``message``, if known."""
+    for text, sqlstate in LOGIN_REFUSALS:
+        if text in message:
+            return sqlstate
+    return None
+
+
 class Session:
     """A connection for one call of ``tool``: use as ``async with Session(...) as s``.
 
@@ -97,7 +145,9 @@ class Session:
     or given up on after :meth:`commit` sent ``COMMIT`` raises ``EffectUncertainError``;
     before that (and always for reads) a ``ToolError`` with code ``connection_lost`` or
     ``timeout``. A server error raises ``ToolError`` with the SQLSTATE as its code.
-    Opening raises ``ToolError`` with code ``connect``.
+    Opening raises ``ToolError`` with code ``connect``, or with the SQLSTATE when the
+    server refused the login in words :data:`LOGIN_REFUSALS` knows (``28P01`` for a wrong
+    password, ``53300`` for too many connections...).
     """
 
     def __init__(
@@ -143,11 +193,12 @@ class Session:
                 code="connect",
             ) from None
         except psycopg.Error as exc:
-            state = f" (SQLSTATE {exc.sqlstate})" if exc.sqlstate else ""
+            sqlstate = exc.sqlstate or login_refusal(str(exc))
+            state = f" (SQLSTATE {sqlstate})" if sqlstate else ""
             raise ToolError(
                 f"{self._tool}: could not connect to PostgreSQL{state}: {_one_line(str(exc))}; "
                 "nothing was sent",
-                code="connect",
+                code=sqlstate or "connect",
             ) from None
         except OSError as exc:
             raise ToolError(

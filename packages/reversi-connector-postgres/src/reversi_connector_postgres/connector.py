@@ -20,7 +20,9 @@ Errors: a refused argument (bad identifier, a ``;`` or a statement that is not a
 server error is a ``ToolError`` whose code is the SQLSTATE
 (https://www.postgresql.org/docs/current/errcodes-appendix.html) and whose message
 starts ``Postgres error 42501: ...``, after the transaction was rolled back; a
-connection that cannot be opened is ``ToolError`` code ``connect``; a connection lost
+connection that cannot be opened is ``ToolError`` code ``connect``, or the SQLSTATE of
+the server's refusal when it refused the login (``28P01`` wrong password, ``53300`` too
+many connections, ``57P03`` not accepting connections yet); a connection lost
 or a server that stops answering after a write's ``COMMIT`` was sent is
 ``EffectUncertainError`` (before it, ``ToolError`` code ``connection_lost`` or
 ``timeout``: PostgreSQL never commits without ``COMMIT``).
