@@ -31,7 +31,9 @@ What one run measures:
 
 With ``--floor``, a fourth latency target, information only: the gateway with
 ``Run.call`` cut down to forwarding, which separates the cost of the MCP relay from the
-cost of the engine and the journal.
+cost of the engine and the journal. With ``--reference``, three more, also information
+only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
+proxy that journals each call before forwarding it must do, in both durability modes.
 """
 
 from __future__ import annotations
@@ -329,7 +331,7 @@ async def _run_latency(
             for i in range(warmup):
                 result = await call(target.session, "fs.read_file", read_args(i))
                 await call(target.session, "fs.write_file", write_args(calls + i))
-            if target.is_gateway:
+            if target.mode is not None:  # a real gateway
                 meta = result.meta or {}
                 if "reversi/run" not in meta or "reversi/step" not in meta:
                     raise RuntimeError(f"{target.name}: result _meta lacks reversi/run or step")
@@ -597,6 +599,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time a fourth target: the gateway with the engine cut out (calls are only "
         "forwarded, nothing is checked or journaled), for what the MCP relay alone costs",
     )
+    parser.add_argument(
+        "--reference",
+        action="store_true",
+        help="also time reference_relay.py: a byte-copying relay and a minimal journaling "
+        "relay (process and power), for what any Python proxy costs on this machine",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     if opts.calls < 1 or opts.warmup < 1 or opts.starts < 1 or opts.write_files < 1:
@@ -684,6 +692,18 @@ def run_all(
                 data=data,
             )
         )
+    if opts.reference:
+        relay = str(Path(__file__).with_name("reference_relay.py"))
+        for kind, mode, name in (
+            ("copy", "process", "copy relay (reference)"),
+            ("journal", "process", "journaling relay, process (reference)"),
+            ("journal", "power", "journaling relay, power (reference)"),
+        ):
+            root = make_root(base, f"ref-{kind}-{mode}")
+            data = base / f"data-ref-{kind}-{mode}"
+            argv = [sys.executable, relay, kind, "--manifests", str(manifests), "--data"]
+            argv += [str(data), "--durability", mode, "--", *upstream_argv(connectors, root)]
+            targets.append(Target(name, argv, root, data=data))
     print(f"[2/3] latency: {', '.join(t.name for t in targets)} ...", flush=True)
     anyio.run(
         run_latency, targets, opts.calls, opts.warmup, opts.write_files, errlog, opts.max_seconds
@@ -719,7 +739,7 @@ def run_all(
             figures["latency"][target.name][tool].update(
                 {"median_ratio": ratio, "p99_ratio": ratio99}
             )
-            if target.mode is None:  # the floor: information only
+            if target.mode is None:  # the floor and the references: information only
                 lat_rows.append(
                     [
                         target.name,

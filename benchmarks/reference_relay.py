@@ -1,0 +1,156 @@
+"""Reference relays for ``gateway_overhead.py --reference``: how cheap can a proxy be?
+
+Two deliberately minimal MCP stdio relays, timed beside the gateway in the same run so
+that its overhead can be read against what any Python proxy on this machine costs:
+
+``copy``
+    Copies bytes both ways between the client and the upstream (two threads, blocking
+    reads, no parsing). What a relay costs before it looks at a message.
+
+``journal``
+    The least a journaling proxy must do, and nothing else: parse each client line; for
+    a ``tools/call``, check the arguments against the tool's input schema (the
+    manifests' own, with ``jsonschema``) and commit the intent to SQLite (WAL mode, the
+    durability given) *before* forwarding it; on the answer, add ``_meta`` and commit
+    the outcome (after answering for a read-only tool, before for a writing one, as the
+    gateway does). No scope, approval, redaction, ``requires`` edges, compensation,
+    timeouts, cancellation, restarts or error handling: it is not safe to use, only a
+    lower bound for what ``reversi-gateway`` does with every call.
+
+Usage (the benchmark builds this)::
+
+    python reference_relay.py copy|journal --manifests DIR --data DIR
+        [--durability process|power] -- UPSTREAM-COMMAND [ARG...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import threading
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from jsonschema import Draft202012Validator
+
+
+def copy(src: BinaryIO, dst: int) -> None:
+    """Copy ``src`` to the descriptor ``dst`` until end of file."""
+    fd = src.fileno()
+    while chunk := os.read(fd, 1 << 16):
+        os.write(dst, chunk)
+
+
+class JournalingRelay:
+    """Intent before forwarding, outcome after; one client, one upstream, one run."""
+
+    def __init__(self, manifests: Path, data: Path, durability: str, upstream: BinaryIO) -> None:
+        self.validators: dict[str, Draft202012Validator] = {}
+        self.read_only: set[str] = set()
+        for path in sorted(manifests.glob("*.json")):
+            loaded = json.loads(path.read_text(encoding="utf-8"))
+            for manifest in loaded if isinstance(loaded, list) else [loaded]:
+                self.validators[manifest["name"]] = Draft202012Validator(manifest["input_schema"])
+                if manifest["effect"] == "read_only":
+                    self.read_only.add(manifest["name"])
+        data.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(
+            str(data / "reference.sqlite3"), isolation_level=None, check_same_thread=False
+        )
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'power' else 'NORMAL'}")
+        self.db.execute(
+            "CREATE TABLE IF NOT EXISTS steps (seq INTEGER PRIMARY KEY, tool TEXT NOT NULL, "
+            "args TEXT NOT NULL, state TEXT NOT NULL, result TEXT)"
+        )
+        self.lock = threading.Lock()
+        self.seq = 0
+        self.pending: dict[int, tuple[Any, int, str]] = {}
+        self.upstream = upstream.fileno()
+
+    def from_client(self, line: bytes) -> None:
+        message = json.loads(line)
+        params = message.get("params")
+        if message.get("method") != "tools/call" or not isinstance(params, dict):
+            os.write(self.upstream, line)
+            return
+        tool, args = params["name"], params.get("arguments") or {}
+        errors = list(self.validators[tool].iter_errors(args))
+        if errors:
+            raise SystemExit(f"invalid arguments for {tool}: {errors[0].message}")
+        with self.lock:
+            self.seq += 1
+            seq = self.seq
+            self.db.execute(
+                "INSERT INTO steps (seq, tool, args, state) VALUES (?, ?, ?, 'pending')",
+                (seq, tool, json.dumps(args)),
+            )
+        wire_id = -seq  # our ids cannot collide with the client's own requests
+        self.pending[wire_id] = (message["id"], seq, tool)
+        message["id"] = wire_id
+        os.write(self.upstream, json.dumps(message).encode() + b"\n")
+
+    def from_upstream(self, line: bytes) -> None:
+        message = json.loads(line)
+        known = self.pending.pop(message.get("id"), None)
+        if known is None:
+            os.write(1, line)
+            return
+        client_id, seq, tool = known
+        result = message["result"]
+        result.setdefault("_meta", {}).update({"reversi/step": seq})
+        message["id"] = client_id
+        answer = json.dumps(message).encode() + b"\n"
+        if tool in self.read_only:
+            os.write(1, answer)
+        with self.lock:
+            self.db.execute(
+                "UPDATE steps SET state = 'succeeded', result = ? WHERE seq = ?",
+                (json.dumps(result.get("structuredContent")), seq),
+            )
+        if tool not in self.read_only:
+            os.write(1, answer)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["copy", "journal"])
+    parser.add_argument("--manifests", type=Path, required=True)
+    parser.add_argument("--data", type=Path, required=True)
+    parser.add_argument("--durability", choices=["process", "power"], default="process")
+    argv = sys.argv[1:]
+    if "--" not in argv:
+        parser.error("give the upstream command after --")
+    split = argv.index("--")
+    opts = parser.parse_args(argv[:split])
+    command = argv[split + 1 :]
+    if not command:
+        parser.error("give the upstream command after --")
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+    assert process.stdin is not None
+    assert process.stdout is not None
+    client = os.fdopen(0, "rb", buffering=1 << 16)
+    if opts.mode == "copy":
+        threading.Thread(target=copy, args=(process.stdout, 1), daemon=True).start()
+        copy(client, process.stdin.fileno())
+    else:
+        relay = JournalingRelay(opts.manifests, opts.data, opts.durability, process.stdin)
+        answers = os.fdopen(process.stdout.fileno(), "rb", buffering=1 << 16, closefd=False)
+
+        def pump() -> None:
+            for line in answers:
+                relay.from_upstream(line)
+
+        threading.Thread(target=pump, daemon=True).start()
+        for line in client:
+            relay.from_client(line)
+    process.stdin.close()
+    return process.wait()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
