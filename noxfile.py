@@ -8,7 +8,7 @@ packages/reversi-connector-NAME/ and every session below picks it up.
     nox -s certify -- github          ... for one connector (only it and core installed)
     nox -s certify -- --write         ... and regenerate docs/certification.md first
     nox -s demo           the README's demo: an agent's run and its rollback
-    nox -s lint           ruff and mypy (strict on reversi-core)
+    nox -s lint           ruff and mypy (strict, every package)
     nox -s "package(name='fs')"   one package's own tests in its own environment
     nox -s build          one wheel and one sdist per package into dist/, checked
     nox -s install_only   per connector: a fresh venv with only it (and core) from dist/,
@@ -124,11 +124,14 @@ def demo(session: nox.Session) -> None:
 
 @nox.session(python="3.11")
 def lint(session: nox.Session) -> None:
-    """ruff over the workspace; mypy, strict on reversi-core."""
+    """ruff over the workspace; mypy, strict, on every package's source."""
     install_workspace(session)
     session.install(*nox.project.dependency_groups(PYPROJECT, "lint"))
     session.run("ruff", "check", ".")
-    session.run("mypy", "packages/reversi-core/src/reversi_core")
+    sources = sorted(
+        str(p.relative_to(ROOT)) for f in PACKAGES.values() for p in (f / "src").glob("reversi_*")
+    )
+    session.run("mypy", *sources)
 
 
 # -- wheels and clean installs (docs/releasing.md) ---------------------------------------
