@@ -76,6 +76,15 @@ def reasons(name: str, checks: Mapping[str, Mapping[str, str]]) -> list[str]:
     ]
 
 
+def fault_runs(name: str, checks: Mapping[str, Mapping[str, str]]) -> list[str]:
+    """What each passed fault check injected into ``name``, as the check reported it."""
+    return [
+        f"- **{name}, {CHECK_INFO[c].title}**: {checks[c]['detail']}"
+        for c in runner.FAULT_CHECKS
+        if checks.get(c, {}).get("status") == "pass"
+    ]
+
+
 def residue_lines(name: str, residue: Mapping[str, str]) -> list[str]:
     return [f"- **{name}**, `{tool}`: {why}" for tool, why in sorted(residue.items())]
 
@@ -84,7 +93,12 @@ def connector_lines(
     name: str, checks: Mapping[str, Mapping[str, str]], residue: Mapping[str, str]
 ) -> list[str]:
     """Every line of the page that belongs to one connector (for a one-connector comparison)."""
-    return [row(name, checks), *reasons(name, checks), *residue_lines(name, residue)]
+    return [
+        row(name, checks),
+        *reasons(name, checks),
+        *fault_runs(name, checks),
+        *residue_lines(name, residue),
+    ]
 
 
 def render(results: Results, residue: Mapping[str, Mapping[str, str]]) -> str:
@@ -94,6 +108,17 @@ def render(results: Results, residue: Mapping[str, Mapping[str, str]]) -> str:
     lines += ["", "## Why a check is n/a", ""]
     na = [line for n in names for line in reasons(n, results[n])]
     lines += na or ["No check is n/a for any connector."]
+    lines += [
+        "",
+        "## The fault checks, as run",
+        "",
+        "What the retry, permission-denial and timeout checks injected, for each connector that",
+        "passed them, and what the connector had to answer with: the HTTP status, or the",
+        "vendor's own codes that its fixture declares for it (`error_codes`).",
+        "",
+    ]
+    runs = [line for n in names for line in fault_runs(n, results[n])]
+    lines += runs or ["No connector passed a fault check."]
     lines += [
         "",
         "## Declared residue",

@@ -15,10 +15,14 @@ one rather than imitate one:
   server named by ``REVERSI_TEST_POSTGRES_URL``;
 - :class:`WireProxy` sits between a connector and the server on 127.0.0.1 and, reading
   the PostgreSQL wire protocol (https://www.postgresql.org/docs/current/protocol-message-formats.html),
-  drops the connection or goes silent at a chosen statement (``COMMIT``, say), so that
-  lost connections and silent servers can be tested against the real server;
+  drops the connection, goes silent, or has the server answer with a chosen SQLSTATE at
+  a chosen statement (``COMMIT``, say), so that lost connections, silent servers and
+  server errors can be tested against the real server;
 - :func:`certification_fixture` is what the repository's ``certification/`` suite needs
-  to drive every postgres tool against a real server (docs/certification-guide.md).
+  to drive every postgres tool against a real server (docs/certification-guide.md),
+  faults included: :class:`PostgresFaults` realises the suite's fault descriptions on
+  the real server and its proxy, and :data:`ERROR_CODES` says which SQLSTATEs stand for
+  the HTTP statuses the suite injects.
 
 Every connection the fixture gives the connector logs in as a dedicated role
 (:data:`AGENT_ROLE`-prefixed, with a password) holding only the privileges the tools
@@ -47,7 +51,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import psycopg
 from psycopg import conninfo, sql
@@ -61,22 +65,30 @@ from reversi_core.certification import (
 
 from .connector import PostgresConnector
 
+if TYPE_CHECKING:  # the HTTP fake kit is not needed at run time, only Fault's shape
+    from reversi_core.testing import Fault
+
 __all__ = [
     "AGENT_ROLE",
     "BIN_ENV",
-    "NOT_APPLICABLE",
+    "CALL_TIMEOUT",
+    "ERROR_CODES",
     "URL_ENV",
     "Cluster",
+    "PostgresFaults",
     "PostgresServer",
     "PostgresUnavailable",
     "ScratchSchema",
     "WireProxy",
     "certification_fixture",
+    "commit_statement",
     "find_bindir",
+    "raise_statement",
     "shared_server",
     "start_cluster",
     "stop_shared_server",
     "table_checksums",
+    "tool_statement",
     "with_options",
 ]
 
@@ -88,21 +100,6 @@ BIN_ENV = "REVERSI_TEST_POSTGRES_BIN"
 
 AGENT_ROLE = "reversi_agent"
 """Prefix of the dedicated login role the certification fixture gives the connector."""
-
-NOT_APPLICABLE: Mapping[str, str] = {
-    "retry": "the suite injects HTTP faults (a dropped request, HTTP 503) through a fake "
-    "server's 'faults'; PostgreSQL speaks its own wire protocol, so the suite has no way to "
-    "arm them here. The package's tests drop real connections with WireProxy before and "
-    "after COMMIT and check ToolError / EffectUncertainError (tests/test_faults.py)",
-    "permission_denial": "the suite expects ToolError.status 401/403 from an HTTP fault; "
-    "PostgreSQL answers SQLSTATE 42501 or 28P01 and has no HTTP status. Real denials by a role "
-    "without the privilege are in this fixture's failures and undo_fault, and in the "
-    "package's tests/test_faults.py",
-    "timeout": "the suite makes a backend silent through a fake server's 'faults' "
-    "(Fault.hang); a real PostgreSQL server is made silent by WireProxy.hang_at and slow by a "
-    "lock held in a second session, both tested in the package's tests/test_faults.py",
-}
-"""Checks the suite cannot run against a real PostgreSQL server yet, and where they are covered."""
 
 
 class PostgresUnavailable(RuntimeError):
@@ -436,7 +433,7 @@ _SSL_REQUEST = 80877103
 _GSS_REQUEST = 80877104
 _CANCEL_REQUEST = 80877102
 
-FaultKind = Literal["drop", "hang"]
+FaultKind = Literal["drop", "hang", "raise"]
 
 
 @dataclass
@@ -446,6 +443,12 @@ class _ArmedFault:
     forward: bool
     times: int | None
     hits: int = 0
+    seconds: float | None = None
+    replacement: str | None = None
+
+    @property
+    def spent(self) -> bool:
+        return self.times is not None and self.hits >= self.times
 
 
 def _matcher(prefix: str | Callable[[str], bool]) -> Callable[[str], bool]:
@@ -469,15 +472,55 @@ def _statement_text(kind: bytes, body: bytes) -> str | None:
     return None
 
 
+def _query_message(text: str) -> bytes:
+    """A simple-protocol Query message: ``'Q'``, Int32 length, the text, a NUL.
+
+    https://www.postgresql.org/docs/current/protocol-message-formats.html#PROTOCOL-MESSAGE-FORMATS-QUERY
+    """
+    body = text.encode("utf-8") + b"\0"
+    return b"Q" + struct.pack("!I", len(body) + 4) + body
+
+
+_SQLSTATE = re.compile(r"[0-9A-Z]{5}")
+
+
+def raise_statement(sqlstate: str, message: str) -> str:
+    """A ``DO`` block whose ``RAISE`` makes the server itself answer ``sqlstate`` with ``message``.
+
+    ``RAISE EXCEPTION ... USING ERRCODE`` sends an ErrorResponse of severity ``ERROR``
+    whose code field is ``sqlstate``
+    (https://www.postgresql.org/docs/current/plpgsql-errors-and-messages.html); the codes
+    are those of https://www.postgresql.org/docs/current/errcodes-appendix.html.
+    """
+    if not _SQLSTATE.fullmatch(sqlstate):
+        raise ValueError(f"not a SQLSTATE: {sqlstate!r}")
+    literal = "'" + message.replace("\0", "").replace("'", "''") + "'"
+    tag = "$reversi_fault$"
+    while tag in literal:
+        tag = f"$reversi_fault_{secrets.token_hex(3)}$"
+    return (
+        f"DO {tag} BEGIN RAISE EXCEPTION USING ERRCODE = '{sqlstate}', "
+        f"MESSAGE = {literal}; END {tag}"
+    )
+
+
 @dataclass
 class WireProxy:
     """A TCP proxy on 127.0.0.1 in front of a PostgreSQL server, with faults at statements.
 
     Use as ``async with WireProxy(server.host, server.port) as proxy`` and connect to
     ``proxy.port`` (:meth:`url` rewrites a URL; it turns TLS off, since the proxy reads
-    the messages). Faults are armed with :meth:`drop_at` and :meth:`hang_at`, which
+    the messages); synchronous code serves it from a thread with :meth:`in_thread`.
+    Faults are armed with :meth:`drop_at`, :meth:`hang_at` and :meth:`raise_at`, which
     match a statement by the start of its text (``"COMMIT"``, ``"INSERT"``) or a
-    predicate; ``statements`` lists every statement text that went through.
+    predicate, from any thread; ``statements`` lists every statement text that went
+    through.
+
+    The proxy reads the client's messages as the protocol frames them
+    (https://www.postgresql.org/docs/current/protocol-message-formats.html): the untyped
+    start-up packets, then typed messages, of which a Query ('Q') or a Parse ('P') carries
+    a statement. A Parse opens an extended-protocol batch (Bind, Describe, Execute...)
+    that ends with a Sync ('S'); a fault on the Parse takes the whole batch.
     """
 
     upstream_host: str
@@ -485,8 +528,10 @@ class WireProxy:
     port: int = 0
     statements: list[str] = field(default_factory=list)
     _faults: list[_ArmedFault] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: asyncio.Server | None = None
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
+    _writers: set[asyncio.StreamWriter] = field(default_factory=set)
     _closing: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def __aenter__(self) -> WireProxy:
@@ -503,12 +548,50 @@ class WireProxy:
         self._closing.set()
         if self._server is not None:
             self._server.close()
-        for task in list(self._tasks):
+        for writer in list(self._writers):  # every connection ends, and its handler with it
+            writer.transport.abort()
+        if self._tasks:
+            await asyncio.wait(set(self._tasks), timeout=10)
+        for task in list(self._tasks):  # a handler that did not end by itself
             task.cancel()
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         if self._server is not None:
             await self._server.wait_closed()
+
+    @contextlib.contextmanager
+    def in_thread(self) -> Iterator[WireProxy]:
+        """Serve the proxy from an event loop of its own, in a background thread, until the block ends.
+
+        For synchronous callers (the certification fixture's ``backend``); arming faults
+        and reading ``statements`` are safe from any thread.
+        """
+        loop = asyncio.new_event_loop()
+
+        def serve() -> None:
+            asyncio.set_event_loop(loop)
+            try:
+                loop.run_forever()
+                left = asyncio.all_tasks(loop)
+                for task in left:
+                    task.cancel()
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+                loop.run_until_complete(loop.shutdown_asyncgens())
+            finally:
+                loop.close()
+
+        thread = threading.Thread(target=serve, name="WireProxy", daemon=True)
+        thread.start()
+        try:
+            asyncio.run_coroutine_threadsafe(self.__aenter__(), loop).result(timeout=30)
+            try:
+                yield self
+            finally:
+                closing = self.__aexit__(None, None, None)
+                asyncio.run_coroutine_threadsafe(closing, loop).result(timeout=30)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=30)
 
     def url(self, url: str) -> str:
         """``url`` pointed at the proxy, with ``sslmode=disable`` and ``gssencmode=disable``."""
@@ -516,62 +599,111 @@ class WireProxy:
             url, host="127.0.0.1", port=str(self.port), sslmode="disable", gssencmode="disable"
         )
 
+    def _arm(self, fault: _ArmedFault) -> _ArmedFault:
+        if fault.times is not None and fault.times < 1:
+            raise ValueError("times must be >= 1 or None (unlimited)")
+        with self._lock:
+            self._faults.append(fault)
+        return fault
+
     def drop_at(
         self,
         statement: str | Callable[[str], bool],
         *,
         forward: bool = False,
         times: int | None = 1,
-    ) -> None:
+    ) -> _ArmedFault:
         """Close both sides when a matching statement arrives.
 
         ``forward=False``: the statement never reaches the server. ``forward=True``: it
         is sent on and the server's reply is thrown away (the server did the work; the
         client never hears so).
         """
-        self._faults.append(_ArmedFault("drop", _matcher(statement), forward, times))
+        return self._arm(_ArmedFault("drop", _matcher(statement), forward, times))
 
-    def hang_at(self, statement: str | Callable[[str], bool], *, times: int | None = 1) -> None:
-        """Hold a matching statement and answer nothing until the client gives up."""
-        self._faults.append(_ArmedFault("hang", _matcher(statement), False, times))
+    def hang_at(
+        self,
+        statement: str | Callable[[str], bool],
+        *,
+        seconds: float | None = None,
+        forward: bool = False,
+        times: int | None = 1,
+    ) -> _ArmedFault:
+        """Hold a matching statement and answer nothing until the client gives up.
+
+        The connection is closed when the client closes its side, the proxy closes, or
+        ``seconds`` (when given) have passed. ``forward=True`` sends the statement on
+        and throws the server's reply away (the server did the work in silence).
+        """
+        if seconds is not None and seconds < 0:
+            raise ValueError("seconds must be >= 0")
+        return self._arm(_ArmedFault("hang", _matcher(statement), forward, times, seconds=seconds))
+
+    def raise_at(
+        self,
+        statement: str | Callable[[str], bool],
+        sqlstate: str,
+        message: str,
+        *,
+        times: int | None = 1,
+    ) -> _ArmedFault:
+        """Have the server itself answer a matching statement with the error ``sqlstate``.
+
+        The statement (with the rest of its extended-protocol batch) is not sent; the
+        server gets :func:`raise_statement` in its place, as a Query. Its ErrorResponse
+        and ReadyForQuery are what the server sends after any failed statement, simple or
+        extended (https://www.postgresql.org/docs/current/protocol-flow.html), so the
+        client reads a real server error, and the server's transaction really is aborted.
+        """
+        replacement = raise_statement(sqlstate, message)
+        return self._arm(
+            _ArmedFault("raise", _matcher(statement), False, times, replacement=replacement)
+        )
 
     def clear(self) -> None:
         """Disarm every fault."""
-        self._faults.clear()
+        with self._lock:
+            self._faults.clear()
 
     def _take(self, text: str) -> _ArmedFault | None:
-        for fault in self._faults:
-            if fault.times is not None and fault.hits >= fault.times:
-                continue
-            if fault.match(text):
-                fault.hits += 1
-                return fault
+        with self._lock:
+            for fault in self._faults:
+                if not fault.spent and fault.match(text):
+                    fault.hits += 1
+                    return fault
         return None
 
     async def _handle(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
+        writers = [client_w]
+        self._writers.add(client_w)
         try:
             server_r, server_w = await asyncio.open_connection(
                 self.upstream_host, self.upstream_port
             )
-        except OSError:
-            client_w.close()
-            self._tasks.discard(task)
-            return
-        mute = asyncio.Event()
-        replied = asyncio.Event()
-        down = asyncio.create_task(self._server_to_client(server_r, client_w, mute, replied))
-        try:
-            await self._client_to_server(client_r, server_w, mute, replied)
+            writers.append(server_w)
+            self._writers.add(server_w)
+            if self._closing.is_set():
+                return
+            mute = asyncio.Event()
+            replied = asyncio.Event()
+            down = asyncio.create_task(self._server_to_client(server_r, client_w, mute, replied))
+            try:
+                await self._client_to_server(client_r, server_w, mute, replied)
+            finally:
+                down.cancel()
+                await asyncio.gather(down, return_exceptions=True)
         except (OSError, asyncio.IncompleteReadError):
             pass
         finally:
-            down.cancel()
-            await asyncio.gather(down, return_exceptions=True)
-            for writer in (client_w, server_w):
+            for writer in writers:
                 writer.close()
+                self._writers.discard(writer)
+            for writer in writers:  # until the sockets are really closed
+                with contextlib.suppress(OSError):
+                    await writer.wait_closed()
             self._tasks.discard(task)
 
     async def _server_to_client(
@@ -607,11 +739,8 @@ class WireProxy:
             if code not in (_SSL_REQUEST, _GSS_REQUEST):
                 break
         while True:
-            kind = await client_r.readexactly(1)
-            size = await client_r.readexactly(4)
-            body = await client_r.readexactly(struct.unpack("!I", size)[0] - 4)
-            message = kind + size + body
-            text = _statement_text(kind, body)
+            kind, message = await _read_message(client_r)
+            text = _statement_text(kind, message[5:])
             fault = None
             if text is not None:
                 self.statements.append(text)
@@ -620,27 +749,50 @@ class WireProxy:
                 server_w.write(message)
                 await server_w.drain()
                 continue
-            if fault.kind == "hang":
-                reader = asyncio.ensure_future(_until_eof(client_r))
-                closing = asyncio.ensure_future(self._closing.wait())
-                await asyncio.wait({reader, closing}, return_when=asyncio.FIRST_COMPLETED)
-                for pending in (reader, closing):
-                    pending.cancel()
-                return
+            if fault.kind == "raise":
+                assert fault.replacement is not None
+                if kind == b"P":  # the batch goes unsent up to its Sync
+                    while kind != b"S":
+                        kind, _ = await _read_message(client_r)
+                server_w.write(_query_message(fault.replacement))
+                await server_w.drain()
+                continue
             if fault.forward:
                 mute.set()
                 server_w.write(message)
-                if kind != b"Q":  # an extended-protocol batch: send on up to its Sync
-                    while kind != b"S":
-                        kind = await client_r.readexactly(1)
-                        size = await client_r.readexactly(4)
-                        body = await client_r.readexactly(struct.unpack("!I", size)[0] - 4)
-                        server_w.write(kind + size + body)
+                while kind not in (b"Q", b"S"):  # an extended-protocol batch: on up to its Sync
+                    kind, message = await _read_message(client_r)
+                    server_w.write(message)
                 await server_w.drain()
+            if fault.kind == "hang":
+                await self._silent(client_r, fault.seconds)
+                return
+            if fault.forward:
                 with contextlib.suppress(TimeoutError):
                     async with asyncio.timeout(10):
                         await replied.wait()
             return
+
+    async def _silent(self, client_r: asyncio.StreamReader, seconds: float | None) -> None:
+        """Say nothing until the client closes, the proxy closes, or ``seconds`` pass."""
+        waits = {
+            asyncio.ensure_future(_until_eof(client_r)),
+            asyncio.ensure_future(self._closing.wait()),
+        }
+        try:
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for pending in waits:
+                pending.cancel()
+            await asyncio.gather(*waits, return_exceptions=True)
+
+
+async def _read_message(reader: asyncio.StreamReader) -> tuple[bytes, bytes]:
+    """One typed message: ``(type byte, the whole message as sent)``."""
+    kind = await reader.readexactly(1)
+    size = await reader.readexactly(4)
+    body = await reader.readexactly(struct.unpack("!I", size)[0] - 4)
+    return kind, kind + size + body
 
 
 async def _until_eof(reader: asyncio.StreamReader) -> None:
@@ -653,13 +805,211 @@ async def _until_eof(reader: asyncio.StreamReader) -> None:
 
 CERT_DATABASE = "reversi_certification"
 
+CALL_TIMEOUT = 1.0
+"""Seconds the connectors the fixture builds wait for the server (the timeout check waits
+about one and a half times this per tool)."""
+
+ERROR_CODES: Mapping[int, tuple[str, ...]] = {
+    401: ("28P01", "28000"),
+    403: ("42501",),
+    422: ("22023", "22P02", "23502", "23503", "23505", "23514"),
+    500: ("XX000",),
+    503: ("53300", "57P03"),
+}
+"""The SQLSTATEs that stand for each HTTP status the certification checks inject.
+
+From https://www.postgresql.org/docs/current/errcodes-appendix.html: a login refused
+(28P01 invalid_password, 28000 invalid_authorization_specification); a privilege missing
+(42501 insufficient_privilege); a value or row the server will not take (class 22 data
+exception, class 23 integrity constraint violation); an internal error (XX000); no
+connection to be had now (53300 too_many_connections, 57P03 cannot_connect_now). The
+first code of each is the one :class:`PostgresFaults` makes the server answer.
+"""
+
+_TRANSACTION_CONTROL = frozenset(
+    {"BEGIN", "START", "COMMIT", "END", "ROLLBACK", "ABORT", "SAVEPOINT", "RELEASE"}
+)
+_PRIVILEGES = frozenset(
+    {
+        "SELECT",
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "TRUNCATE",
+        "REFERENCES",
+        "TRIGGER",
+        "USAGE",
+        "MAINTAIN",
+    }
+)
+
+
+def _first_word(text: str) -> str:
+    found = re.match(r"\s*([A-Za-z]+)", text)
+    return found.group(1).upper() if found else ""
+
+
+def tool_statement(text: str) -> bool:
+    """Whether a statement does a tool's work: anything but transaction control."""
+    return _first_word(text) not in _TRANSACTION_CONTROL
+
+
+def commit_statement(text: str) -> bool:
+    """Whether a statement is the ``COMMIT`` through which a transaction's writes take effect."""
+    return _first_word(text) in ("COMMIT", "END")
+
+
+class PostgresFaults:
+    """The certification suite's faults (:class:`reversi_core.testing.Fault`), on a real server.
+
+    The ``faults`` of a :class:`ScratchSchema`
+    (:class:`reversi_core.certification.FaultControls`). Where the server can be put in
+    the state a status stands for, it is, and the server refuses for real; the rest is
+    done by the scenario's :class:`WireProxy` at a statement of the tool's own
+    (:func:`tool_statement`), or at its ``COMMIT`` with ``writes=True``
+    (:func:`commit_statement`), since PostgreSQL applies nothing of a transaction before
+    it processes ``COMMIT``:
+
+    ===================================  ===========================================================
+    fault                                what the connector meets
+    ===================================  ===========================================================
+    ``status(401)``                      the agent role's password is changed: every login is
+                                         refused, ``28P01``
+    ``status(403)``                      the agent loses its privileges on the schema's tables and
+                                         sequences: every statement that needs one, ``42501``
+    ``status(503)``                      the agent role's ``CONNECTION LIMIT`` is 0: every login
+                                         is refused, ``53300``
+    ``status(422)``, ``status(500)``     the server answers the statement with ``22023`` or
+                                         ``XX000`` (:meth:`WireProxy.raise_at`)
+    ``drop_after_read(apply=)``          the connection is closed once the statement arrived;
+                                         with ``apply``, after the server got it
+    ``hang(seconds, apply=)``            the statement is held (or, with ``apply``, passed on) and
+                                         nothing comes back
+    ===================================  ===========================================================
+
+    The three server states hold until :meth:`clear` (``times`` must be ``None``), which
+    puts the role and the privileges back as they were.
+    """
+
+    def __init__(self, scratch: ScratchSchema, proxy: WireProxy) -> None:
+        self._scratch = scratch
+        self._proxy = proxy
+        self._undo: list[Callable[[], None]] = []
+        self._conditions: Mapping[int, Callable[[], Callable[[], None]]] = {
+            401: self._refuse_logins,
+            403: self._revoke_privileges,
+            503: self._no_connection_slots,
+        }
+
+    def add(self, fault: Fault, *, times: int | None = 1, writes: bool = False) -> object:
+        """Arm ``fault`` (see the class docstring); raises ``ValueError`` for what has no counterpart."""
+        where = commit_statement if writes else tool_statement
+        if fault.kind == "drop_after_read":
+            return self._proxy.drop_at(where, forward=fault.apply, times=times)
+        if fault.kind == "hang":
+            return self._proxy.hang_at(
+                where, seconds=fault.seconds, forward=fault.apply, times=times
+            )
+        status = fault.http_status
+        assert status is not None
+        condition = self._conditions.get(status)
+        if condition is not None:
+            if times is not None or writes or fault.apply:
+                raise ValueError(
+                    f"HTTP {status} is a state of the server, armed for every request until "
+                    "clear(): give times=None, and neither writes nor apply"
+                )
+            self._undo.append(condition())
+            return None
+        if status not in ERROR_CODES or fault.apply:
+            raise ValueError(
+                f"no PostgreSQL counterpart for HTTP {status}"
+                + (" with apply=True" if fault.apply else "")
+                + f"; the statuses there are: {', '.join(map(str, sorted(ERROR_CODES)))}"
+            )
+        body = fault.json.get("message") if isinstance(fault.json, dict) else None
+        message = str(body) if body else f"injected fault: HTTP {status}"
+        return self._proxy.raise_at(where, ERROR_CODES[status][0], message, times=times)
+
+    def clear(self) -> None:
+        """Disarm the proxy's faults and put the role and privileges back."""
+        self._proxy.clear()
+        while self._undo:
+            self._undo.pop()()
+
+    def _refuse_logins(self) -> Callable[[], None]:
+        agent = sql.Identifier(self._scratch.agent)
+        wrong = "refused-" + secrets.token_hex(12)
+        with self._scratch.server.admin() as conn:
+            conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(agent, sql.Literal(wrong)))
+
+        def undo() -> None:
+            with self._scratch.server.admin() as conn:
+                right = sql.Literal(self._scratch.password)
+                conn.execute(sql.SQL("ALTER ROLE {} PASSWORD {}").format(agent, right))
+
+        return undo
+
+    def _revoke_privileges(self) -> Callable[[], None]:
+        scratch = self._scratch
+        agent = sql.Identifier(scratch.agent)
+        schema = sql.Identifier(scratch.schema)
+        with scratch.admin() as conn:
+            held = conn.execute(
+                "SELECT c.relname, c.relkind = 'S', a.privilege_type "
+                "FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "CROSS JOIN LATERAL aclexplode(c.relacl) a "
+                "WHERE n.nspname = %s AND a.grantee = (SELECT oid FROM pg_roles WHERE rolname = %s)",
+                [scratch.schema, scratch.agent],
+            ).fetchall()
+            conn.execute(
+                sql.SQL("REVOKE ALL ON ALL TABLES IN SCHEMA {} FROM {}").format(schema, agent)
+            )
+            conn.execute(
+                sql.SQL("REVOKE ALL ON ALL SEQUENCES IN SCHEMA {} FROM {}").format(schema, agent)
+            )
+
+        def undo() -> None:
+            with scratch.admin() as conn:
+                for relation, sequence, privilege in held:
+                    if privilege not in _PRIVILEGES:
+                        raise ValueError(f"unexpected privilege {privilege!r}")
+                    conn.execute(
+                        sql.SQL("GRANT {} ON {} {} TO {}").format(
+                            sql.SQL(privilege),
+                            sql.SQL("SEQUENCE" if sequence else "TABLE"),
+                            sql.Identifier(scratch.schema, relation),
+                            agent,
+                        )
+                    )
+
+        return undo
+
+    def _no_connection_slots(self) -> Callable[[], None]:
+        agent = sql.Identifier(self._scratch.agent)
+        with self._scratch.server.admin() as conn:
+            row = conn.execute(
+                "SELECT rolconnlimit FROM pg_roles WHERE rolname = %s", [self._scratch.agent]
+            ).fetchone()
+            limit = int(row[0]) if row else -1
+            conn.execute(sql.SQL("ALTER ROLE {} CONNECTION LIMIT 0").format(agent))
+
+        def undo() -> None:
+            with self._scratch.server.admin() as conn:
+                conn.execute(
+                    sql.SQL("ALTER ROLE {} CONNECTION LIMIT {}").format(agent, sql.Literal(limit))
+                )
+
+        return undo
+
 
 @dataclass
 class ScratchSchema:
     """One certification scenario: a fresh schema on the shared server, and the agent's URL.
 
     ``agent_url`` logs in as :attr:`agent` (password :attr:`password`) with the schema
-    first on its ``search_path``.
+    first on its ``search_path``, through the scenario's :class:`WireProxy` (``proxy``)
+    when there is one; ``faults`` (a :class:`PostgresFaults`) arms the suite's faults.
     """
 
     server: PostgresServer
@@ -668,6 +1018,8 @@ class ScratchSchema:
     agent: str
     password: str
     agent_url: str
+    proxy: WireProxy | None = None
+    faults: PostgresFaults | None = None
 
     def admin(self) -> psycopg.Connection[Any]:
         """A superuser connection to the scenario's database."""
@@ -722,7 +1074,15 @@ def _scratch(directory: Path) -> Iterator[ScratchSchema]:
         user=role, password=password, dbname=CERT_DATABASE, options=f"-c search_path={schema}"
     )
     try:
-        yield ScratchSchema(server, CERT_DATABASE, schema, role, password, url)
+        with WireProxy(server.host, server.port).in_thread() as proxy:
+            scratch = ScratchSchema(
+                server, CERT_DATABASE, schema, role, password, proxy.url(url), proxy
+            )
+            faults = scratch.faults = PostgresFaults(scratch, proxy)
+            try:
+                yield scratch
+            finally:
+                faults.clear()
     finally:
         with server.admin(CERT_DATABASE) as conn:
             conn.execute(sql.SQL("DROP SCHEMA {} CASCADE").format(sql.Identifier(schema)))
@@ -815,13 +1175,16 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
     """How the certification suite drives the ``postgres`` connector: a real server.
 
     Each scenario gets a fresh schema on :func:`shared_server` with a seeded ``items``
-    table and a ``vault`` table the agent role may not touch. A compensation is made to
-    fail by revoking the agent's UPDATE and DELETE privileges (SQLSTATE 42501).
+    table and a ``vault`` table the agent role may not touch, and a :class:`WireProxy`
+    between the connector and the server, through which :class:`PostgresFaults` arms
+    the suite's faults. A compensation is made to fail by revoking the agent's UPDATE
+    and DELETE privileges (SQLSTATE 42501). :data:`ERROR_CODES` tells the suite which
+    SQLSTATEs stand for the statuses it injects.
     """
     return CertificationFixture(
         backend=_scratch,
         seed=_seed,
-        build=lambda scratch: PostgresConnector(scratch.agent_url, timeout=5.0),
+        build=lambda scratch: PostgresConnector(scratch.agent_url, timeout=CALL_TIMEOUT),
         fingerprint=_fingerprint,
         credential=_AGENT_PASSWORD,
         examples={
@@ -883,6 +1246,6 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
             )
         },
         undo_fault=_revoke_writes,
-        call_timeout=5.0,
-        not_applicable=NOT_APPLICABLE,
+        call_timeout=CALL_TIMEOUT,
+        error_codes=ERROR_CODES,
     )
