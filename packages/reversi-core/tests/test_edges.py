@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import posixpath
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from reversi_core import Manifest
 from reversi_core._edges import EdgeIndex
 
@@ -84,3 +89,41 @@ def test_equals_on_a_result_value() -> None:
     idx.add(2, "t.create", {}, {"id": "I-2"})
     assert idx.edges(COMMENT, {"id": "I-1"}) == [1]
     assert idx.edges(COMMENT, {"id": "I-3"}) == []
+
+
+# -- the index against a scan of the whole run ------------------------------------------
+
+_PATHS = ["a", "a/b", "a/b/c.txt", "a/x.txt", "b", "b/c.txt", "./a/b", "a//b/c.txt"]
+_step = st.one_of(
+    st.tuples(st.just("t.mkdir"), st.sampled_from(_PATHS), st.booleans()),
+    st.tuples(st.just("t.write"), st.sampled_from(_PATHS), st.booleans()),
+)
+
+
+def _scan(steps: list[tuple[int, str, str, bool]], path: str) -> list[int]:
+    """WRITE's edges by brute force: per requirement, the newest applied match."""
+    target = posixpath.normpath(path.strip("/"))
+    found = set()
+    for tool, holds in (
+        ("t.mkdir", lambda earlier: target.startswith(posixpath.normpath(earlier) + "/")),
+        ("t.write", lambda earlier: posixpath.normpath(earlier.strip("/")) == target),
+    ):
+        for seq, step_tool, step_path, applied in reversed(steps):
+            if step_tool == tool and applied and holds(step_path):
+                found.add(seq)
+                break
+    return sorted(found)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_step, max_size=40), st.sampled_from(_PATHS))
+def test_edges_equal_a_scan_of_the_whole_run(steps: list[tuple[str, str, bool]], path: str) -> None:
+    idx = index()
+    journaled: list[tuple[int, str, str, bool]] = []
+    for seq, (tool, step_path, applied) in enumerate(steps, start=1):
+        created = [step_path] if tool == "t.mkdir" else []
+        idx.add(seq, tool, {"path": step_path}, {"created": created})
+        if not applied:
+            idx.mark_not_applied(seq)
+        journaled.append((seq, tool, step_path, applied))
+    assert idx.edges(WRITE, {"path": path}) == _scan(journaled, path)

@@ -110,6 +110,24 @@ def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Pat
         journal.close()
 
 
+def test_a_commit_that_fails_is_rolled_back_and_the_journal_stays_usable(
+    journal: SQLiteJournal,
+) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    # a foreign key checked only at COMMIT makes the COMMIT itself fail
+    journal._conn.execute("PRAGMA defer_foreign_keys=ON")
+    with pytest.raises(sqlite3.IntegrityError, match="FOREIGN KEY"), journal._tx() as c:
+        c.execute(
+            "INSERT INTO steps (run_id, seq, tool, effect, permission, args, state, "
+            "idempotency_key, started_at) VALUES ('no_such_run', 1, 't', 'read_only', 'x:y', "
+            "'{}', 'pending', 'k', 0)"
+        )
+    assert not journal._conn.in_transaction
+    step = journal.begin_step("run_a", "t", "read_only", "x:y", {}, None, None, [])
+    assert journal.get_step("run_a", step.seq).state is StepState.PENDING
+    assert journal._conn.execute("SELECT count(*) FROM steps").fetchone()[0] == 1
+
+
 def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir)
     try:

@@ -114,14 +114,20 @@ class EdgeIndex:
         for req in manifest.requires:
             first, rest = req.match[0], req.match[1:]
             this = resolve_source(first.this, args, None)
-            candidates: set[int] = set()
+            newest: int | None = None
             for key in _lookup_keys(first.relation, this):
-                candidates.update(self.keys.get((req.tool, first.earlier, first.relation, key), ()))
-            for seq in sorted(candidates, reverse=True):
-                entry = self.entries[seq]
-                if entry.applied and all(self._holds(m, args, entry) for m in rest):
-                    found.add(seq)
-                    break
+                bucket = self.keys.get((req.tool, first.earlier, first.relation, key))
+                # newest first, stopping at the first match: a file written a thousand
+                # times costs one look, not a thousand
+                for seq in reversed(bucket or ()):
+                    if newest is not None and seq <= newest:
+                        break
+                    entry = self.entries[seq]
+                    if entry.applied and all(self._holds(m, args, entry) for m in rest):
+                        newest = seq
+                        break
+            if newest is not None:
+                found.add(newest)
         return sorted(found)
 
     @staticmethod

@@ -24,8 +24,6 @@ import sqlite3
 import stat
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -149,14 +147,68 @@ def _newer_message(path: Path, version: int) -> str:
     )
 
 
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Compact JSON, made once (``json.dumps`` with options builds an encoder per call)."""
+
+
 def _dumps(value: Any) -> str | None:
     if value is None:
         return None
-    return json.dumps(scrub_json(value), ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(scrub_json(value))
 
 
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
+
+
+class _Transaction:
+    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``) under the journal's lock.
+
+    A plain class rather than ``contextlib.contextmanager``: it runs twice per call on
+    the gateway's hot path, and the generator machinery costs more than the rest of the
+    Python around the two commits.
+    """
+
+    __slots__ = ("_conn", "_light", "_lock")
+
+    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock, light: bool) -> None:
+        self._conn = conn
+        self._lock = lock
+        self._light = light
+
+    def __enter__(self) -> sqlite3.Connection:
+        self._lock.acquire()
+        try:
+            if self._light:
+                self._conn.execute("PRAGMA synchronous=NORMAL")
+            try:
+                self._conn.execute("BEGIN IMMEDIATE")
+            except BaseException:
+                if self._light:
+                    self._conn.execute("PRAGMA synchronous=FULL")
+                raise
+        except BaseException:
+            self._lock.release()
+            raise
+        return self._conn
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        try:
+            if kind is None:
+                try:
+                    self._conn.execute("COMMIT")
+                except BaseException:
+                    if self._conn.in_transaction:  # a failed COMMIT leaves it open
+                        self._conn.execute("ROLLBACK")
+                    raise
+            else:
+                self._conn.execute("ROLLBACK")
+        finally:
+            try:
+                if self._light:
+                    self._conn.execute("PRAGMA synchronous=FULL")
+            finally:
+                self._lock.release()
 
 
 class SQLiteJournal:
@@ -270,25 +322,11 @@ class SQLiteJournal:
                 os.chmod(side, 0o600)
         return journal
 
-    @contextmanager
-    def _tx(self, *, light: bool = False) -> Iterator[sqlite3.Connection]:
-        """One write transaction. ``light``: commit without waiting for the disk even
-        under ``power`` durability (see :meth:`_is_light`)."""
-        with self._lock:
-            if light:
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-                try:
-                    yield self._conn
-                except BaseException:
-                    self._conn.execute("ROLLBACK")
-                    raise
-                else:
-                    self._conn.execute("COMMIT")
-            finally:
-                if light:
-                    self._conn.execute("PRAGMA synchronous=FULL")
+    def _tx(self, *, light: bool = False) -> _Transaction:
+        """One write transaction (``with self._tx() as c:``), committed at the end of the
+        block and rolled back if it raises. ``light``: commit without waiting for the
+        disk even under ``power`` durability (see :meth:`_is_light`)."""
+        return _Transaction(self._conn, self._lock, light)
 
     def _is_light(self, effect: str) -> bool:
         """Whether a step of ``effect`` is journaled without an fsync of its own.
