@@ -13,7 +13,8 @@ that its overhead can be read against what any Python proxy on this machine cost
     manifests' own, with ``jsonschema``) and commit the intent to SQLite (WAL mode, the
     durability given) *before* forwarding it; on the answer, add ``_meta`` and commit
     the outcome (after answering for a read-only tool, before for a writing one, as the
-    gateway does). No scope, approval, redaction, ``requires`` edges, compensation,
+    gateway does; and as the gateway does under ``power``, a read-only call's commits
+    skip their own fsync). No scope, approval, redaction, ``requires`` edges, compensation,
     timeouts, cancellation, restarts or error handling: it is not safe to use, only a
     lower bound for what ``reversi-gateway`` does with every call.
 
@@ -62,7 +63,8 @@ class JournalingRelay:
             str(data / "reference.sqlite3"), isolation_level=None, check_same_thread=False
         )
         self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute(f"PRAGMA synchronous={'FULL' if durability == 'power' else 'NORMAL'}")
+        self.power = durability == "power"
+        self.db.execute(f"PRAGMA synchronous={'FULL' if self.power else 'NORMAL'}")
         self.db.execute(
             "CREATE TABLE IF NOT EXISTS steps (seq INTEGER PRIMARY KEY, tool TEXT NOT NULL, "
             "args TEXT NOT NULL, state TEXT NOT NULL, result TEXT)"
@@ -71,6 +73,15 @@ class JournalingRelay:
         self.seq = 0
         self.pending: dict[int, tuple[Any, int, str]] = {}
         self.upstream = upstream.fileno()
+
+    def commit(self, tool: str, sql: str, params: tuple[Any, ...]) -> None:
+        """One statement in its own transaction; a read's without an fsync under power."""
+        light = self.power and tool in self.read_only
+        if light:
+            self.db.execute("PRAGMA synchronous=NORMAL")
+        self.db.execute(sql, params)
+        if light:
+            self.db.execute("PRAGMA synchronous=FULL")
 
     def from_client(self, line: bytes) -> None:
         message = json.loads(line)
@@ -85,7 +96,8 @@ class JournalingRelay:
         with self.lock:
             self.seq += 1
             seq = self.seq
-            self.db.execute(
+            self.commit(
+                tool,
                 "INSERT INTO steps (seq, tool, args, state) VALUES (?, ?, ?, 'pending')",
                 (seq, tool, json.dumps(args)),
             )
@@ -108,7 +120,8 @@ class JournalingRelay:
         if tool in self.read_only:
             os.write(1, answer)
         with self.lock:
-            self.db.execute(
+            self.commit(
+                tool,
                 "UPDATE steps SET state = 'succeeded', result = ? WHERE seq = ?",
                 (json.dumps(result.get("structuredContent")), seq),
             )

@@ -25,6 +25,7 @@ import yaml
 from reversi_core import Run, SQLiteJournal, executor_for, register_secret, registry_for
 from reversi_core.cli.reversi import main
 from reversi_core.connector import load_connector_class
+from reversi_core.journal import RollbackState
 
 FIXTURE = Path(__file__).resolve().parent / "cli_fixture"
 
@@ -174,6 +175,38 @@ def test_show_marks_uncertain_steps_with_how_to_resolve(
     assert "note a exists" in out  # the failed step's error
     assert "note:delete" in out  # the rejected step's reason
     assert f"reversi resolve {played.run_id} 4 --applied|--not-applied --data {played.data}" in out
+
+
+def test_a_read_left_uncertain_needs_no_resolving(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A gateway killed between a read's answer and its outcome leaves the read pending;
+    # the next open makes it uncertain. Nothing is asked of a person for it.
+    data = tmp_path / "data"
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    with SQLiteJournal.open(data) as journal:
+        run = journal.create_run("run_read", ["note:read"], None)
+        step = journal.begin_step(run.id, "note.read", "read_only", "note:read", {}, None, None, [])
+        owner = journal._conn.execute("SELECT owner FROM steps").fetchone()[0]
+        host, _, start = owner.rsplit(":", 2)
+        journal._conn.execute(  # the owner: a process that has exited
+            "UPDATE steps SET owner = ?", (f"{host}:{gone.stdout.strip()}:{start}",)
+        )
+    assert main(["show", run.id, "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "UNCERTAIN" in out
+    assert "reversi resolve" not in out
+    assert main(["rollback", run.id, "--compensator-cmd", "true", "--data", str(data)]) == 0
+    out = capsys.readouterr().out
+    assert "rollback complete" in out
+    assert "uncertain step" not in out
+    with SQLiteJournal.open(data) as journal:
+        assert journal.get_step(run.id, step.seq).rollback_state is RollbackState.NOT_APPLICABLE
 
 
 def test_show_json(played: Played, capsys: pytest.CaptureFixture[str]) -> None:

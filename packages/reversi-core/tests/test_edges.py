@@ -115,15 +115,29 @@ def _scan(steps: list[tuple[int, str, str, bool]], path: str) -> list[int]:
     return sorted(found)
 
 
-@settings(max_examples=300, deadline=None)
-@given(st.lists(_step, max_size=40), st.sampled_from(_PATHS))
-def test_edges_equal_a_scan_of_the_whole_run(steps: list[tuple[str, str, bool]], path: str) -> None:
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_step, max_size=40), st.sampled_from(_PATHS), st.data())
+def test_edges_equal_a_scan_of_the_whole_run(
+    steps: list[tuple[str, str, bool]], path: str, data: st.DataObject
+) -> None:
     idx = index()
     journaled: list[tuple[int, str, str, bool]] = []
     for seq, (tool, step_path, applied) in enumerate(steps, start=1):
+        idx.add(seq, tool, {"path": step_path}, None)  # begun, in order
+        journaled.append((seq, tool, step_path, applied))
+    # ... and finished in any order (calls side by side): results are indexed late
+    for seq, tool, step_path, applied in data.draw(st.permutations(journaled)):
         created = [step_path] if tool == "t.mkdir" else []
         idx.add(seq, tool, {"path": step_path}, {"created": created})
         if not applied:
             idx.mark_not_applied(seq)
-        journaled.append((seq, tool, step_path, applied))
     assert idx.edges(WRITE, {"path": path}) == _scan(journaled, path)
+
+
+def test_a_result_indexed_late_keeps_the_newest_step_first() -> None:
+    idx = index()
+    idx.add(1, "t.create", {}, None)
+    idx.add(2, "t.create", {}, None)
+    idx.add(2, "t.create", {}, {"id": "I-1"})  # the later call finished first
+    idx.add(1, "t.create", {}, {"id": "I-1"})
+    assert idx.edges(COMMENT, {"id": "I-1"}) == [2]

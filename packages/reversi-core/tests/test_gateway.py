@@ -284,12 +284,23 @@ Elicit = Callable[[Any, types.ElicitRequestParams], Awaitable[types.ElicitResult
 
 @asynccontextmanager
 async def session(
-    box: Box, *extra: str, elicit: Elicit | None = None, name: str = "gateway-test"
+    box: Box,
+    *extra: str,
+    elicit: Elicit | None = None,
+    name: str = "gateway-test",
+    launcher: str | None = None,
 ) -> AsyncIterator[ClientSession]:
-    """An initialized MCP client session with ``reversi-gateway`` in front of ``box``."""
+    """An initialized MCP client session with ``reversi-gateway`` in front of ``box``.
+
+    ``launcher``: Python source run with ``python -c`` in place of the console script
+    (it patches something, then calls the gateway's ``main``).
+    """
     errlog = box.tmp / f"gateway-{len(box.errlogs)}.err"
     box.errlogs.append(errlog)
-    params = StdioServerParameters(command=GATEWAY, args=box.argv(*extra), env=dict(os.environ))
+    command, args = GATEWAY, box.argv(*extra)
+    if launcher is not None:
+        command, args = sys.executable, ["-c", launcher, *args]
+    params = StdioServerParameters(command=command, args=args, env=dict(os.environ))
     with errlog.open("w") as err:
         async with (
             stdio_client(params, errlog=err) as (read, write),
@@ -696,6 +707,40 @@ def test_requests_the_raw_path_does_not_take_get_the_sdk_answers(wire: Wire) -> 
     assert fine["result"]["_meta"]["reversi/outcome"] == "succeeded"
     assert fine["result"]["_meta"]["reversi/step"] == 1
     assert wire.close() == 0
+
+
+JOURNAL_FAILS_LAUNCHER = """
+import sys
+from reversi_core.errors import JournalError
+from reversi_core.journal.sqlite import SQLiteJournal
+
+def finish_step(self, run_id, seq, state, **kwargs):
+    raise JournalError("disk full (injected by the test)")
+
+SQLiteJournal.finish_step = finish_step
+from reversi_core.cli.gateway import main
+sys.exit(main())
+"""
+
+
+@pytest.mark.anyio
+async def test_an_outcome_that_cannot_be_journaled(box: Box) -> None:
+    async with session(box, launcher=JOURNAL_FAILS_LAUNCHER) as client:
+        wrote = await client.call_tool("box.write", {"name": "a.txt", "text": "one"})
+        read = await client.call_tool("box.read", {"name": "a.txt"})
+    # the write ran: its outcome is unknown to the journal, so it is uncertain, not failed
+    assert (box.root / "a.txt").read_text() == "one"
+    assert wrote.is_error
+    assert meta(wrote)["reversi/outcome"] == "uncertain"
+    assert meta(wrote)["reversi/step"] == 1
+    assert "carried out by the upstream" in text(wrote)
+    assert "disk full (injected by the test)" in text(wrote)
+    # the read was answered before its outcome was to be journaled; the failure is logged
+    assert not read.is_error
+    assert read.structured_content == {"text": "one"}
+    assert "error: box.read: step 2: disk full (injected by the test)" in box.stderr()
+    states = {s.seq: s.state for s in box.steps(meta(wrote)["reversi/run"])}
+    assert states == {1: StepState.UNCERTAIN, 2: StepState.UNCERTAIN}  # found on reopen
 
 
 def test_a_read_is_answered_once_and_its_outcome_journaled_after(box: Box, wire: Wire) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,6 +127,62 @@ def test_a_commit_that_fails_is_rolled_back_and_the_journal_stays_usable(
     step = journal.begin_step("run_a", "t", "read_only", "x:y", {}, None, None, [])
     assert journal.get_step("run_a", step.seq).state is StepState.PENDING
     assert journal._conn.execute("SELECT count(*) FROM steps").fetchone()[0] == 1
+
+
+class _CommitFailsOnce:
+    """A connection whose next COMMIT fails, as a full disk would make it."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.armed = True
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT" and self.armed:
+            self.armed = False
+            raise sqlite3.OperationalError("database or disk is full (injected)")
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_a_step_whose_intent_fails_to_commit_leaves_no_trace(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir, durability="power")
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        first = journal.begin_step("run_a", "t", "reversible", "x:y", {}, None, None, [])
+        real = journal._conn
+        journal._conn = _CommitFailsOnce(real)  # type: ignore[assignment]  # a test double
+        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+            journal.begin_step("run_a", "t.read", "read_only", "x:y", {}, None, None, [])
+        journal._conn = real
+        assert not real.in_transaction
+        assert journal._light == set()  # no read-only step is waiting for its outcome
+        assert real.execute("PRAGMA synchronous").fetchone()[0] == 2
+        again = journal.begin_step("run_a", "t.read", "read_only", "x:y", {}, None, None, [])
+        assert again.seq == first.seq + 1  # no gap where the failed step would have been
+        assert [s.seq for s in journal.list_steps("run_a")] == [first.seq, again.seq]
+    finally:
+        journal.close()
+
+
+def _interrupted_update(journal: SQLiteJournal) -> None:
+    conn = journal._conn
+    with journal._tx() as c:
+        conn.set_progress_handler(lambda: 1, 1)
+        try:
+            c.execute("UPDATE runs SET label = 'x'")
+        finally:
+            conn.set_progress_handler(None, 1)
+
+
+def test_an_error_sqlite_already_rolled_back_is_the_one_raised(journal: SQLiteJournal) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    # an interrupted write rolls the whole transaction back inside SQLite
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        _interrupted_update(journal)
+    assert not journal._conn.in_transaction
+    assert journal.get_run("run_a").label is None
 
 
 def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:

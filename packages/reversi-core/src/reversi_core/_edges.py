@@ -15,6 +15,7 @@ in turn, so the chain orders the rollback without an edge to every ancestor.
 
 from __future__ import annotations
 
+import bisect
 import posixpath
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -72,7 +73,8 @@ class EdgeIndex:
     """``{tool: {(earlier source, relation)}}`` that some requirement compares."""
     entries: dict[int, _Entry] = field(default_factory=dict)
     keys: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
-    """``(tool, source, relation, key) -> [seq, ...]`` in journal order."""
+    """``(tool, source, relation, key) -> [seq, ...]`` in ascending step order (a step's
+    result values arrive when it finishes, which may be after later steps began)."""
 
     @classmethod
     def for_manifests(cls, manifests: Iterable[Manifest]) -> EdgeIndex:
@@ -99,8 +101,12 @@ class EdgeIndex:
             entry.values[source] = value
             for key in _keys(relation, value):
                 bucket = self.keys.setdefault((tool, source, relation, key), [])
-                if not bucket or bucket[-1] != seq:
+                if not bucket or bucket[-1] < seq:
                     bucket.append(seq)
+                else:  # a result indexed late (calls finish out of order): keep step order
+                    at = bisect.bisect_left(bucket, seq)
+                    if at == len(bucket) or bucket[at] != seq:
+                        bucket.insert(at, seq)
 
     def mark_not_applied(self, seq: int) -> None:
         """The step failed or was rejected: nothing can depend on it."""

@@ -279,7 +279,14 @@ def _rollback_text(step: StepRecord) -> Text:
 
 
 def _unresolved(steps: Sequence[StepRecord]) -> list[StepRecord]:
-    return [s for s in steps if s.state is StepState.UNCERTAIN and s.resolution is None]
+    """Uncertain steps a person should resolve: a read-only one changed nothing either way."""
+    return [
+        s
+        for s in steps
+        if s.state is StepState.UNCERTAIN
+        and s.resolution is None
+        and s.effect != Effect.READ_ONLY.value
+    ]
 
 
 def _resolve_hint(

@@ -201,7 +201,7 @@ class _Transaction:
                     if self._conn.in_transaction:  # a failed COMMIT leaves it open
                         self._conn.execute("ROLLBACK")
                     raise
-            else:
+            elif self._conn.in_transaction:  # SQLite may have rolled back by itself already
                 self._conn.execute("ROLLBACK")
         finally:
             try:
@@ -602,14 +602,15 @@ class SQLiteJournal:
                 raise RunClosedError(
                     f"run {run_id} was rolled back ({status}); it takes no new calls. Start a new run."
                 )
-            self._seq_hint[run_id] = seq + 1
-            if light:
-                self._light.add((run_id, seq))
             if edges:
                 c.executemany(
                     "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
                     [(run_id, seq, r) for r in edges],
                 )
+        # only once committed: a failed COMMIT leaves no gap in the numbers, no stale entry
+        self._seq_hint[run_id] = seq + 1
+        if light:
+            self._light.add((run_id, seq))
         # what was written, without reading it back (values as the journal stores them)
         return StepRecord(
             run_id=run_id,

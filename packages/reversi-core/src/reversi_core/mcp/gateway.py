@@ -51,6 +51,7 @@ import os
 import secrets
 import shlex
 import signal
+import sqlite3
 import stat
 import subprocess
 import sys
@@ -1182,10 +1183,22 @@ class Gateway:
             return self._error(run, state, "uncertain", exc.to_json(), f"{exc}{hint}")
         except ToolError as exc:
             return self._error(run, state, "failed", exc.to_json(), str(exc))
-        except ReversiError as exc:  # a journal failure: nothing we can promise
+        except (ReversiError, sqlite3.Error) as exc:  # the journal failed
             if state.replied:  # a read answered before its outcome could be journaled
                 _say(f"error: {name}: step {state.step}: {exc}", self._errlog)
                 return {}
+            if state.raw is not None and self._writes.get(name, True):
+                # the upstream carried the write out; only its outcome is not journaled
+                return self._error(
+                    run,
+                    state,
+                    "uncertain",
+                    {"type": "uncertain", "code": "journal"},
+                    f"{name} was carried out by the upstream, but the gateway could not "
+                    f"journal its outcome: {exc}. Step {state.step} stays pending and is "
+                    "found uncertain once this gateway stops; then resolve it with "
+                    f"'reversi resolve {run.id} {state.step} --applied'.",
+                )
             return self._error(
                 run,
                 state,
