@@ -56,6 +56,7 @@ __all__ = [
     "connection_string",
     "grace",
     "login_refusal",
+    "url_problem",
 ]
 
 StatementLog = Callable[[str, tuple[Any, ...]], None]
@@ -92,6 +93,61 @@ def connection_string(url: str, timeout: float) -> str:
     params["connect_timeout"] = str(max(2, math.ceil(timeout)))
     params.setdefault("application_name", APPLICATION_NAME)
     return conninfo.make_conninfo("", **params)
+
+
+_URL_NAME = "POSTGRES_URL"
+
+URI_SCHEMES = ("postgresql://", "postgres://")
+"""The prefixes by which libpq tells a URI from a ``key=value`` string (case matters)."""
+
+PERCENT_ENCODING = (
+    "percent-encode the user name and password: '@' as %40, '/' as %2F, '%' as %25 "
+    "(and ':' in the user name as %3A)"
+)
+"""The fix, for the messages that refuse a URL (none of which quotes it)."""
+
+
+def url_problem(url: str) -> str | None:
+    """Why libpq would read ``url`` so that part of its password may end up in an error.
+
+    ``None`` when there is no such problem. The answer never quotes ``url``, so it can
+    go into any error message. In a URI, libpq ends the user name and password at the
+    first ``@`` (or, when a ``/`` comes before any ``@``, reads no user name or password
+    at all: ``user:pass`` becomes the host and port). Whatever of an unencoded password
+    lies past that point is read as the host, port or database name, which libpq and
+    the server quote in their errors (``failed to resolve host '...'``), and it is not
+    registered as a secret because libpq never called it the password. So a URI may
+    hold one ``@``, the one that ends the user name and password; any other, and a port
+    that is not a number (a ``/`` in the password), is refused. The ``key=value`` form
+    has no such ambiguity: a value with spaces is quoted (``password='a b'``), and
+    anything libpq cannot parse is refused without being quoted anyway.
+    """
+    prefix = next((p for p in URI_SCHEMES if url.startswith(p)), None)
+    if prefix is not None:
+        rest = url[len(prefix) :]
+        end = next((i for i, c in enumerate(rest) if c in "@/"), len(rest))
+        separator = end if end < len(rest) and rest[end] == "@" else -1
+        if any(c == "@" and i != separator for i, c in enumerate(rest)):
+            return (
+                f"{_URL_NAME} has an '@' other than the one that ends the user name and "
+                "password: libpq would read part of them as the host, port or database name, "
+                f"which its errors quote; {PERCENT_ENCODING}, and any other '@' in the URL as %40"
+            )
+    try:
+        port = conninfo.conninfo_to_dict(url).get("port")
+    except psycopg.Error:
+        return None  # unparsable: refused by whoever parses it, without quoting it
+    if port is not None and not all(_is_number(p) for p in str(port).split(",") if p):
+        return (
+            f"{_URL_NAME} gives a port that is not a number; when the password holds a '/', "
+            f"libpq reads the user name and password as a host and port: {PERCENT_ENCODING}"
+        )
+    return None
+
+
+def _is_number(text: str) -> bool:
+    text = text.strip()
+    return text.isascii() and text.isdigit()
 
 
 def _one_line(text: str) -> str:
@@ -174,6 +230,9 @@ class Session:
     # -- opening and closing ---------------------------------------------------------
 
     async def __aenter__(self) -> Session:
+        problem = url_problem(self._url)
+        if problem is not None:
+            raise ToolError(f"{self._tool}: {problem}; nothing was sent", code="connect")
         try:
             target = connection_string(self._url, self._timeout)
         except psycopg.Error:

@@ -10,7 +10,9 @@ every value is bound as a parameter (:mod:`reversi_connector_postgres._sql`).
 The connection comes from ``POSTGRES_URL``, a libpq URI or ``key=value`` string
 (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING); the URL
 and its password are registered as secrets (:mod:`reversi_core.redact`) as soon as they
-are read, so no error, result or journal entry carries them. Each call opens its own
+are read, so no error, result or journal entry carries them; a URI whose password
+holds an unencoded ``@`` (which libpq would read partly as the host name) is refused
+with ``ConfigurationError`` instead: it must be percent-encoded. Each call opens its own
 connection with psycopg 3 (https://www.psycopg.org/psycopg3/docs/) and closes it
 (:mod:`reversi_connector_postgres._session` has the time limits and error mapping).
 
@@ -52,7 +54,7 @@ from reversi_core.manifest import Compensation, Effect, Match, Requirement
 from reversi_core.redact import register_secret
 
 from . import _sql
-from ._session import Session, StatementLog
+from ._session import PERCENT_ENCODING, Session, StatementLog, url_problem
 from ._sql import IDENTIFIER_PATTERN
 from ._values import to_json
 
@@ -240,7 +242,10 @@ class PostgresConnector(Connector):
     wins); ``on_statement``, if given, is called with ``(sql_text, params)`` right
     before each statement is sent (an audit log, or a test's record of the exact SQL).
     Raises :class:`~reversi_core.errors.ConfigurationError` for an empty or unparsable
-    URL (without quoting it) or a timeout that is not positive.
+    URL, a URI whose user name or password holds an unencoded ``@`` or ``/`` (libpq
+    would read part of the password as the host or port, and quote it in its errors:
+    :func:`~reversi_connector_postgres._session.url_problem`), each without quoting
+    the URL, or a timeout that is not positive.
     """
 
     name = "postgres"
@@ -262,11 +267,15 @@ class PostgresConnector(Connector):
         except psycopg.Error:
             raise ConfigurationError(
                 f"{ENV_VAR} is not a valid PostgreSQL connection URI or key=value string "
-                "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING)"
+                "(https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING); "
+                f"in a URI, {PERCENT_ENCODING}"
             ) from None
         password = parsed.get("password")
         if password:
             register_secret(str(password))
+        problem = url_problem(url)
+        if problem is not None:
+            raise ConfigurationError(problem)
         if not timeout > 0:
             raise ConfigurationError(f"postgres timeout must be positive, not {timeout!r}")
         self._url = url
