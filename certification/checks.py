@@ -133,10 +133,54 @@ def needs_faults(scene: Scene, purpose: str) -> Any:
     return faults
 
 
-def injected(subject: Subject, status: int) -> str:
-    """How a check names an injected status: ``HTTP 403``, with the vendor's codes for it."""
-    codes = subject.fixture.codes_for(status)
-    return f"HTTP {status}" + (f" ({'/'.join(sorted(codes))})" if codes else "")
+def realised(scene: Scene, fault: Fault) -> str:
+    """What the backend does for ``fault``, in words.
+
+    The words of its faults' optional ``describe(fault)`` (a backend that does not speak
+    HTTP says how it realises a status: ``a changed password``), else ``HTTP N`` (or the
+    fault's kind).
+    """
+    describe = getattr(scene.faults, "describe", None)
+    words = describe(fault) if callable(describe) else None
+    if words:
+        return str(words)
+    return f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
+
+
+class Injection:
+    """One status a check injects into each tool: what the backend did, what the connector said.
+
+    For the check's report: ``str(injection)`` is the backend's words for the fault
+    (:func:`realised`: ``HTTP 403``, or ``revoked privileges``) followed, in brackets, by
+    the vendor codes the connector really answered with instead of the status (those of
+    the fixture's ``error_codes[N]`` it used; none when it answered with
+    ``ToolError.status == N``).
+    """
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+        self.done: set[str] = set()
+        self.answers: set[str] = set()
+
+    def fault(self, message: str) -> Fault:
+        """The fault to arm: the status, with a JSON body carrying ``message``."""
+        return Fault.status(self.status, json={"message": message})
+
+    def under(self, scene: Scene, fault: Fault) -> str:
+        """How the check's messages name ``fault`` in ``scene`` (and note the backend's words)."""
+        words = realised(scene, fault)
+        self.done.add(words)
+        plain = f"HTTP {self.status}"
+        return words if words == plain else f"{words} (for {plain})"
+
+    def answered(self, code: str | None) -> None:
+        """Note the vendor code the connector answered with (``None``: the status itself)."""
+        if code is not None:
+            self.answers.add(code)
+
+    def __str__(self) -> str:
+        words = " / ".join(sorted(self.done)) or f"HTTP {self.status}"
+        return words + (f" ({'/'.join(sorted(self.answers))})" if self.answers else "")
 
 
 @contextmanager
@@ -318,11 +362,15 @@ async def check_forward_success(subject: Subject) -> str:
 # -- 2. forward failure ----------------------------------------------------------------
 
 
-def _refusal(subject: Subject, what: str, exc: BaseException, status: int | None = None) -> None:
+def _refusal(
+    subject: Subject, what: str, exc: BaseException, status: int | None = None
+) -> str | None:
     """Check one refusal: a ToolError naming its status (or the vendor's code for it), clean.
 
     With ``status``, the error must have ``ToolError.status == status`` or a ``code`` the
     fixture's ``error_codes`` maps to ``status``; either way its message must name it.
+    Returns the vendor code accepted instead of ``status`` (``None`` when the error has
+    the status itself, or no status was asked for).
     """
     if isinstance(exc, EffectUncertainError):
         raise fail(f"{what} was reported uncertain, but the backend refused it: {exc}")
@@ -342,8 +390,11 @@ def _refusal(subject: Subject, what: str, exc: BaseException, status: int | None
         )
     if exc.status is not None and str(exc.status) not in text:
         raise fail(f"{what}: the error does not name HTTP {exc.status}: {text}")
-    if by_code and exc.status != status and str(exc.code) not in text:
-        raise fail(f"{what}: the error does not name its code {exc.code}: {text}")
+    if by_code and exc.status != status:
+        if str(exc.code) not in text:
+            raise fail(f"{what}: the error does not name its code {exc.code}: {text}")
+        return str(exc.code)
+    return None
 
 
 async def check_forward_failure(subject: Subject) -> str:
@@ -374,6 +425,7 @@ async def check_forward_failure(subject: Subject) -> str:
                     )
                 count += 1
     count_injected = 0
+    refusal = Injection(INJECTED_REFUSAL)
     async with scenario(subject, "ff-probe") as probe:
         has_faults = probe.faults is not None
     if has_faults:
@@ -382,24 +434,22 @@ async def check_forward_failure(subject: Subject) -> str:
             async with scenario(subject, f"ff-inj-{tool}") as scene:
                 args = await scene.prepare(subject.examples(tool)[0])
                 before = scene.fingerprint()
-                fault = Fault.status(
-                    INJECTED_REFUSAL, json={"message": "certification: injected refusal"}
-                )
-                refusal = injected(subject, INJECTED_REFUSAL)
+                fault = refusal.fault("certification: injected refusal")
+                under = refusal.under(scene, fault)
                 with armed(scene, fault):
                     try:
                         await scene.call(tool, args)
                     except Exception as exc:
-                        _refusal(subject, f"{tool} under {refusal}", exc, INJECTED_REFUSAL)
+                        refusal.answered(
+                            _refusal(subject, f"{tool} under {under}", exc, INJECTED_REFUSAL)
+                        )
                     else:
-                        raise fail(f"{tool} succeeded although the backend answered {refusal}")
+                        raise fail(f"{tool} succeeded despite {under}")
                 if scene.fingerprint() != before:
-                    raise fail(f"{tool} under {refusal} changed the backend")
+                    raise fail(f"{tool} under {under} changed the backend")
                 count_injected += 1
     return f"{count} declared refusals" + (
-        f", {count_injected} injected {injected(subject, INJECTED_REFUSAL)}"
-        if count_injected
-        else ""
+        f", {count_injected} injected {refusal}" if count_injected else ""
     )
 
 
@@ -445,6 +495,7 @@ async def check_retry(subject: Subject) -> str:
     """Dropped connection: uncertain for a write, ToolError for a read; 5xx names the status; then a retry succeeds."""
     manifests = subject.manifests
     first_examples(subject, sorted(manifests))
+    unavailable = Injection(503)
     for tool, manifest in sorted(manifests.items()):
         example = subject.examples(tool)[0]
         async with scenario(subject, f"retry-drop-{tool}") as scene:
@@ -469,26 +520,25 @@ async def check_retry(subject: Subject) -> str:
                     ) from None
                 else:
                     raise fail(f"{tool} succeeded although the connection was dropped unanswered")
-        unavailable = injected(subject, 503)
         async with scenario(subject, f"retry-5xx-{tool}") as scene:
             args = await scene.prepare(example)
             before = scene.fingerprint()
-            with armed(scene, Fault.status(503, json={"message": "certification: unavailable"})):
+            fault = unavailable.fault("certification: unavailable")
+            under = unavailable.under(scene, fault)
+            with armed(scene, fault):
                 try:
                     await scene.call(tool, args)
                 except Exception as exc:
-                    _refusal(subject, f"{tool} under {unavailable}", exc, 503)
+                    unavailable.answered(_refusal(subject, f"{tool} under {under}", exc, 503))
                 else:
-                    raise fail(f"{tool} succeeded although the backend answered {unavailable}")
+                    raise fail(f"{tool} succeeded despite {under}")
             if scene.fingerprint() != before:
-                raise fail(f"{tool} under {unavailable} changed the backend")
+                raise fail(f"{tool} under {under} changed the backend")
             try:
                 await scene.call(tool, args)
             except ReversiError as exc:
-                raise fail(
-                    f"{tool} failed when retried after the {unavailable} cleared: {exc}"
-                ) from None
-    return f"{len(manifests)} tools: dropped connection, {injected(subject, 503)}, retry"
+                raise fail(f"{tool} failed when retried after {under} cleared: {exc}") from None
+    return f"{len(manifests)} tools: dropped connection, {unavailable}, retry"
 
 
 # -- 5. compensation success -----------------------------------------------------------
@@ -634,23 +684,25 @@ async def check_permission_denial(subject: Subject) -> str:
     """401 and 403 on every tool: ToolError naming the status (or code), no credential, nothing changed."""
     manifests = subject.manifests
     first_examples(subject, sorted(manifests))
+    denials = [Injection(401), Injection(403)]
     for tool in sorted(manifests):
-        for status in (401, 403):
-            denied = injected(subject, status)
+        for denial in denials:
+            status = denial.status
             async with scenario(subject, f"perm-{tool}-{status}") as scene:
                 args = await scene.prepare(subject.examples(tool)[0])
                 before = scene.fingerprint()
-                body = {"message": "certification: denied"}
-                with armed(scene, Fault.status(status, json=body)):
+                fault = denial.fault("certification: denied")
+                under = denial.under(scene, fault)
+                with armed(scene, fault):
                     try:
                         await scene.call(tool, args)
                     except Exception as exc:
-                        _refusal(subject, f"{tool} under {denied}", exc, status)
+                        denial.answered(_refusal(subject, f"{tool} under {under}", exc, status))
                     else:
-                        raise fail(f"{tool} succeeded although the backend answered {denied}")
+                        raise fail(f"{tool} succeeded despite {under}")
                 if scene.fingerprint() != before:
-                    raise fail(f"{tool} under {denied} changed the backend")
-    return f"{len(manifests)} tools × {injected(subject, 401)}, {injected(subject, 403)}"
+                    raise fail(f"{tool} under {under} changed the backend")
+    return f"{len(manifests)} tools × " + ", ".join(map(str, denials))
 
 
 # -- 9. timeout ------------------------------------------------------------------------

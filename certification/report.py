@@ -77,7 +77,7 @@ def reasons(name: str, checks: Mapping[str, Mapping[str, str]]) -> list[str]:
 
 
 def fault_runs(name: str, checks: Mapping[str, Mapping[str, str]]) -> list[str]:
-    """What each passed fault check injected into ``name``, as the check reported it."""
+    """What each passed fault check injected into ``name`` and what it answered, as the check reported it."""
     return [
         f"- **{name}, {CHECK_INFO[c].title}**: {checks[c]['detail']}"
         for c in runner.FAULT_CHECKS
@@ -112,9 +112,12 @@ def render(results: Results, residue: Mapping[str, Mapping[str, str]]) -> str:
         "",
         "## The fault checks, as run",
         "",
-        "What the retry, permission-denial and timeout checks injected, for each connector that",
-        "passed them, and what the connector had to answer with: the HTTP status, or the",
-        "vendor's own codes that its fixture declares for it (`error_codes`).",
+        "What the retry, permission-denial and timeout checks injected into each connector that",
+        "passed them, and what the connector answered. A fault on an HTTP backend is named by",
+        "its status (`HTTP 403`), which the connector's error had to carry. A backend that does",
+        "not speak HTTP realises each status in its own way and names it (`revoked privileges`",
+        "for 403). In brackets are the vendor codes the connector answered with instead of the",
+        "status; each is one its fixture declares for that status (`error_codes`).",
         "",
     ]
     runs = [line for n in names for line in fault_runs(n, results[n])]

@@ -10,14 +10,17 @@ must contain. ``test_certification.py`` requires an entry for every check.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
 from certification import runner
 from certification.tests import memo
 from reversi_core.certification import CHECKS
+from reversi_core.testing import FakeServer, Fault, Faults
 
 BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
     "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
@@ -89,6 +92,80 @@ async def test_a_connector_answering_in_vendor_codes_passes_with_its_mapping(
     assert outcome.status == "pass", outcome.detail
     if check == "permission_denial":
         assert "HTTP 401 (MEMO-AUTH), HTTP 403 (MEMO-DENIED)" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_the_report_names_the_codes_answered_not_every_code_declared(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    coded = subject(memo.MemoVendorCodes, tmp_path)
+    wider = {status: {code, f"{code}-NEVER-SENT"} for status, code in memo.VENDOR_CODES.items()}
+    fixture = dataclasses.replace(coded.fixture, error_codes=wider)
+    outcome = await runner.run_check(
+        "permission_denial", dataclasses.replace(coded, fixture=fixture)
+    )
+    assert outcome.status == "pass", outcome.detail
+    assert outcome.detail.endswith("× HTTP 401 (MEMO-AUTH), HTTP 403 (MEMO-DENIED)")
+    assert "NEVER-SENT" not in outcome.detail
+
+
+class DescribedFaults(Faults):
+    """The fake's faults, with words for what each injected status stands for."""
+
+    WORDS: ClassVar[dict[int, str]] = {
+        401: "a revoked token",
+        403: "a scope taken away",
+        503: "a full queue",
+    }
+
+    def describe(self, fault: Fault) -> str | None:
+        return self.WORDS.get(fault.http_status) if fault.http_status else None
+
+
+@contextmanager
+def described_backend(directory: Path) -> Iterator[FakeServer]:
+    with memo.memo_backend(directory) as server:
+        server.faults = DescribedFaults()
+        yield server
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(
+    ("check", "words"),
+    [
+        ("permission_denial", "× a revoked token (MEMO-AUTH), a scope taken away (MEMO-DENIED)"),
+        ("retry", ": dropped connection, a full queue (MEMO-BUSY), retry"),
+    ],
+)
+async def test_the_report_uses_the_handles_words_for_a_fault(
+    check: str, words: str, tmp_path: Path
+) -> None:
+    import dataclasses
+
+    coded = subject(memo.MemoVendorCodes, tmp_path)
+    fixture = dataclasses.replace(coded.fixture, backend=described_backend)
+    outcome = await runner.run_check(check, dataclasses.replace(coded, fixture=fixture))
+    assert outcome.status == "pass", outcome.detail
+    assert outcome.detail.endswith(words), outcome.detail
+    assert "HTTP" not in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_a_failure_under_a_described_fault_says_which_status_it_stands_for(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    broken = subject(memo.BrokenCodeForDenial, tmp_path)
+    fixture = dataclasses.replace(broken.fixture, backend=described_backend)
+    outcome = await runner.run_check(
+        "permission_denial", dataclasses.replace(broken, fixture=fixture)
+    )
+    assert outcome.status == "fail"
+    assert "under a scope taken away (for HTTP 403)" in outcome.detail, outcome.detail
+    assert "'MEMO-AUTH' is not one of MEMO-DENIED" in outcome.detail
 
 
 @pytest.mark.anyio

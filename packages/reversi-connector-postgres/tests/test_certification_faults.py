@@ -155,6 +155,18 @@ async def test_503_drops_the_connection_limit_to_zero_so_logins_get_53300(
     assert count(scratch) == 4
 
 
+def test_describe_says_what_arming_each_status_does(scratch: ScratchSchema) -> None:
+    """The results page prints these words, then the codes the connector answered with."""
+    described = faults(scratch)
+    assert described.describe(Fault.status(401)) == "a changed password"
+    assert described.describe(Fault.status(403)) == "revoked privileges"
+    assert described.describe(Fault.status(503)) == "a connection limit of zero"
+    assert described.describe(Fault.status(422)) == "an error the server raises at the statement"
+    assert described.describe(Fault.drop_after_read()) is None
+    assert described.describe(Fault.hang(seconds=1.0)) is None
+    assert set(described.DESCRIPTIONS) == set(ERROR_CODES)
+
+
 def test_a_server_state_holds_until_clear_and_refuses_what_it_cannot_do(
     scratch: ScratchSchema,
 ) -> None:

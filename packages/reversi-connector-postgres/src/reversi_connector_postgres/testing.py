@@ -51,7 +51,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 import psycopg
 from psycopg import conninfo, sql
@@ -888,8 +888,18 @@ class PostgresFaults:
     ===================================  ===========================================================
 
     The three server states hold until :meth:`clear` (``times`` must be ``None``), which
-    puts the role and the privileges back as they were.
+    puts the role and the privileges back as they were. :meth:`describe` says in a few
+    words which of these a status fault is, for the certification results page.
     """
+
+    DESCRIPTIONS: ClassVar[Mapping[int, str]] = {
+        401: "a changed password",
+        403: "revoked privileges",
+        503: "a connection limit of zero",
+        422: "an error the server raises at the statement",
+        500: "an error the server raises at the statement",
+    }
+    """What :meth:`add` does for ``status(N)``, by ``N``, in words."""
 
     def __init__(self, scratch: ScratchSchema, proxy: WireProxy) -> None:
         self._scratch = scratch
@@ -930,6 +940,16 @@ class PostgresFaults:
         body = fault.json.get("message") if isinstance(fault.json, dict) else None
         message = str(body) if body else f"injected fault: HTTP {status}"
         return self._proxy.raise_at(where, ERROR_CODES[status][0], message, times=times)
+
+    def describe(self, fault: Fault) -> str | None:
+        """What :meth:`add` makes of a ``status`` fault, in words (``None`` for a drop or a hang).
+
+        The certification suite prints it instead of ``HTTP N``: the server is not asked
+        for a status, it is put in a state (:data:`DESCRIPTIONS`).
+        """
+        if fault.http_status is None:
+            return None
+        return self.DESCRIPTIONS.get(fault.http_status)
 
     def clear(self) -> None:
         """Disarm the proxy's faults and put the role and privileges back."""

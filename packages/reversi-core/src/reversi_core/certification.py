@@ -286,6 +286,11 @@ class FaultControls(Protocol):
     - ``clear()`` disarms everything and puts the backend back as it was.
 
     A ``status`` the handle has no counterpart for should raise ``ValueError`` saying so.
+
+    Optionally (the suite looks it up with ``getattr``), ``describe(fault)`` returns a
+    few words saying what arming ``fault`` does to the backend (``"a changed password"``
+    for a database's ``status(401)``), or ``None``. The results page shows them where it
+    would otherwise say ``HTTP 401``, followed by the codes the connector answered with.
     """
 
     def add(self, fault: Fault, *, times: int | None = ..., writes: bool = ...) -> object:
