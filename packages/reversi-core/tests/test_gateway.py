@@ -827,9 +827,11 @@ def test_stdio_that_is_not_a_pipe(box: Box) -> None:
         "capabilities": {},
         "clientInfo": {"name": "file", "version": "1"},
     }
+    call = {"name": "box.read", "arguments": {"name": "a"}}
     lines = [
         {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": call},
     ]
     requests.write_text("".join(json.dumps(m) + "\n" for m in lines))
     answers = box.tmp / "answers.jsonl"
@@ -838,9 +840,13 @@ def test_stdio_that_is_not_a_pipe(box: Box) -> None:
             [GATEWAY, *box.argv()], stdin=stdin, stdout=stdout, stderr=subprocess.PIPE, timeout=60
         )
     assert done.returncode == 0, done.stderr
-    got = [json.loads(line) for line in answers.read_text().splitlines()]
-    assert [m["id"] for m in got] == [1]
-    assert got[0]["result"]["serverInfo"]["name"] == "reversi-gateway"
+    lines_out = answers.read_text().splitlines()
+    got = {m["id"]: m for m in map(json.loads, lines_out)}
+    assert sorted(got) == [1, 2]
+    assert len(lines_out) == 2  # one answer each (in any order)
+    assert got[1]["result"]["serverInfo"]["name"] == "reversi-gateway"
+    # the end of the file ends the session at once: the call is answered, not served
+    assert got[2]["error"]["message"] == "Connection closed"
 
 
 # -- approval ------------------------------------------------------------------------

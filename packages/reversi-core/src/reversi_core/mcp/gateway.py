@@ -1569,6 +1569,7 @@ class _Downstream:
         self._client = "the MCP client"
         self._stamp = server.server_info_stamp
         self._inflight: dict[Any, asyncio.Task[None]] = {}
+        self._started: set[Any] = set()  # ids of raw calls whose task began to run
         self._closing = False
         self._loop = asyncio.get_running_loop()
 
@@ -1609,7 +1610,9 @@ class _Downstream:
         if exc is not None:
             self._send_sdk(exc)
         self._to_sdk.close()
-        for task in self._inflight.values():
+        for rid, task in self._inflight.items():
+            if rid not in self._started:  # cancelled before it ran: nothing was journaled
+                self._answer(rid, error={"code": CONNECTION_CLOSED, "message": "Connection closed"})
             task.cancel("the client closed the connection")
 
     async def finish(self) -> None:
@@ -1666,6 +1669,7 @@ class _Downstream:
         client: str,
         modern: bool,
     ) -> None:
+        self._started.add(rid)
         sent = False
 
         def reply(result: dict[str, Any]) -> None:
@@ -1692,6 +1696,7 @@ class _Downstream:
         finally:
             if self._inflight.get(rid) is asyncio.current_task():
                 del self._inflight[rid]
+                self._started.discard(rid)
         if result is not None:  # else a read, answered already
             reply(result)
         if self.out is not None:
