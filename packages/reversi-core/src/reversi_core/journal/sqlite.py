@@ -564,53 +564,55 @@ class SQLiteJournal:
         approval_json = _dumps(approval)
         edges = sorted(set(requires))
         light = self._is_light(effect)
-        with self._tx(light=light) as c:
-            for _attempt in range(2):
-                seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
-                key = self.forward_key(run_id, seq)
-                try:
-                    # one statement: insert only if the run exists and is open
-                    cur = c.execute(
-                        "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, "
-                        "state, idempotency_key, owner, started_at, approval) "
-                        "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ? "
-                        "WHERE (SELECT status FROM runs WHERE id = ?) = 'open'",
-                        (
-                            run_id,
-                            seq,
-                            tool,
-                            effect,
-                            permission,
-                            args_json,
-                            reason,
-                            key,
-                            self._owner,
-                            now,
-                            approval_json,
-                            run_id,
-                        ),
+        with self._lock:
+            with self._tx(light=light) as c:
+                for _attempt in range(2):
+                    seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
+                    key = self.forward_key(run_id, seq)
+                    try:
+                        # one statement: insert only if the run exists and is open
+                        cur = c.execute(
+                            "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, "
+                            "state, idempotency_key, owner, started_at, approval) "
+                            "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ? "
+                            "WHERE (SELECT status FROM runs WHERE id = ?) = 'open'",
+                            (
+                                run_id,
+                                seq,
+                                tool,
+                                effect,
+                                permission,
+                                args_json,
+                                reason,
+                                key,
+                                self._owner,
+                                now,
+                                approval_json,
+                                run_id,
+                            ),
+                        )
+                    except sqlite3.IntegrityError:
+                        # another handle wrote this step number meanwhile: recount and retry
+                        self._seq_hint.pop(run_id, None)
+                        continue
+                    break
+                else:  # two other writers took the number twice in a row
+                    raise JournalError(f"cannot allocate a step number in run {run_id}")
+                if cur.rowcount != 1:
+                    status = self._require_run(c, run_id)
+                    raise RunClosedError(
+                        f"run {run_id} was rolled back ({status}); it takes no new calls. Start a new run."
                     )
-                except sqlite3.IntegrityError:
-                    # another handle wrote this step number meanwhile: recount and retry
-                    self._seq_hint.pop(run_id, None)
-                    continue
-                break
-            else:  # two other writers took the number twice in a row
-                raise JournalError(f"cannot allocate a step number in run {run_id}")
-            if cur.rowcount != 1:
-                status = self._require_run(c, run_id)
-                raise RunClosedError(
-                    f"run {run_id} was rolled back ({status}); it takes no new calls. Start a new run."
-                )
-            if edges:
-                c.executemany(
-                    "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
-                    [(run_id, seq, r) for r in edges],
-                )
-        # only once committed: a failed COMMIT leaves no gap in the numbers, no stale entry
-        self._seq_hint[run_id] = seq + 1
-        if light:
-            self._light.add((run_id, seq))
+                if edges:
+                    c.executemany(
+                        "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
+                        [(run_id, seq, r) for r in edges],
+                    )
+            # only once committed (a failed COMMIT leaves no gap in the numbers, no stale
+            # entry), and under the lock still (the RLock: _tx takes it again)
+            self._seq_hint[run_id] = seq + 1
+            if light:
+                self._light.add((run_id, seq))
         # what was written, without reading it back (values as the journal stores them)
         return StepRecord(
             run_id=run_id,

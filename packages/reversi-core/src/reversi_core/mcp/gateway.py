@@ -1125,21 +1125,20 @@ class Gateway:
         meta: dict[str, Any],
         client: str,
         reply: Callable[[dict[str, Any]], None] | None = None,
-    ) -> dict[str, Any] | None:
+    ) -> dict[str, Any]:
         """Serve one ``tools/call`` from its parsed JSON; return the result object.
 
         The caller made sure that no person needs to be asked (``name`` not in
         :attr:`asks`) and that ``args`` and ``meta`` are objects. With ``reply``, a
         read-only tool's result is passed to it as soon as the upstream answered, before
-        the step's outcome is journaled (see :meth:`reversi_core.engine.Run.call`), and
-        ``None`` is returned: the client has its answer already.
+        the step's outcome is journaled (see :meth:`reversi_core.engine.Run.call`); the
+        caller must then not answer again.
         """
         run = self._run or self.ensure_run(client)
         reason = meta.get(REASON_META)
         state = _CallState(reply=reply)
         _CURRENT.set(state)  # the caller runs each call in a task (a context) of its own
-        result = await self._call(run, name, args, reason if type(reason) is str else None, state)
-        return None if state.replied else result
+        return await self._call(run, name, args, reason if type(reason) is str else None, state)
 
     async def _call(
         self,
@@ -1569,7 +1568,7 @@ class _Downstream:
         self._client = "the MCP client"
         self._stamp = server.server_info_stamp
         self._inflight: dict[Any, asyncio.Task[None]] = {}
-        self._started: set[Any] = set()  # ids of raw calls whose task began to run
+        self._started: set[asyncio.Task[None]] = set()  # raw calls' tasks that began to run
         self._closing = False
         self._loop = asyncio.get_running_loop()
 
@@ -1611,7 +1610,7 @@ class _Downstream:
             self._send_sdk(exc)
         self._to_sdk.close()
         for rid, task in self._inflight.items():
-            if rid not in self._started:  # cancelled before it ran: nothing was journaled
+            if task not in self._started:  # cancelled before it ran: nothing was journaled
                 self._answer(rid, error={"code": CONNECTION_CLOSED, "message": "Connection closed"})
             task.cancel("the client closed the connection")
 
@@ -1669,7 +1668,9 @@ class _Downstream:
         client: str,
         modern: bool,
     ) -> None:
-        self._started.add(rid)
+        this = asyncio.current_task()
+        assert this is not None  # _start_call runs every raw call in a task
+        self._started.add(this)
         sent = False
 
         def reply(result: dict[str, Any]) -> None:
@@ -1694,10 +1695,10 @@ class _Downstream:
                 )
             return
         finally:
-            if self._inflight.get(rid) is asyncio.current_task():
+            self._started.discard(this)
+            if self._inflight.get(rid) is this:
                 del self._inflight[rid]
-                self._started.discard(rid)
-        if result is not None:  # else a read, answered already
+        if not sent:  # a read may have been answered already
             reply(result)
         if self.out is not None:
             await self.out.drain()
