@@ -186,8 +186,7 @@ class Injection:
 @contextmanager
 def armed(scene: Scene, fault: Fault) -> Iterator[None]:
     """``fault`` on every request to the backend until the block ends."""
-    what = f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
-    faults = needs_faults(scene, what)
+    faults = needs_faults(scene, realised(scene, fault))
     faults.add(fault, times=None)
     try:
         yield
@@ -206,8 +205,7 @@ def armed_on_effect(scene: Scene, fault: Fault, manifest: Manifest) -> Iterator[
     before any write is a plain ToolError, and arming the fault on it would demand a lie.
     For a read-only tool, every request.
     """
-    what = f"HTTP {fault.http_status}" if fault.http_status else fault.kind.replace("_", " ")
-    faults = needs_faults(scene, what)
+    faults = needs_faults(scene, realised(scene, fault))
     faults.add(fault, times=None, writes=writes(manifest))
     try:
         yield
