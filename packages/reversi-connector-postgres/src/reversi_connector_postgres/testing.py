@@ -205,8 +205,37 @@ class Cluster:
 def _run(
     command: list[str], user: str | None, *, timeout: float
 ) -> subprocess.CompletedProcess[str]:
-    full = ["runuser", "-u", user, "--", *command] if user else command
-    return subprocess.run(full, capture_output=True, text=True, timeout=timeout, check=False)
+    if user is None:
+        return subprocess.run(command, capture_output=True, text=True, timeout=timeout, check=False)
+    # from "/": the caller's working directory may be one the other user cannot enter
+    full = ["runuser", "-u", user, "--", *command]
+    return subprocess.run(
+        full, capture_output=True, text=True, timeout=timeout, check=False, cwd="/"
+    )
+
+
+def _cluster_parent(user: str | None) -> str | None:
+    """Where the cluster's temporary directory goes: the usual temporary directory, unless
+    ``user`` (who runs the server) cannot reach it.
+
+    ``$TMPDIR`` may lie inside a private directory (nox points it into the session's
+    folder of a checkout that may be ``0700``); then the system's own ``/tmp`` or
+    ``/var/tmp`` is used. ``None``: :mod:`tempfile`'s default.
+    """
+    if user is None:
+        return None
+    system = ("/tmp", "/var/tmp")  # noqa: S108 - parents for mkdtemp's private, randomly named directory
+    for candidate in (tempfile.gettempdir(), *system):
+        if (
+            os.path.isdir(candidate)
+            and _run(["test", "-x", candidate], user, timeout=30).returncode == 0
+        ):
+            return candidate
+    raise PostgresUnavailable(
+        f"running as root, the server runs as {user!r}, who can enter neither "
+        f"{tempfile.gettempdir()} nor /tmp nor /var/tmp; set TMPDIR to a directory {user!r} "
+        f"can enter, or set {URL_ENV} to an existing server"
+    )
 
 
 def _unprivileged_user() -> str:
@@ -280,7 +309,7 @@ def start_cluster(bindir: Path | None = None, *, attempts: int = 3) -> Iterator[
             f"group); or set {URL_ENV} to an existing server"
         )
     user = _unprivileged_user() if os.geteuid() == 0 else None
-    directory = Path(tempfile.mkdtemp(prefix="reversi-pg-"))
+    directory = Path(tempfile.mkdtemp(prefix="reversi-pg-", dir=_cluster_parent(user)))
     started: Cluster | None = None
     try:
         usable = _usable_bindir(found, user, directory)
