@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reversi_core import Registry, Run, SQLiteJournal
-from reversi_core.certification import (
+from reversi_core.testing import (
     CHECKS,
     CertificationFixture,
     Example,
@@ -96,7 +96,7 @@ class Subject:
 
 
 class _Context:
-    """The :class:`~reversi_core.certification.ExampleContext` given to an args builder."""
+    """The :class:`~reversi_core.testing.ExampleContext` given to an args builder."""
 
     def __init__(
         self, handle: Any, connector: Connector, results: dict[str, dict[str, Any]]

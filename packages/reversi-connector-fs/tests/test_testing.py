@@ -16,7 +16,7 @@ from reversi_connector_fs.testing import (
     fs_backend,
     undo_fault,
 )
-from reversi_core.certification import CHECKS, load_fixture
+from reversi_core.testing import CHECKS, load_fixture
 from reversi_core.errors import ToolError
 
 
