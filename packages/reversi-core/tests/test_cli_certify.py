@@ -86,9 +86,10 @@ def make_package(root: Path, testing: str | None) -> None:
     info = root / "reversi_certdemo-0.1.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reversi-certdemo\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        "[reversi.connectors]\ncertdemo = reversi_certdemo:DemoConnector\n"
-    )
+    points = "[reversi.connectors]\ncertdemo = reversi_certdemo:DemoConnector\n"
+    if testing is not None:
+        points += "[reversi.certification]\ncertdemo = reversi_certdemo.testing:certification_fixture\n"
+    (info / "entry_points.txt").write_text(points)
 
 
 def forget_package() -> None:
@@ -127,7 +128,7 @@ def test_certify_one_connector_prints_the_checks_and_its_reasons(
         assert pointer == f"{SUITE_CHECKS_FILE}::check_{check}"
         assert test == f"{SUITE_TEST}[certdemo-{check}]"
         assert CHECK_INFO[check].title in out
-    assert "fixture reversi_certdemo.testing.certification_fixture()" in out
+    assert "fixture reversi_certdemo.testing:certification_fixture()" in out
     assert "n/a Retry: the demo has no network between the tool and its effect" in out
     assert "n/a Redaction: the demo connector holds no credential at all" in out
     assert "n/a Timeout" not in out
@@ -174,7 +175,8 @@ def test_a_connector_without_a_fixture_is_reported(
     assert main(["certify", "note"]) == 1
     out = capsys.readouterr().out
     assert "connector 'note' has no certification fixture" in out
-    assert "reversi_clitest.testing is missing" in out
+    assert 'entry point note = "<package>.testing:certification_fixture"' in out
+    assert '[project.entry-points."reversi.certification"]' in out
     assert "every check would fail" in out
     assert len(checklist(out)) == 12
 

@@ -34,7 +34,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
 
-from reversi_core.connector import CallContext, Connector, tool
+from reversi_core.connector import CallContext, CliOption, Connector, tool
 from reversi_core.errors import ConfigurationError, EffectUncertainError, ToolError
 from reversi_core.manifest import Compensation, Effect, Match, Requirement
 
@@ -262,6 +262,15 @@ class FsConnector(Connector):
     name = "fs"
     credential_env = None
     open_world = False  # only the directory tree under the root is touched
+    cli_options = (
+        CliOption("--root", "root", "root directory of the fs connector: the only tree it may touch", "DIR"),
+        CliOption(
+            "--backup-dir",
+            "backup_dir",
+            "where the fs connector keeps backups (default: <root>/.reversi-backups)",
+            "DIR",
+        ),
+    )
 
     def __init__(
         self, root: str | os.PathLike[str], backup_dir: str | os.PathLike[str] | None = None

@@ -21,6 +21,7 @@ entry names are the connector tokens and whose values are the classes
 
 from __future__ import annotations
 
+import inspect
 import os
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from .registry import Registry, schema_hash
 __all__ = [
     "ENTRY_POINT_GROUP",
     "CallContext",
+    "CliOption",
     "CompensationCall",
     "Compensator",
     "Connector",
@@ -136,6 +138,26 @@ Compensator = Callable[[CompensationCall], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
+class CliOption:
+    """A command-line option a connector takes in ``reversi-connectors serve`` and ``compensate``.
+
+    ``flag`` is the option as typed (``--root``), ``option`` the keyword it is passed to
+    :meth:`Connector.from_env` as (``root``), ``metavar`` and ``help`` what ``--help``
+    shows. Never a credential: those come from the environment only (a flag whose name
+    looks like one is refused by the CLI).
+    """
+
+    flag: str
+    option: str
+    help: str
+    metavar: str = "VALUE"
+
+    def __post_init__(self) -> None:
+        if not self.flag.startswith("--") or not self.option.isidentifier():
+            raise ValueError(f"CliOption {self.flag!r}: a --flag and an identifier option")
+
+
+@dataclass(frozen=True)
 class ToolSpec:
     """The declaration :func:`tool` attaches to a connector method."""
 
@@ -148,6 +170,8 @@ class ToolSpec:
     approval: Approval = Approval.NEVER
     requires: tuple[Requirement, ...] = ()
     output: type[BaseModel] | None = None
+    doc: str = ""
+    """The tool's whole docstring (the description is its first paragraph)."""
 
 
 def tool(
@@ -169,7 +193,8 @@ def tool(
     """
 
     def mark(func: F) -> F:
-        doc = (func.__doc__ or "").strip().split("\n\n")[0]
+        full = inspect.cleandoc(func.__doc__ or "")
+        doc = full.split("\n\n")[0]
         spec = ToolSpec(
             method=func.__name__,
             effect=effect,
@@ -182,6 +207,7 @@ def tool(
             else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
             requires=tuple(requires),
             output=output,
+            doc=full,
         )
         func.__reversi_tool__ = spec  # type: ignore[attr-defined]
         return func
@@ -196,13 +222,16 @@ class Connector:
     credential variable, or ``None`` when always enabled) and, optionally,
     ``env_vars`` (every variable it reads, for the docs) and ``open_world`` (``False``
     when the tools touch only a closed, local domain such as a directory tree; served
-    over MCP as the tools' ``openWorldHint``), and implement :meth:`from_env`.
+    over MCP as the tools' ``openWorldHint``) and ``cli_options`` (the
+    :class:`CliOption`\\ s it takes on the command line, such as fs's ``--root``), and
+    implement :meth:`from_env`.
     """
 
     name: ClassVar[str]
     credential_env: ClassVar[str | None] = None
     env_vars: ClassVar[tuple[str, ...]] = ()
     open_world: ClassVar[bool] = True
+    cli_options: ClassVar[tuple[CliOption, ...]] = ()
     _tools: ClassVar[dict[str, ToolSpec]]
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

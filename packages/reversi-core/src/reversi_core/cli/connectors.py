@@ -21,6 +21,7 @@ import anyio
 import yaml
 
 from ..connector import (
+    CliOption,
     CompensationCall,
     Connector,
     available_connectors,
@@ -52,11 +53,44 @@ Credentials are read from the environment only, never from flags.
 """
 
 _SECRET_FLAG = re.compile(r"token|api[-_]?key|password|passwd|secret|credential", re.IGNORECASE)
-_VALUE_OPTIONS = {"--root", "--backup-dir", "--format"}
+_VALUE_OPTIONS = {"--format"}
 
 
-def build_parser() -> Parser:
-    """The argument parser of ``reversi-connectors``."""
+def _declared_options(argv: Sequence[str]) -> tuple[list[CliOption], list[CliOption]]:
+    """The connector options ``serve`` and ``compensate`` take, from the connectors' declarations.
+
+    ``serve NAME`` takes the options of NAME alone (only it is imported, so serving one
+    connector stays quick to start); ``compensate`` those of every installed connector.
+    A connector that cannot be loaded adds none (its error comes when it is used).
+    """
+    words = [w for w in argv if not w.startswith("-")]
+    command = words[0] if words else None
+    names: list[str] = []
+    if command == "serve":
+        installed = available_connectors()
+        # the first word after serve that names a connector (options may come before it)
+        names = [w for w in words[1:] if w in installed][:1]
+    elif command == "compensate":
+        names = sorted(available_connectors())
+    found: dict[str, CliOption] = {}
+    for name in names:
+        try:
+            declared = load_connector_class(name).cli_options
+        except Exception:  # noqa: S112 - reported when the connector is used
+            continue
+        for option in declared:
+            found.setdefault(option.flag, option)
+    chosen = list(found.values())
+    return (chosen, []) if command == "serve" else ([], chosen)
+
+
+def build_parser(argv: Sequence[str] = ()) -> Parser:
+    """The argument parser of ``reversi-connectors``.
+
+    ``argv`` decides which connectors' own options (:class:`~reversi_core.connector.CliOption`)
+    ``serve`` and ``compensate`` accept: see :func:`_declared_options`.
+    """
+    serve_options, compensate_options = _declared_options(argv)
     parser = Parser(
         prog=PROG,
         description="Serve Reversi connectors over MCP, print their manifests, run compensations.",
@@ -73,7 +107,7 @@ def build_parser() -> Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     serve.add_argument("name", metavar="NAME", help="connector name (see 'manifests all')")
-    _add_fs_options(serve)
+    _add_connector_options(serve, serve_options)
 
     manifests = sub.add_parser(
         "manifests",
@@ -99,7 +133,7 @@ def build_parser() -> Parser:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    _add_fs_options(compensate)
+    _add_connector_options(compensate, compensate_options)
 
     certify = sub.add_parser(
         "certify",
@@ -116,23 +150,19 @@ def build_parser() -> Parser:
     return parser
 
 
-def _add_fs_options(parser: Parser) -> None:
-    parser.add_argument(
-        "--root",
-        metavar="DIR",
-        help="root directory of the fs connector: the only tree it may touch",
+def _add_connector_options(parser: Parser, options: Sequence[CliOption]) -> None:
+    group = parser.add_argument_group(
+        "connector options", "declared by the connectors (serve NAME --help shows NAME's)"
     )
-    parser.add_argument(
-        "--backup-dir",
-        metavar="DIR",
-        help="where the fs connector keeps backups (default: <root>/.reversi-backups)",
-    )
+    for option in options:
+        group.add_argument(option.flag, dest=option.option, metavar=option.metavar, help=option.help)
+    parser.set_defaults(connector_options=[o.option for o in options])
 
 
 def _options(args: Any) -> dict[str, Any]:
-    return {
-        k: v for k, v in (("root", args.root), ("backup_dir", args.backup_dir)) if v is not None
-    }
+    """The connector options given on the command line, as ``from_env`` keywords."""
+    names = getattr(args, "connector_options", [])
+    return {name: getattr(args, name) for name in names if getattr(args, name) is not None}
 
 
 # -- refusing credentials on the command line -----------------------------------------
@@ -146,7 +176,7 @@ def _positionals(argv: Sequence[str]) -> list[str]:
             skip = False
             continue
         if token.startswith("-"):
-            skip = token in _VALUE_OPTIONS
+            skip = token in _VALUE_OPTIONS or (token.startswith("--") and "=" not in token)
             continue
         out.append(token)
     return out
@@ -315,16 +345,16 @@ def _checklist(connector: str) -> list[str]:
 
 def _declarations(name: str, cls: type[Connector]) -> tuple[list[str], bool]:
     """Lines about one connector's fixture, and whether it has one."""
-    from ..testing import CHECK_INFO, CHECKS, fixture_module_name, load_fixture
+    from ..testing import CHECK_INFO, CHECKS, FIXTURE_GROUP, fixture_entry_point, load_fixture
 
-    module = fixture_module_name(cls)
+    module = fixture_entry_point(cls) or f"(no {FIXTURE_GROUP} entry point)"
     try:
         fixture = load_fixture(cls)
     except ConfigurationError as exc:
         return [f"{name}: {exc}; every check would fail"], False
     except Exception as exc:  # a broken testing module: report it, never a traceback
         return [f"{name}: cannot load {module}: {type(exc).__name__}: {exc}"], False
-    lines = [f"{name}: fixture {module}.certification_fixture()"]
+    lines = [f"{name}: fixture {module}()"]
     if not fixture.not_applicable:
         lines.append("  every check applies (none declared not applicable)")
     for check in CHECKS:
@@ -371,7 +401,7 @@ def _cmd_certify(args: Any) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``reversi-connectors``; return the exit status (see :data:`EPILOG`)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser()
+    parser = build_parser(argv)
     try:
         _refuse_credential_flags(argv)
         try:

@@ -12,11 +12,12 @@ modules import it) and needs nothing beyond core's dependencies, except ``trustm
 for ``FakeServer(app, tls=True)``.
 """
 
-from ._app import FakeApp, FakeRequest, FakeResponse, Handler
+from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route
 from ._certification import (
     CHECK_INFO,
     CHECKS,
     FIXTURE_FUNCTION,
+    FIXTURE_GROUP,
     MIN_REASON_WORDS,
     SUITE_CHECKS_FILE,
     SUITE_TEST,
@@ -29,28 +30,44 @@ from ._certification import (
     FaultControls,
     NotApplicable,
     Residue,
-    fixture_module_name,
+    fixture_entry_point,
     load_fixture,
 )
+from ._contract import ConnectorContract
 from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
-from ._server import FakeServer, FakeServerError
+from ._server import Exchange, FakeServer, FakeServerError
+from ._vendor import (
+    BasicAuth,
+    BearerAuth,
+    FakeAuth,
+    HeaderAuth,
+    RawAuth,
+    VendorFake,
+    vendor_route,
+)
 
 __all__ = [
     "CHECKS",
     "CHECK_INFO",
     "FIXTURE_FUNCTION",
+    "FIXTURE_GROUP",
     "MIN_REASON_WORDS",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
     "WRITE_METHODS",
     "ArgsBuilder",
+    "BasicAuth",
+    "BearerAuth",
     "ArmedFault",
     "CertificationFixture",
     "CheckInfo",
+    "ConnectorContract",
     "Dependency",
     "Example",
+    "Exchange",
     "ExampleContext",
     "FakeApp",
+    "FakeAuth",
     "FakeRequest",
     "FakeResponse",
     "FakeServer",
@@ -60,8 +77,13 @@ __all__ = [
     "FaultKind",
     "Faults",
     "Handler",
+    "HeaderAuth",
     "NotApplicable",
+    "RawAuth",
     "Residue",
-    "fixture_module_name",
+    "Route",
+    "VendorFake",
+    "fixture_entry_point",
     "load_fixture",
+    "vendor_route",
 ]

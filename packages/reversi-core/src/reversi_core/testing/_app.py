@@ -13,7 +13,9 @@ from typing import Any, TypeVar
 
 import httpx
 
-__all__ = ["FakeApp", "FakeRequest", "FakeResponse", "Handler"]
+__all__ = ["FakeApp", "FakeRequest", "FakeResponse", "Handler", "Route"]
+
+_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 @dataclass(frozen=True)
@@ -113,11 +115,22 @@ def compile_template(template: str) -> re.Pattern[str]:
 
 
 @dataclass(frozen=True)
-class _Route:
+class Route:
+    """A registered route: method, path template, handler, and the vendor page it follows.
+
+    ``writes`` says whether a request to it may change the backend (default: every
+    method but GET, HEAD and OPTIONS; a GraphQL fake's read queries are POSTs that
+    do not write). ``body`` is how the handler expects the request body (``"json"``,
+    ``"form"`` or ``None`` for none or raw bytes).
+    """
+
     method: str
     template: str
     pattern: re.Pattern[str]
     handler: Handler
+    docs: str | None = None
+    writes: bool = False
+    body: str | None = None
 
 
 def _not_found(request: FakeRequest) -> FakeResponse:
@@ -143,36 +156,72 @@ class FakeApp:
     """
 
     def __init__(self, *, not_found: Handler | None = None) -> None:
-        self._routes: list[_Route] = []
+        self._routes: list[Route] = []
         self._not_found = not_found or _not_found
         self.lock = threading.RLock()
         """Held while a handler runs; take it to read or change the fake's state from a test."""
         self.errors: list[BaseException] = []
         """Exceptions raised by handlers, in order."""
 
-    def route(self, method: str, template: str) -> Callable[[H], H]:
+    def route(self, method: str, template: str, *, docs: str | None = None) -> Callable[[H], H]:
         """Decorator: register the function as the handler of ``method template``."""
 
         def register(handler: H) -> H:
-            self.add_route(method, template, handler)
+            self.add_route(method, template, handler, docs=docs)
             return handler
 
         return register
 
-    def add_route(self, method: str, template: str, handler: Handler) -> None:
-        """Register ``handler`` for ``method`` (``"GET"``, ``"POST"``...) and a path template."""
-        self._routes.append(_Route(method.upper(), template, compile_template(template), handler))
+    def add_route(
+        self,
+        method: str,
+        template: str,
+        handler: Handler,
+        *,
+        docs: str | None = None,
+        writes: bool | None = None,
+        body: str | None = None,
+    ) -> None:
+        """Register ``handler`` for ``method`` (``"GET"``, ``"POST"``...) and a path template.
 
-    def match(self, method: str, raw_path: str) -> tuple[Handler, dict[str, str]] | None:
-        """Return the handler and decoded path parameters for a raw (encoded) path, if any."""
+        ``docs`` is the vendor documentation page the route follows; ``writes`` and
+        ``body`` are described in :class:`Route`.
+        """
+        method = method.upper()
+        if body not in (None, "json", "form"):
+            raise ValueError(f"route {method} {template}: body must be 'json', 'form' or None")
+        self._routes.append(
+            Route(
+                method,
+                template,
+                compile_template(template),
+                handler,
+                docs=docs,
+                writes=writes if writes is not None else method not in _READ_METHODS,
+                body=body,
+            )
+        )
+
+    @property
+    def routes(self) -> list[Route]:
+        """Every registered route, in the order they are tried."""
+        return list(self._routes)
+
+    def find(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
+        """The route answering ``method raw_path`` (an encoded path) and its decoded parameters."""
         for route in self._routes:
             if route.method != method.upper():
                 continue
             found = route.pattern.fullmatch(raw_path)
             if found:
                 params = {k: urllib.parse.unquote(v) for k, v in found.groupdict().items()}
-                return route.handler, params
+                return route, params
         return None
+
+    def match(self, method: str, raw_path: str) -> tuple[Handler, dict[str, str]] | None:
+        """Return the handler and decoded path parameters for a raw (encoded) path, if any."""
+        found = self.find(method, raw_path)
+        return (found[0].handler, found[1]) if found else None
 
     def dispatch(self, request: FakeRequest) -> FakeResponse:
         """Run the matching handler (or ``not_found``) under the lock; a raise becomes a 500."""

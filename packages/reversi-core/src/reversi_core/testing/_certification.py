@@ -35,10 +35,10 @@ docs/certification-guide.md walks through writing a fixture.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
@@ -50,6 +50,7 @@ __all__ = [
     "CHECKS",
     "CHECK_INFO",
     "FIXTURE_FUNCTION",
+    "FIXTURE_GROUP",
     "MIN_REASON_WORDS",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
@@ -62,7 +63,7 @@ __all__ = [
     "FaultControls",
     "NotApplicable",
     "Residue",
-    "fixture_module_name",
+    "fixture_entry_point",
     "load_fixture",
 ]
 
@@ -87,6 +88,9 @@ SUITE_CHECKS_FILE = "certification/checks.py"
 
 SUITE_TEST = "certification/test_certification.py::test_check"
 """The pytest test that runs every check for every connector, parametrized ``[<connector>-<check>]``."""
+
+FIXTURE_GROUP = "reversi.certification"
+"""The entry-point group through which the suite finds each connector's fixture."""
 
 FIXTURE_FUNCTION = "certification_fixture"
 """The function a connector's ``testing`` module defines to opt in."""
@@ -409,37 +413,44 @@ class CertificationFixture(Generic[H]):
         return why.reason if isinstance(why, NotApplicable) else why
 
 
-def fixture_module_name(cls: type[Connector]) -> str:
-    """The module holding a connector's fixture: ``<top-level package>.testing``."""
-    return cls.__module__.split(".", 1)[0] + ".testing"
+def fixture_entry_point(cls: type[Connector]) -> str | None:
+    """The ``module:function`` the connector's ``reversi.certification`` entry point names, if any."""
+    for ep in entry_points(group=FIXTURE_GROUP):
+        if ep.name == cls.name:
+            return ep.value
+    return None
 
 
 def load_fixture(cls: type[Connector]) -> CertificationFixture[Any]:
-    """Import the connector's ``testing`` module and return its certification fixture.
+    """Load the connector's certification fixture through its entry point and return it.
 
-    Raises :class:`ConfigurationError` naming the module when it is missing, defines no
-    ``certification_fixture()``, or that function returns something else.
+    The entry point of the :data:`FIXTURE_GROUP` group named after the connector
+    (``github = "reversi_connector_github.testing:certification_fixture"``) names a
+    function returning a :class:`CertificationFixture`. Raises
+    :class:`ConfigurationError` when the connector declares no such entry point, when it
+    cannot be loaded, or when the function returns something else.
     """
-    name = fixture_module_name(cls)
-    try:
-        module = importlib.import_module(name)
-    except ModuleNotFoundError as exc:
-        if exc.name is not None and name.startswith(exc.name):
-            raise ConfigurationError(
-                f"connector {cls.name!r} has no certification fixture: module {name} is missing "
-                f"(define {FIXTURE_FUNCTION}() there; see docs/certification-guide.md)"
-            ) from None
-        raise
-    factory = getattr(module, FIXTURE_FUNCTION, None)
-    if not callable(factory):
+    found = [ep for ep in entry_points(group=FIXTURE_GROUP) if ep.name == cls.name]
+    if not found:
         raise ConfigurationError(
-            f"connector {cls.name!r}: {name} defines no {FIXTURE_FUNCTION}() "
-            "(see docs/certification-guide.md)"
+            f"connector {cls.name!r} has no certification fixture: declare an entry point "
+            f'{cls.name} = "<package>.testing:{FIXTURE_FUNCTION}" in the [project.entry-points.'
+            f'"{FIXTURE_GROUP}"] table of its pyproject.toml (see docs/certification-guide.md)'
         )
+    ep = found[0]
+    try:
+        factory = ep.load()
+    except (ImportError, AttributeError) as exc:
+        raise ConfigurationError(
+            f"connector {cls.name!r}: its fixture entry point {ep.value} cannot be loaded: "
+            f"{type(exc).__name__}: {exc}"
+        ) from None
+    if not callable(factory):
+        raise ConfigurationError(f"connector {cls.name!r}: {ep.value} is not a function")
     fixture = factory()
     if not isinstance(fixture, CertificationFixture):
         raise ConfigurationError(
-            f"connector {cls.name!r}: {name}.{FIXTURE_FUNCTION}() returned "
-            f"{type(fixture).__name__}, not a CertificationFixture"
+            f"connector {cls.name!r}: {ep.value}() returned {type(fixture).__name__}, "
+            "not a CertificationFixture"
         )
     return fixture

@@ -22,12 +22,20 @@ from ._faults import Faults
 if TYPE_CHECKING:
     import trustme
 
-__all__ = ["FakeServer", "FakeServerError"]
+__all__ = ["Exchange", "FakeServer", "FakeServerError"]
 
 _HANDLER_SOCKET_TIMEOUT = 30.0
 """Seconds an idle keep-alive connection is kept by the server (closing the server ends it)."""
 
 _JOIN_TIMEOUT = 5.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Exchange:
+    """One request the server read and what it answered (``None``: no answer was sent)."""
+
+    request: FakeRequest
+    response: FakeResponse | None
 
 
 class FakeServerError(AssertionError):
@@ -78,14 +86,19 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             request = dataclasses.replace(request, fault=fault.kind)
         owner._record(request)
         if fault is None:
-            self._send(owner.app.dispatch(request))
+            answer = owner.app.dispatch(request)
+            owner._answered(request, answer)
+            self._send(answer)
             return
         if fault.apply:
             owner.app.dispatch(request)
         if fault.kind == "status":
             assert fault.http_status is not None
-            self._send(FakeResponse(fault.http_status, json=fault.json, headers=fault.headers))
+            answer = FakeResponse(fault.http_status, json=fault.json, headers=fault.headers)
+            owner._answered(request, answer)
+            self._send(answer)
             return
+        owner._answered(request, None)
         if fault.kind == "hang":
             owner._stopping.wait(fault.seconds)
         # drop_after_read, or the end of a hang: close without a byte of reply
@@ -206,6 +219,7 @@ class FakeServer:
         self.strict = strict
         self._lock = threading.Lock()
         self._requests: list[FakeRequest] = []
+        self._exchanges: list[Exchange] = []
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._tmpdir: tempfile.TemporaryDirectory[str] | None = None
@@ -237,14 +251,29 @@ class FakeServer:
         with self._lock:
             return list(self._requests)
 
+    @property
+    def exchanges(self) -> list[Exchange]:
+        """Every request with the answer it got, in arrival order (a copy).
+
+        An injected status fault's answer is the fault's; a dropped connection or a hang
+        has ``response`` ``None``. A request still being handled is not listed yet.
+        """
+        with self._lock:
+            return list(self._exchanges)
+
     def clear_requests(self) -> None:
-        """Forget the recorded requests."""
+        """Forget the recorded requests and exchanges."""
         with self._lock:
             self._requests.clear()
+            self._exchanges.clear()
 
     def _record(self, request: FakeRequest) -> None:
         with self._lock:
             self._requests.append(request)
+
+    def _answered(self, request: FakeRequest, response: FakeResponse | None) -> None:
+        with self._lock:
+            self._exchanges.append(Exchange(request, response))
 
     def client_ssl_context(self) -> ssl.SSLContext:
         """A client :class:`ssl.SSLContext` that trusts this server's CA (requires ``tls``)."""

@@ -1,53 +1,4 @@
-"""The HTTP layer every HTTP connector uses: timeouts, error mapping, redaction, idempotency.
-
-A connector builds one :class:`HttpClient` per backend and calls :meth:`HttpClient.request`
-from its tools. The client hides ``httpx`` entirely: a call returns an
-:class:`HttpResponse` or raises one of the core exceptions, never an ``httpx`` one::
-
-    client = HttpClient(
-        "https://api.github.com",
-        vendor="github",
-        headers={"Authorization": f"Bearer {token}", "X-GitHub-Api-Version": "2022-11-28"},
-        secrets=[token],
-    )
-    resp = await client.request("POST", url_path("/repos/{owner}/{repo}/issues", owner=o, repo=r),
-                                json={"title": title}, timeouts=client.timeouts.capped_at(ctx.timeout))
-    number = resp.json["number"]
-
-How a failure is reported depends on whether the request could have reached the server
-and on whether the call writes (``write`` defaults to true for every method except
-``GET``, ``HEAD`` and ``OPTIONS``):
-
-- could not connect (refused, DNS, TLS verification, connect timeout, no free pooled
-  connection): nothing was sent, so ``ToolError(code="connect")`` for reads and writes;
-- the connection was lost after the request was sent (reset, closed without a reply,
-  body cut off): ``EffectUncertainError`` for a write, ``ToolError(code="connection_lost")``
-  for a read;
-- a read timeout, or ``Timeouts.total`` exceeded, after the request was sent:
-  ``EffectUncertainError`` for a write, ``ToolError(code="timeout")`` for a read;
-- the server answered a status that is neither 2xx nor in ``ok_statuses``:
-  ``ToolError(status=<status>, code=<vendor code>)``, for reads and writes alike, with a
-  message such as ``github: POST /repos/o/r/issues failed: HTTP 422 (validation_failed):
-  Validation Failed`` (the path is shown without its query string).
-
-A 5xx on a write is a :class:`~reversi_core.errors.ToolError`, not an uncertain outcome:
-the server answered, so the call is treated as failed. For a gateway error (502, 504) a
-proxy answered for a backend that may in fact have applied the write; a connector or a
-person should check before retrying. Only a lost connection or a timeout is uncertain.
-
-No retries are made, not even on a connect error: the engine owns retry semantics
-(a retried write must carry the same idempotency key, which only the caller knows).
-Redirects are not followed and no cookies are kept between calls.
-
-Credentials given in ``secrets`` (and the credential part of an ``Authorization``
-header) are registered with :func:`reversi_core.redact.register_secret`, scrubbed from
-every error message, from the returned JSON, text and headers, and never sent in a URL
-or a request body: a request whose URL or body would carry one is refused before it is
-sent. A ``base_url`` that embeds ``user:password@`` is refused.
-
-httpx references: https://www.python-httpx.org/advanced/timeouts/ (the connect and read
-timeouts) and https://www.python-httpx.org/exceptions/ (the transport errors mapped above).
-"""
+"""The HTTP client: timeouts, the meaning of a lost answer, redaction, idempotency headers."""
 
 from __future__ import annotations
 
@@ -69,18 +20,12 @@ from typing import Any, Final
 import anyio
 import httpx
 
-from .__about__ import __version__
-from .errors import ConfigurationError, EffectUncertainError, InvalidArgumentsError, ToolError
-from .redact import Redactor, register_secret, scrub, scrub_json
+from ..__about__ import __version__
+from ..errors import ConfigurationError, EffectUncertainError, InvalidArgumentsError, ToolError
+from ..redact import Redactor, register_secret, scrub, scrub_json
+from ._errors import ErrorCodeHook, default_error_code
 
-__all__ = [
-    "ErrorCodeHook",
-    "HttpClient",
-    "HttpResponse",
-    "Timeouts",
-    "default_error_code",
-    "url_path",
-]
+__all__ = ["READ_METHODS", "HttpClient", "HttpResponse", "Timeouts", "check_base_url", "url_path"]
 
 READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 """Methods that do not write unless the caller says ``write=True``."""
@@ -88,8 +33,6 @@ READ_METHODS: Final = frozenset({"GET", "HEAD", "OPTIONS"})
 _MAX_VENDOR_MESSAGE = 300
 """Characters of a vendor's error message kept in a ToolError (the rest is cut)."""
 
-ErrorCodeHook = Callable[[httpx.Response], tuple[str | None, str | None]]
-"""A vendor hook: given an error response (body already read), return ``(code, message)``."""
 
 
 @dataclass(frozen=True)
@@ -187,47 +130,41 @@ def url_path(template: str, /, **segments: str | int) -> str:
     return re.sub(r"\{(\w+)(?::(path))?\}", fill, template)
 
 
-def default_error_code(response: httpx.Response) -> tuple[str | None, str | None]:
-    """Guess ``(code, message)`` from a JSON error body in the common vendor shapes.
+def check_base_url(
+    base_url: str, *, vendor: str, scrub: Callable[[str], str] = scrub
+) -> str:
+    """``base_url`` as httpx spells it, if it is ``http(s)://host[:port][/path]``.
 
-    Looks at ``{"code"|"error_code"|"error"|"type": str, "message"|"error_description"|
-    "detail"|"title": str}``, at ``{"error": {"code", "message"}}`` and at
-    ``{"errors": [{"code", "message"}]}``. Either part is ``None`` when absent; a
-    non-JSON body gives ``(None, None)``. Vendor hooks may call it as a fallback.
+    Raises :class:`~reversi_core.errors.ConfigurationError` (starting with ``vendor:``)
+    for a value that is not a URL, that embeds credentials (``user:password@``), that has
+    another scheme, no host, a query string or a fragment, or a port outside 1-65535. The
+    message never shows the credentials part of the URL; ``scrub`` removes registered
+    secrets from it.
     """
     try:
-        body = response.json()
-    except ValueError:
-        return None, None
-    return _code_and_message(body)
-
-
-def _code_and_message(body: Any) -> tuple[str | None, str | None]:
-    if not isinstance(body, dict):
-        return None, None
-    code = _first_str(body, ("code", "error_code", "error", "type"))
-    message = _first_str(body, ("message", "error_description", "detail", "title"))
-    nested = body.get("error")
-    if isinstance(nested, dict):
-        inner_code, inner_message = _code_and_message(nested)
-        code = code or inner_code
-        message = message or inner_message
-    errors = body.get("errors")
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict):
-        inner_code, inner_message = _code_and_message(errors[0])
-        code = code or inner_code
-        message = message or inner_message
-    return code, message
-
-
-def _first_str(body: Mapping[str, Any], keys: Iterable[str]) -> str | None:
-    for key in keys:
-        value = body.get(key)
-        if isinstance(value, str) and value:
-            return value
-        if isinstance(value, int) and not isinstance(value, bool):
-            return str(value)
-    return None
+        url = httpx.URL(base_url)
+    except (httpx.InvalidURL, TypeError):
+        # the URL itself is not shown: it may hold a credential we cannot parse out
+        raise ConfigurationError(f"{vendor}: base_url is not a valid URL") from None
+    if url.userinfo:
+        shown = url.copy_with(username=None, password=None)
+        raise ConfigurationError(
+            scrub(
+                f"{vendor}: base_url {shown} must not carry credentials (user:password@); "
+                "pass them as headers and secrets"
+            )
+        )
+    if url.scheme not in ("http", "https") or not url.host:
+        raise ConfigurationError(f"{vendor}: base_url must be http(s)://host[:port][/path]")
+    if url.query or url.fragment:
+        raise ConfigurationError(f"{vendor}: base_url must not have a query string or fragment")
+    try:
+        port = url.port
+    except (httpx.InvalidURL, ValueError):
+        raise ConfigurationError(f"{vendor}: base_url has a port that is not a number") from None
+    if port is not None and not 0 < port < 65536:
+        raise ConfigurationError(f"{vendor}: base_url port {port} is not 1-65535")
+    return str(url)
 
 
 class _Progress:
@@ -303,6 +240,8 @@ class HttpClient:
     replaces the network transport (tests); ``verify`` is ``True`` (system CAs via
     certifi), ``False``, an :class:`ssl.SSLContext`, or the path of a PEM CA file or
     directory (a custom cluster CA). ``user_agent`` defaults to ``reversi/<version>``.
+    ``auth`` is an ``httpx.Auth`` that signs each request (AWS Signature Version 4); the
+    credentials it uses must be in ``secrets`` too.
 
     Raises :class:`~reversi_core.errors.ConfigurationError` for a ``base_url`` that is
     not ``http(s)://host...``, that embeds credentials (``user:pass@``), or that has a
@@ -324,6 +263,7 @@ class HttpClient:
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | bool | str | os.PathLike[str] = True,
         user_agent: str | None = None,
+        auth: httpx.Auth | None = None,
     ) -> None:
         self.vendor = vendor
         self.timeouts = timeouts if timeouts is not None else Timeouts()
@@ -331,7 +271,7 @@ class HttpClient:
         for secret in [*secrets, *_header_credentials(headers or {})]:
             self._redactor.register(secret)
             register_secret(secret)
-        self.base_url = self._check_base_url(base_url)
+        self.base_url = check_base_url(base_url, vendor=vendor, scrub=self._scrub)
         self._error_code = error_code
         self._idempotency_header = idempotency_header
         # httpcore honours the trace extension; an arbitrary transport may not, and then
@@ -347,33 +287,8 @@ class HttpClient:
             verify=_ssl_verify(verify),
             follow_redirects=False,
             cookies=http.cookiejar.CookieJar(policy=_NoCookies()),
+            auth=auth,
         )
-
-    def _check_base_url(self, base_url: str) -> str:
-        try:
-            url = httpx.URL(base_url)
-        except (httpx.InvalidURL, TypeError):
-            # the URL itself is not shown: it may hold a credential we cannot parse out
-            raise ConfigurationError(f"{self.vendor}: base_url is not a valid URL") from None
-        if url.userinfo:
-            shown = url.copy_with(username=None, password=None)
-            raise ConfigurationError(
-                self._scrub(
-                    f"{self.vendor}: base_url {shown} must not carry credentials (user:password@); "
-                    "pass them as headers and secrets"
-                )
-            )
-        if url.scheme not in ("http", "https") or not url.host:
-            raise ConfigurationError(
-                f"{self.vendor}: base_url must be http(s)://host[:port][/path]"
-            )
-        if url.query or url.fragment:
-            raise ConfigurationError(
-                f"{self.vendor}: base_url must not have a query string or fragment"
-            )
-        if url.port is not None and not 0 < url.port < 65536:
-            raise ConfigurationError(f"{self.vendor}: base_url port {url.port} is not 1-65535")
-        return str(url)
 
     async def __aenter__(self) -> HttpClient:
         return self
