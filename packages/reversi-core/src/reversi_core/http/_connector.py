@@ -95,8 +95,10 @@ class BaseUrl:
 
     def resolve(self, values: Mapping[str, str | None]) -> str | None:
         """The base URL from the resolved settings, or ``None`` when nothing gives one."""
-        given = values.get(self.option) or self.default
-        if not given:
+        given = values.get(self.option)
+        if given is None:
+            given = self.default
+        if given is None:
             return None
         url = given.strip().rstrip("/")
         if self.suffix and not url.endswith(self.suffix.rstrip("/")):

@@ -26,7 +26,7 @@ query string. The result holds the ``echo`` fields of the arguments, the answer'
 fields named by ``keep`` (``{result field: dotted path in the answer}``), and with
 ``done_field`` a flag that is false when the vendor answered one of the
 ``already_done`` statuses (an undo whose target is already gone). A ``keep`` that is a
-function ``(args, answer) -> dict`` builds the result itself. ``required`` fields of
+function ``(connector, args, answer) -> dict`` builds the result itself. ``required`` fields of
 ``keep`` must be in the answer: after an accepted write their absence makes the call
 uncertain (the change happened but cannot be described, so it cannot be undone).
 """
@@ -55,7 +55,8 @@ AlreadyDone = int | tuple[int, str]
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::path)?\}")
 
-KeepFunction = Callable[[Any, HttpResponse], dict[str, Any]]
+KeepFunction = Callable[[Any, Any, HttpResponse], dict[str, Any]]
+"""``(connector, validated args, answer) -> result fields``, for results data cannot describe."""
 
 
 class RequestTool:
@@ -208,10 +209,9 @@ class RequestTool:
         except ToolError as exc:
             if (exc.status, exc.code) not in done_codes:
                 raise
-            return self._done(values, done=True)
-        done = resp.status in done_statuses
-        if done:
-            return self._done(values, done=True)
+            return self._echoed(values, done=True)
+        if resp.status in done_statuses:
+            return self._echoed(values, done=True)
         return self._result(connector, args, values, resp)
 
     def _payload(self, args: BaseModel, values: Mapping[str, Any]) -> Any:
@@ -221,7 +221,8 @@ class RequestTool:
             return self.body(args)
         return {name: values[name] for name in self.body if values[name] is not None}
 
-    def _done(self, values: Mapping[str, Any], *, done: bool) -> dict[str, Any]:
+    def _echoed(self, values: Mapping[str, Any], *, done: bool) -> dict[str, Any]:
+        """The echoed arguments, and the ``done_field`` flag (false when already done)."""
         result = {name: values[name] for name in self.echo}
         if self.done_field is not None:
             result[self.done_field] = not done
@@ -231,9 +232,9 @@ class RequestTool:
         self, connector: HttpConnector, args: BaseModel, values: Mapping[str, Any], resp: HttpResponse
     ) -> dict[str, Any]:
         wrote = self._spec_args["effect"] is not Effect.READ_ONLY and self.method not in READ_METHODS
-        result = self._done(values, done=False)
+        result = self._echoed(values, done=False)
         if callable(self.keep):
-            result.update(self.keep(args, resp))
+            result.update(self.keep(connector, args, resp))
             return result
         if self.keep:
             answer = connector.expect_object(resp, "answer", wrote=wrote)
