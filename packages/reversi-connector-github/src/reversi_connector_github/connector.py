@@ -23,12 +23,21 @@ API, so an undone issue stays, closed) is listed in ``docs/connectors/github.md`
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import EffectUncertainError, ToolError
-from reversi_core.http import BaseUrl, Bearer, HttpConnector, HttpResponse, RequestTool, Setting
-from reversi_core.http import Timeouts, url_path
+from reversi_core.http import (
+    BaseUrl,
+    Bearer,
+    HttpConnector,
+    HttpResponse,
+    RequestTool,
+    Setting,
+    Timeouts,
+    url_path,
+)
 from reversi_core.manifest import Compensation, Effect, Match, Requirement, Source
 
 from ._args import (
@@ -86,9 +95,7 @@ MEDIA_TYPE = "application/vnd.github+json"
 _MAX_LABEL_PAGES = 10
 """Pages of 100 labels add_labels reads at most before it refuses to go on."""
 
-_TOKEN_HELP = (
-    "a GitHub token (fine-grained or classic personal access token, or an app installation token)"
-)
+_TOKEN_HELP = "a GitHub token (fine-grained or classic personal access token, or an app installation token)"  # noqa: S105 - words for a person, not a secret
 
 _ON_ISSUE_CREATED_HERE = Requirement(
     tool="github.create_issue",
@@ -216,7 +223,10 @@ class GithubConnector(HttpConnector):
     )
     base = BaseUrl(DEFAULT_BASE_URL)
     auth = Bearer("token")
-    headers = {"Accept": MEDIA_TYPE, "X-GitHub-Api-Version": API_VERSION}
+    headers: ClassVar[Mapping[str, str]] = {
+        "Accept": MEDIA_TYPE,
+        "X-GitHub-Api-Version": API_VERSION,
+    }
     errors = ERRORS
 
     def __init__(
