@@ -153,7 +153,7 @@ class RequestTool:
         if self.already_done:
             shown = ", ".join(
                 f"{d[0]} {d[1]}" if isinstance(d, tuple) else str(d)
-                for d in sorted(self.already_done, key=str)
+                for d in sorted(self.already_done, key=lambda d: d if isinstance(d, tuple) else (d, ""))
             )
             text += f" An answer of {shown} means the goal is already met."
         writes = self._spec_args["effect"] is not Effect.READ_ONLY

@@ -207,7 +207,7 @@ class FakeApp:
         """Every registered route, in the order they are tried."""
         return list(self._routes)
 
-    def find(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
+    def route_for(self, method: str, raw_path: str) -> tuple[Route, dict[str, str]] | None:
         """The route answering ``method raw_path`` (an encoded path) and its decoded parameters."""
         for route in self._routes:
             if route.method != method.upper():
@@ -220,7 +220,7 @@ class FakeApp:
 
     def match(self, method: str, raw_path: str) -> tuple[Handler, dict[str, str]] | None:
         """Return the handler and decoded path parameters for a raw (encoded) path, if any."""
-        found = self.find(method, raw_path)
+        found = self.route_for(method, raw_path)
         return (found[0].handler, found[1]) if found else None
 
     def dispatch(self, request: FakeRequest) -> FakeResponse:

@@ -286,7 +286,7 @@ class VendorFake(FakeApp):
             if self.rate_remaining <= 0:
                 return self.rate_limited(request)
             self.rate_remaining -= 1
-        found = self.find(request.method, request.target.split("?", 1)[0])
+        found = self.route_for(request.method, request.target.split("?", 1)[0])
         route: Route | None = found[0] if found else None
         writes = route.writes if route is not None else request.method.upper() not in (
             "GET",
