@@ -7,8 +7,9 @@
     python certification/report.py --from-results  use certification/.results/ (the last pytest run)
     python certification/report.py --summary       print only the table and the n/a reasons
 
-``--connector NAME`` (repeatable) limits an in-process run; with ``--write`` the page
-is only written when every installed connector was certified. Exit status: 0 done,
+``--connector NAME`` (repeatable) limits an in-process run; with ``--write`` only the
+lines of those connectors change, the others' are read back from the page as it is
+(a new connector gets its lines without re-running every other one). Exit status: 0 done,
 1 a check failed, the page differs (``--check``) or the results are incomplete,
 2 bad usage.
 """
@@ -152,6 +153,37 @@ def render(results: Results, residue: Mapping[str, Mapping[str, str]]) -> str:
     return "\n".join(lines)
 
 
+def parse(page: str) -> tuple[dict[str, dict[str, dict[str, str]]], dict[str, dict[str, str]]]:
+    """The results and residue a rendered page shows, read back from it.
+
+    Enough to render the page again: every cell's status, the detail of each n/a and of
+    each passed fault check, and the declared residue.
+    """
+    by_title = {CHECK_INFO[c].title: c for c in CHECKS}
+    status_of = {"pass": "pass", "**fail**": "fail", "n/a": "not_applicable"}
+    results: dict[str, dict[str, dict[str, str]]] = {}
+    residue: dict[str, dict[str, str]] = {}
+    for line in page.splitlines():
+        if line.startswith("| ") and not line.startswith(("| Connector", "| Check", "|---")):
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if len(cells) == len(CHECKS) + 1:
+                results[cells[0]] = {
+                    c: {"status": status_of.get(cell, cell), "detail": ""}
+                    for c, cell in zip(CHECKS, cells[1:], strict=True)
+                }
+        elif line.startswith("- **") and "**: " in line and ", " in line.split("**: ")[0]:
+            head, _, detail = line[4:].partition("**: ")
+            name, _, title = head.partition(", ")
+            check = by_title.get(title)
+            if name in results and check is not None:
+                results[name][check]["detail"] = detail
+        elif line.startswith("- **") and "**, `" in line:
+            name, _, rest = line[4:].partition("**, `")
+            tool, _, why = rest.partition("`: ")
+            residue.setdefault(name, {})[tool] = why
+    return results, residue
+
+
 def from_outcomes(
     outcomes: Mapping[str, Mapping[str, runner.Outcome]],
 ) -> dict[str, dict[str, dict[str, str]]]:
@@ -203,13 +235,18 @@ def main(argv: list[str] | None = None) -> int:
             return 1
     else:
         results, residue = anyio.run(run_all, args.connector or None)
-    page = render(results, residue)
     installed = set(runner.connector_names())
+    if args.write and args.connector:
+        committed = runner.DOC.read_text(encoding="utf-8") if runner.DOC.exists() else ""
+        kept, kept_residue = parse(committed)
+        results = {**{n: c for n, c in kept.items() if n in installed}, **results}
+        residue = {**{n: r for n, r in kept_residue.items() if n in installed}, **residue}
+    page = render(results, residue)
     if args.write:
         if set(results) != installed:
             print(
                 f"report: refusing to write a page for {sorted(results)}; installed connectors "
-                f"are {sorted(installed)}",
+                f"are {sorted(installed)} (name the missing ones with --connector)",
                 file=sys.stderr,
             )
             return 1

@@ -270,6 +270,7 @@ _BACKUPS_KEPT = Residue(
 def certification_fixture() -> CertificationFixture[FsBackend]:
     """The fs connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
+        backend_summary='a scratch directory',
         backend=fs_backend,
         seed=FsBackend.seed,
         build=FsBackend.connector,

@@ -296,6 +296,7 @@ NEW_LABELS_STAY_DEFINED = Residue(
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The github connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
+        backend_summary='its fake of the GitHub REST API, faults included',
         backend=github_backend,
         seed=lambda server: seed_example(_fake(server)),
         build=_build,

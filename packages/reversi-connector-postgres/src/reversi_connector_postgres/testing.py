@@ -1231,6 +1231,7 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
     SQLSTATEs stand for the statuses it injects.
     """
     return CertificationFixture(
+        backend_summary='a real PostgreSQL server the tests start, faults included',
         backend=_scratch,
         seed=_seed,
         build=lambda scratch: PostgresConnector(scratch.agent_url, timeout=CALL_TIMEOUT),

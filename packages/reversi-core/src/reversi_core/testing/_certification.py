@@ -353,6 +353,8 @@ class CertificationFixture(Generic[H]):
     ``error_codes[N]`` is accepted instead, and the error must then name that code.
 
     ``not_applicable`` maps a check id to its reason (a string or :class:`NotApplicable`).
+    ``backend_summary`` says in a few words what the backend is (``"its fake of the GitHub
+    REST API, faults included"``); the README's list of connectors shows it.
     Raises ``ValueError`` for an unknown check id, an empty reason, or an ``error_codes``
     entry that is not an HTTP status with at least one non-empty code.
     """
@@ -371,6 +373,7 @@ class CertificationFixture(Generic[H]):
     sends_idempotency_key: frozenset[str] = frozenset()
     error_codes: Mapping[int, Iterable[str]] = field(default_factory=dict)
     not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
+    backend_summary: str = ""
 
     def __post_init__(self) -> None:
         codes: dict[int, frozenset[str]] = {}
