@@ -7,6 +7,8 @@ packages/reversi-connector-NAME/ and every session below picks it up.
     nox -s certify        the certification matrix for every connector in packages/
     nox -s certify -- github          ... for one connector (only it and core installed)
     nox -s certify -- --write         ... and regenerate docs/certification.md first
+    nox -s docs           regenerate the docs the connectors' declarations say (pages, README
+                          list, docs/certification.md); nox -s docs -- NAME: NAME's lines only
     nox -s demo           the README's demo: an agent's run and its rollback
     nox -s lint           ruff and mypy (strict, every package)
     nox -s "package(name='fs')"   one package's own tests in its own environment
@@ -116,6 +118,22 @@ def certify(session: nox.Session) -> None:
 
 
 @nox.session(python="3.11")
+def docs(session: nox.Session) -> None:
+    """Regenerate what the connectors' declarations say: their pages, the README's list of
+    connectors (scripts/docs.py) and docs/certification.md (certification/report.py).
+
+    Positional arguments name connectors whose certification lines alone are rewritten
+    (``nox -s docs -- widget``, as scripts/new_connector.py does); without them the whole
+    matrix runs.
+    """
+    install_workspace(session)
+    session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    session.run("python", "scripts/docs.py", "--write")
+    chosen = [f"--connector={n}" for n in session.posargs]
+    session.run("python", "certification/report.py", "--write", *chosen)
+
+
+@nox.session(python="3.11")
 def demo(session: nox.Session) -> None:
     """The README's demo: an agent's scripted run on a temporary tree, then its rollback."""
     install_workspace(session, ["fs"])
@@ -131,7 +149,9 @@ def lint(session: nox.Session) -> None:
     sources = sorted(
         str(p.relative_to(ROOT)) for f in PACKAGES.values() for p in (f / "src").glob("reversi_*")
     )
-    session.run("mypy", *sources)
+    # every package's src/ on mypy's path, found the way the packages are (no list to keep)
+    mypy_path = ":".join(str((f / "src").relative_to(ROOT)) for f in PACKAGES.values())
+    session.run("mypy", *sources, env={"MYPYPATH": mypy_path})
 
 
 # -- wheels and clean installs (docs/releasing.md) ---------------------------------------

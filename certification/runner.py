@@ -33,6 +33,7 @@ from reversi_core.testing import (
     CHECKS,
     CertificationFixture,
     Example,
+    ExampleCalls,
     load_fixture,
 )
 
@@ -95,34 +96,6 @@ class Subject:
         return path
 
 
-class _Context:
-    """The :class:`~reversi_core.testing.ExampleContext` given to an args builder."""
-
-    def __init__(
-        self, handle: Any, connector: Connector, results: dict[str, dict[str, Any]]
-    ) -> None:
-        self._handle = handle
-        self._connector = connector
-        self._results = results
-
-    @property
-    def handle(self) -> Any:
-        return self._handle
-
-    @property
-    def connector(self) -> Connector:
-        return self._connector
-
-    @property
-    def results(self) -> Mapping[str, dict[str, Any]]:
-        return self._results
-
-    async def call(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
-        result = await self._connector.call(tool, dict(args), CallContext())
-        self._results[tool] = result
-        return result
-
-
 @dataclass
 class Scene:
     """One scenario: a fresh backend, the connector on it, and (on demand) an engine."""
@@ -151,10 +124,7 @@ class Scene:
 
     async def prepare(self, example: Example) -> dict[str, Any]:
         """The arguments of ``example``; an args builder may make setup calls first."""
-        if callable(example):
-            built = await example(_Context(self.handle, self.connector, self.results))
-            return dict(built)
-        return dict(example)
+        return await ExampleCalls(self.handle, self.connector, self.results).prepare(example)
 
     async def call(
         self, tool: str, args: Mapping[str, Any], *, key: str | None = None

@@ -19,28 +19,29 @@ reversi-core brings. It checks the following, and exits 1 naming every check tha
    manifests, every tool named ``NAME.*``, with no credential set;
 3. without credentials (a connector that has a credential variable): ``serve`` exits 2
    and ``compensate`` exits 1, each with one line naming the variable, no traceback; with
-   the variable pointing at a closed port on 127.0.0.1 (URL-shaped variables only),
-   ``compensate`` exits 1 without printing the credential;
+   the variables pointing at a closed port on 127.0.0.1, ``compensate`` exits 1 without
+   printing the credential;
 4. ``reversi-connectors serve NAME``: a real MCP stdio handshake (initialize, then
    tools/list) whose tools are exactly the manifests';
 5. ``reversi-connectors compensate`` undoing a real forward call made through ``serve``,
    with the compensation and argument map the manifest declares, run twice (it must be
-   idempotent): fs writes a file under a temporary root and restores it; postgres inserts
-   a row and deletes it, on the server of ``REVERSI_TEST_POSTGRES_URL`` or else on a
-   throwaway cluster started with the connector's own ``testing.start_cluster`` (when the
-   machine has server binaries). A connector without such a scenario shows that
-   ``compensate`` loads it and answers cleanly.
+   idempotent), the backend fingerprinted before and after. The backend, how to reach it
+   and the call come from the connector's own certification fixture, which ships in its
+   wheel (its ``testing`` module): its backend (a fake served on 127.0.0.1, a scratch
+   directory, a throwaway PostgreSQL cluster or ``REVERSI_TEST_POSTGRES_URL``), its
+   ``command_line`` (the variables and options a process needs), and its first example
+   of the first undoable tool. Nothing here names a connector.
 
 The connector's own variables (``POSTGRES_URL``...) are never taken from the caller's
-environment, so a developer's real credentials cannot be used by accident: a test backend
-is given as ``REVERSI_TEST_<VARIABLE>``; otherwise harmless stand-ins are set (local URLs
-on a closed port).
+environment, so a developer's real credentials cannot be used by accident: only what
+the fixture's ``command_line`` gives is set.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import csv
 import importlib
 import importlib.metadata
@@ -50,9 +51,10 @@ import os
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 import zipfile
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reversi_core.connector import available_connectors, load_connector_class
+from reversi_core.testing import ExampleCalls, load_fixture
 
 BIN = Path(sys.executable).parent
 CLI = str(BIN / "reversi-connectors")
@@ -212,83 +215,60 @@ def check_manifests(name: str) -> list[dict[str, Any]]:
 
 
 @dataclass
-class Scenario:
-    """How to drive one connector for real: options, a forward call, its undo's proof."""
+class Probe:
+    """A real backend from the connector's certification fixture, and how to reach it."""
 
-    options: list[str] = field(default_factory=list)
-    prepare: Callable[[], None] = lambda: None
-    forward: tuple[str, dict[str, Any]] | None = None
-    after_forward: Callable[[dict[str, Any]], None] = lambda result: None
-    after_undo: Callable[[], None] = lambda: None
-    cleanup: Callable[[], None] = lambda: None
+    fixture: Any
+    handle: Any
+    env: dict[str, str]
+    options: list[str]
 
 
-def fs_scenario(root: Path) -> Scenario:
-    target = root / "keep.txt"
+@contextlib.contextmanager
+def probe_backend(name: str, work: Path) -> Iterator[Probe | None]:
+    """The fixture's backend (seeded) and the environment and options that reach it, or None.
 
-    def prepare() -> None:
-        target.write_text("original\n")
-
-    def after_forward(result: dict[str, Any]) -> None:
-        expect(target.read_text() == "changed by the agent\n", "fs.write_file did not write")
-
-    def after_undo() -> None:
-        expect(target.read_text() == "original\n", f"not restored: {target.read_text()!r}")
-
-    return Scenario(
-        options=["--root", str(root)],
-        prepare=prepare,
-        forward=("fs.write_file", {"path": "keep.txt", "content": "changed by the agent\n"}),
-        after_forward=after_forward,
-        after_undo=after_undo,
-    )
-
-
-def postgres_scenario(url: str) -> Scenario:
-    import psycopg  # the connector's own dependency, installed with it
-
-    table = "reversi_clean_install_probe"
-
-    def count() -> int:
-        with psycopg.connect(url, autocommit=True) as conn:
-            row = conn.execute(f'SELECT count(*) FROM "{table}"').fetchone()
-            return int(row[0]) if row else -1
-
-    def prepare() -> None:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
-            conn.execute(f'CREATE TABLE "{table}" (id serial PRIMARY KEY, note text NOT NULL)')
-
-    def after_forward(result: dict[str, Any]) -> None:
-        expect(count() == 1, f"postgres.insert_row left {count()} rows, expected 1")
-
-    def after_undo() -> None:
-        expect(count() == 0, f"postgres.delete_row left {count()} rows, expected 0")
-
-    def cleanup() -> None:
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(f'DROP TABLE IF EXISTS "{table}"')
-
-    return Scenario(
-        prepare=prepare,
-        forward=("postgres.insert_row", {"table": table, "values": {"note": "from the probe"}}),
-        after_forward=after_forward,
-        after_undo=after_undo,
-        cleanup=cleanup,
-    )
+    The connector's own ``testing`` module ships in its wheel, so the clean install has
+    its fake (or, for postgres, its throwaway server). A fixture that says nothing about a
+    process started by hand (no ``command_line``), or whose backend cannot start here,
+    gives None: the probe then only shakes hands.
+    """
+    fixture = load_fixture(load_connector_class(name))
+    if fixture.command_line is None:
+        step(f"{name}: its fixture declares no command_line: no real forward call and undo")
+        yield None
+        return
+    try:
+        context = fixture.backend(work / "backend")
+        handle = context.__enter__()
+    except Exception as exc:  # a backend this machine cannot start: say so and shake hands
+        step(f"{name}: its fixture's backend did not start here ({type(exc).__name__}: {exc})")
+        yield None
+        return
+    try:
+        if fixture.seed is not None:
+            fixture.seed(handle)
+        env, options = fixture.command_line(handle)
+        step(f"{name}: its certification backend ({type(handle).__name__}), as the fixture seeds it")
+        yield Probe(fixture, handle, dict(env), list(options))
+    finally:
+        context.__exit__(None, None, None)
 
 
-def dummy_value(var: str) -> str | None:
-    """A harmless stand-in for a variable: local URLs on a closed port, no real secret."""
-    if var.endswith(("_CERT", "_PATH", "_FILE")):
-        return None
-    if var == "POSTGRES_URL":
-        return (
-            f"postgresql://reversi_probe:{PROBE_SECRET}@127.0.0.1:9/reversi_probe?connect_timeout=3"
-        )
-    if var.endswith(("_URL", "_SERVER")):
-        return "http://127.0.0.1:9"
-    return PROBE_SECRET
+def closed_port(env: Mapping[str, str]) -> dict[str, str]:
+    """``env`` pointing nowhere: URLs at a closed port on 127.0.0.1, secrets replaced by
+    :data:`PROBE_SECRET` (which must then never be printed)."""
+    out = {}
+    for var, value in env.items():
+        parsed = urllib.parse.urlsplit(value)
+        if parsed.scheme and parsed.netloc:
+            user = f"{parsed.username}:{PROBE_SECRET}@" if parsed.username else ""
+            out[var] = urllib.parse.urlunsplit(
+                (parsed.scheme, f"{user}127.0.0.1:9", parsed.path, parsed.query, "")
+            )
+        else:
+            out[var] = PROBE_SECRET
+    return out
 
 
 def resolve(path: str, args: dict[str, Any], result: dict[str, Any]) -> Any:
@@ -321,13 +301,15 @@ class Served:
     server: str
     protocol: str
     tools: list[str]
-    forward: Any = None  # the CallToolResult of the scenario's forward call, if any
+    forward: Any = None  # the CallToolResult of the probe's forward call, if any
 
 
-async def serve_session(name: str, scenario: Scenario, env: dict[str, str]) -> Served:
-    """Handshake, list the tools, make the scenario's forward call. Checks nothing itself:
-    an assertion inside the client's task group would come out wrapped in an exception group."""
-    params = StdioServerParameters(command=CLI, args=["serve", name, *scenario.options], env=env)
+async def serve_session(
+    name: str, options: list[str], env: dict[str, str], forward: tuple[str, dict[str, Any]] | None
+) -> Served:
+    """Handshake, list the tools, make the forward call. Checks nothing itself: an
+    assertion inside the client's task group would come out wrapped in an exception group."""
+    params = StdioServerParameters(command=CLI, args=["serve", name, *options], env=env)
     with tempfile.TemporaryFile("w+") as errlog:
         try:
             async with (
@@ -342,8 +324,8 @@ async def serve_session(name: str, scenario: Scenario, env: dict[str, str]) -> S
                         protocol=init.protocol_version,
                         tools=sorted(t.name for t in listing.tools),
                     )
-                    if scenario.forward is not None:
-                        served.forward = await session.call_tool(*scenario.forward)
+                    if forward is not None:
+                        served.forward = await session.call_tool(*forward)
                     return served
         except BaseException:
             errlog.seek(0)
@@ -359,13 +341,21 @@ def connector_variables(name: str) -> list[str]:
 
 def without(variables: list[str]) -> dict[str, str]:
     """This process's environment minus ``variables``: a developer's own credentials
-    never reach the probe; a test backend comes only through ``REVERSI_TEST_<VAR>``."""
+    never reach the probe."""
     return {k: v for k, v in os.environ.items() if k not in variables}
 
 
-def check_without_credentials(name: str, manifests: list[dict[str, Any]]) -> None:
+def first_mapping(fixture: Any, tool: str) -> dict[str, Any] | None:
+    """The first example of ``tool`` that is plain arguments (not a builder), if any."""
+    for example in fixture.examples.get(tool, ()):
+        if isinstance(example, Mapping):
+            return dict(example)
+    return None
+
+
+def check_without_credentials(name: str, manifests: list[dict[str, Any]], probe: Probe | None) -> None:
     """Without its credential, serve exits 2 and compensate exits 1, each naming the
-    variable; with the variable pointing at a closed local port, compensate exits 1
+    variable; with the variables pointing at a closed local port, compensate exits 1
     without showing the credential."""
     cls = load_connector_class(name)
     var = cls.credential_env
@@ -377,11 +367,11 @@ def check_without_credentials(name: str, manifests: list[dict[str, Any]]) -> Non
 
     declared = [m["compensation"]["tool"] for m in manifests if m.get("compensation")]
     undo = declared[0] if declared else manifests[0]["name"]
-    payload = compensation_call(undo, placeholder_args(undo))
-    local = dummy_value(var) or ""
-    if "127.0.0.1" in local:
-        what = f"compensate {undo} with {var} at a closed port"
-        closed = dict(bare, **{var: local})
+    fixture = load_fixture(cls)
+    payload = compensation_call(undo, first_mapping(fixture, undo) or {})
+    if probe is not None:
+        what = f"compensate {undo} with its variables at a closed port"
+        closed = dict(bare, **closed_port(probe.env))
         line = clean_failure(cli("compensate", stdin=payload, env=closed), 1, what)
         step(f"{what}: exit 1, no credential shown: {line}")
 
@@ -391,111 +381,65 @@ def check_without_credentials(name: str, manifests: list[dict[str, Any]]) -> Non
     step(f"{what}: exit 1: {line}")
 
 
-@contextlib.contextmanager
-def backend(name: str, work: Path) -> Iterator[tuple[dict[str, str], Scenario] | None]:
-    """A real backend for the connector, if one can be had here: the variables that point
-    the connector at it, and the scenario to run against it. None otherwise."""
-    variables = connector_variables(name)
-    given = {
-        v: os.environ[f"REVERSI_TEST_{v}"] for v in variables if os.environ.get(f"REVERSI_TEST_{v}")
-    }
-    if name == "fs":
-        root = work / "fs-root"
-        root.mkdir()
-        yield {}, fs_scenario(root)
-    elif name == "postgres":
-        url = given.get("POSTGRES_URL")
-        if url:
-            step("postgres: the server of REVERSI_TEST_POSTGRES_URL")
-            yield {"POSTGRES_URL": url}, postgres_scenario(url)
-            return
-        # the connector's own public test helper, as installed from its wheel
-        from reversi_connector_postgres.testing import find_bindir, start_cluster
-
-        if find_bindir() is None:
-            step("postgres: no server binaries and no REVERSI_TEST_POSTGRES_URL: no real undo")
-            yield None
-            return
-        with start_cluster() as cluster:
-            url = cluster.server.admin_url
-            step(
-                f"postgres: a throwaway cluster from {cluster.bindir} on port {cluster.server.port}"
-            )
-            yield {"POSTGRES_URL": url}, postgres_scenario(url)
-    elif given:
-        yield given, Scenario()
-    else:
-        yield None
+def choose_forward(manifests: list[dict[str, Any]], fixture: Any) -> str | None:
+    """The first undoable tool (sorted) the fixture has an example for."""
+    for manifest in sorted(manifests, key=lambda m: m["name"]):
+        if manifest.get("compensation") and fixture.examples.get(manifest["name"]):
+            return str(manifest["name"])
+    return None
 
 
-def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], work: Path) -> None:
-    cls = load_connector_class(name)
+def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], probe: Probe | None) -> None:
+    """Serve and list; with a backend, a forward call through MCP and its undo, twice."""
     variables = connector_variables(name)
     bare = without(variables)
-    with backend(name, work) as found:
-        if found is None:  # serve with harmless stand-ins: the handshake needs no backend
-            env = dict(bare)
-            for var in variables:
-                value = dummy_value(var)
-                if value is not None:
-                    env[var] = value
-            scenario = Scenario()
-        else:
-            env = dict(bare, **found[0])
-            scenario = found[1]
-        scenario.prepare()
-        try:
-            run_scenario(name, scenario, env, manifests)
-        finally:
-            scenario.cleanup()
-
-    if scenario.forward is None and not cls.credential_env:
-        # no scenario for this connector: show that compensate loads it and answers cleanly
-        declared = [m["compensation"]["tool"] for m in manifests if m.get("compensation")]
-        undo = declared[0] if declared else manifests[0]["name"]
-        proc = cli("compensate", stdin=compensation_call(undo, placeholder_args(undo)), env=env)
-        if proc.returncode != 0:
-            line = clean_failure(proc, 1, f"compensate {undo}")
-            step(f"compensate {undo} (nothing to undo): handled, exit 1: {line}")
-        else:
-            step(f"compensate {undo}: exit 0")
-
-
-def run_scenario(
-    name: str, scenario: Scenario, env: dict[str, str], manifests: list[dict[str, Any]]
-) -> None:
-    """Serve and list; then, if the scenario has one, a forward call and its undo, twice."""
-    served = anyio.run(serve_session, name, scenario, env)
-    step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
     wanted = sorted(m["name"] for m in manifests)
+    if probe is None:  # stand-ins: the handshake needs no backend
+        env = dict(bare)
+        cls = load_connector_class(name)
+        if cls.credential_env:
+            env[cls.credential_env] = PROBE_SECRET
+        served = anyio.run(serve_session, name, [], env, None)
+        step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
+        expect(served.tools == wanted, f"tools/list gives {served.tools}, the manifests {wanted}")
+        step(f"serve {name}: tools/list gives the {len(wanted)} manifest tools")
+        return
+    fixture, handle = probe.fixture, probe.handle
+    env = dict(bare, **probe.env)
+    tool = choose_forward(manifests, fixture)
+    expect(tool is not None, f"{name}: no undoable tool with an example in the fixture")
+    assert tool is not None
+    connector = fixture.build(handle)
+    try:
+        args = anyio.run(ExampleCalls(handle, connector).prepare, fixture.examples[tool][0])
+    finally:
+        anyio.run(connector.aclose)
+    before = fixture.fingerprint(handle)
+    served = anyio.run(serve_session, name, probe.options, env, (tool, args))
+    step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
     expect(served.tools == wanted, f"tools/list gives {served.tools}, the manifests {wanted}")
     step(f"serve {name}: tools/list gives the {len(wanted)} manifest tools")
-    if scenario.forward is None:
-        return
-    tool, args = scenario.forward
     forward = served.forward
     expect(not forward.is_error, f"{tool} through MCP failed: {forward}")
     result = forward.structured_content
     expect(isinstance(result, dict), f"{tool} returned no structured content: {forward}")
-    step(f"serve {name}: {tool} through MCP succeeded")
-    scenario.after_forward(result)
+    expect(fixture.fingerprint(handle) != before, f"{tool} through MCP changed nothing")
+    step(f"serve {name}: {tool} through MCP succeeded and changed the backend")
     compensation = {m["name"]: m for m in manifests}[tool]["compensation"]
     undo = compensation["tool"]
     undo_args = {k: resolve(v, args, result) for k, v in compensation["argument_map"].items()}
-    payload = compensation_call(undo, undo_args)
+    residue = fixture.residue.get(tool)
+    normalise = residue.normalise if residue is not None else (lambda value: value)
     for attempt in ("", " again (idempotent)"):
-        proc = cli("compensate", *scenario.options, stdin=payload, env=env)
+        proc = cli("compensate", *probe.options, stdin=compensation_call(undo, undo_args), env=env)
         expect(proc.returncode == 0, f"compensate {undo}{attempt}: {shown(proc)}")
         expect(isinstance(json.loads(proc.stdout), dict), f"compensate stdout: {proc.stdout}")
-        scenario.after_undo()
+        now = fixture.fingerprint(handle)
+        expect(
+            normalise(copy.deepcopy(now)) == normalise(copy.deepcopy(before)),
+            f"compensate {undo}{attempt}: the backend is not as before {tool}",
+        )
         step(f"compensate {undo}{attempt}: exit 0, the {tool} is undone")
-
-
-def placeholder_args(tool: str) -> dict[str, Any]:
-    """Well-formed arguments for a compensation that cannot reach a backend."""
-    if tool == "postgres.delete_row":
-        return {"table": "reversi_clean_install_probe", "key": 1}
-    return {}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -523,10 +467,13 @@ def main(argv: list[str] | None = None) -> int:
     attempt(check_isolation, args.name, others, args.wheels)
     manifests = None if failures else attempt(check_manifests, args.name)
     if manifests:
-        if load_connector_class(args.name).credential_env:
-            attempt(check_without_credentials, args.name, manifests)
-        with tempfile.TemporaryDirectory(prefix="reversi-clean-install-") as work:
-            attempt(check_serve_and_compensate, args.name, manifests, Path(work))
+        with (
+            tempfile.TemporaryDirectory(prefix="reversi-clean-install-") as work,
+            probe_backend(args.name, Path(work)) as probe,
+        ):
+            if load_connector_class(args.name).credential_env:
+                attempt(check_without_credentials, args.name, manifests, probe)
+            attempt(check_serve_and_compensate, args.name, manifests, probe)
     if failures:
         for failure in failures:
             print(f"clean_install_check: {args.name}: FAILED: {failure}", file=sys.stderr)

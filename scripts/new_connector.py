@@ -1,54 +1,102 @@
 #!/usr/bin/env python3
-"""Create a connector package from packages/_template.
+"""Create a connector package from packages/_template, then document and certify it.
 
-    python scripts/new_connector.py NAME [--dest DIR]
+    python scripts/new_connector.py NAME [--http] [--dest DIR] [--no-generate]
 
 NAME is one lowercase token (``gcalendar``): it becomes the folder suffix, the
-distribution suffix, the import suffix, the entry-point name and the tool prefix. The
-new package lands in packages/reversi-connector-NAME (or DIR) and is picked up by every
-nox session without editing anything else. Exit 2 on a bad name or an existing folder.
+distribution suffix, the import suffix, the entry-point name and the tool prefix.
+``--http`` makes a connector on the HTTP kit (``reversi_core.http.HttpConnector``, with
+a fake of its API on the kit's ``VendorFake``); without it the example keeps its notes
+in memory (for a backend that is not an HTTP API).
+
+The package lands in packages/reversi-connector-NAME (or DIR). Unless ``--no-generate``
+(or ``--dest``) is given, the script then writes what is generated from the new
+connector's declarations: its page ``docs/connectors/NAME.md`` and its line in the
+README (``scripts/docs.py --write``), and its row of ``docs/certification.md`` (its
+twelve checks run: ``certification/report.py --write --connector NAME``). It does that
+in this Python when ``reversi_core`` is importable here (installing the new package
+into it, editable), else through ``python3 -m nox -s docs -- NAME``. No other file is
+edited. Exit 2 on a bad name or an existing folder, 1 when generating failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import re
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "packages" / "_template"
+VARIANTS = ("http",)
+"""Folders of the template that overlay it for a variant (``--http``), not copied otherwise."""
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{1,30}$")
 RESERVED = {"core", "template", "all"}
-#: Copied byte for byte, never rendered: the licence text is the repository's LICENSE.
-VERBATIM = {"py.typed", "LICENSE"}
 
 
 def render(text: str, name: str) -> str:
-    """Fill the template's placeholders: ``__name__`` (the token) and ``__Class__`` (its class prefix)."""
-    return text.replace("__Class__", name.capitalize()).replace("__name__", name)
+    """Fill the placeholders: ``__connector__`` (the token), ``__Connector__`` (its class
+    prefix) and ``__CONNECTOR__`` (its environment variables' prefix).
+
+    None of them can be a Python name the template's code uses (unlike ``__name__``).
+    """
+    return (
+        text.replace("__Connector__", name.capitalize())
+        .replace("__CONNECTOR__", name.upper())
+        .replace("__connector__", name)
+    )
 
 
-def create(name: str, dest: Path) -> Path:
-    """Copy the template to ``dest / reversi-connector-NAME`` with placeholders filled; return the folder."""
-    target = dest / f"reversi-connector-{name}"
-    if target.exists():
-        raise FileExistsError(f"{target} already exists")
-    for src in sorted(TEMPLATE.rglob("*")):
-        if "__pycache__" in src.parts or src.suffix == ".pyc":
+def _copy_tree(source: Path, target: Path, name: str, skip: tuple[str, ...] = ()) -> None:
+    for src in sorted(source.rglob("*")):
+        rel_parts = src.relative_to(source).parts
+        if rel_parts[0] in skip or "__pycache__" in src.parts or src.suffix == ".pyc":
             continue
-        rel = Path(render(str(src.relative_to(TEMPLATE)), name))
-        out = target / rel
+        out = target / render(str(src.relative_to(source)), name)
         if src.is_dir():
             out.mkdir(parents=True, exist_ok=True)
             continue
         out.parent.mkdir(parents=True, exist_ok=True)
-        if src.name in VERBATIM:
-            shutil.copyfile(src, out)
+        if src.name in ("py.typed", "LICENSE"):
+            shutil.copyfile(src, out)  # byte for byte: the licence must match the root's
         else:
             out.write_text(render(src.read_text(encoding="utf-8"), name), encoding="utf-8")
+
+
+def create(name: str, dest: Path, *, http: bool = False) -> Path:
+    """Copy the template to ``dest / reversi-connector-NAME`` with placeholders filled; return the folder."""
+    target = dest / f"reversi-connector-{name}"
+    if target.exists():
+        raise FileExistsError(f"{target} already exists")
+    _copy_tree(TEMPLATE, target, name, skip=VARIANTS)
+    if http:
+        _copy_tree(TEMPLATE / "http", target, name)
     return target
+
+
+def generate(name: str, target: Path) -> int:
+    """Write the new connector's docs page, README line and certification row; 0 when done."""
+    here = importlib.util.find_spec("reversi_core") is not None
+    if not here:
+        print("reversi_core is not importable here: generating through nox -s docs")
+        return subprocess.call([sys.executable, "-m", "nox", "-s", "docs", "--", name], cwd=ROOT)
+    install = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+    if all(importlib.util.find_spec(m) is not None for m in ("hatchling", "editables")):
+        install += ["--no-build-isolation", "--no-deps"]
+    steps = [
+        [*install, "-e", str(target)],
+        [sys.executable, str(ROOT / "scripts" / "docs.py"), "--write"],
+        [sys.executable, str(ROOT / "certification" / "report.py"), "--write", "--connector", name],
+    ]
+    for step in steps:
+        status = subprocess.call(step, cwd=ROOT)
+        if status != 0:
+            print(f"new_connector: error: {' '.join(step[1:4])}... exited {status}", file=sys.stderr)
+            return 1
+    return 0
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -58,8 +106,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "name", help="the connector token: lowercase letters and digits, such as gcalendar"
     )
+    parser.add_argument("--http", action="store_true", help="a connector on the HTTP kit")
+    parser.add_argument("--dest", type=Path, help="folder to create the package in (no generating)")
     parser.add_argument(
-        "--dest", type=Path, default=ROOT / "packages", help="folder to create the package in"
+        "--no-generate", action="store_true", help="only create the package; write no docs"
     )
     args = parser.parse_args(argv)
     if not NAME_RE.match(args.name) or args.name in RESERVED:
@@ -69,14 +119,20 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
+    dest = args.dest if args.dest is not None else ROOT / "packages"
     try:
-        target = create(args.name, args.dest)
+        target = create(args.name, dest, http=args.http)
     except FileExistsError as exc:
         print(f"new_connector: error: {exc}", file=sys.stderr)
         return 2
     print(f"created {target}")
-    print(f"next: pip install -e {target}  (nox sessions pick it up on their own)")
-    return 0
+    if args.dest is not None or args.no_generate:
+        print("next: python scripts/docs.py --write && python certification/report.py --write")
+        return 0
+    status = generate(args.name, target)
+    if status == 0:
+        print(f"documented in docs/connectors/{args.name}.md and certified in docs/certification.md")
+    return status
 
 
 if __name__ == "__main__":

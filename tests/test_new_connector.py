@@ -1,9 +1,10 @@
-"""scripts/new_connector.py makes a package that builds, is declared and passes its tests."""
+"""scripts/new_connector.py makes a package that builds, is certified and documented, alone."""
 
 from __future__ import annotations
 
 import importlib.util
-import os
+import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -11,6 +12,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 from types import ModuleType
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "new_connector.py"
@@ -35,8 +38,9 @@ def run_script(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_creates_a_working_package(tmp_path: Path) -> None:
-    proc = run_script("widget", "--dest", str(tmp_path))
+@pytest.mark.parametrize("kind", [[], ["--http"]], ids=["plain", "http"])
+def test_creates_a_package_with_every_placeholder_filled(tmp_path: Path, kind: list[str]) -> None:
+    proc = run_script("widget", "--dest", str(tmp_path), *kind)
     assert proc.returncode == 0, proc.stderr
     pkg = tmp_path / "reversi-connector-widget"
     meta = tomllib.loads((pkg / "pyproject.toml").read_text())
@@ -44,33 +48,126 @@ def test_creates_a_working_package(tmp_path: Path) -> None:
     assert meta["project"]["entry-points"]["reversi.connectors"] == {
         "widget": "reversi_connector_widget:WidgetConnector"
     }
+    assert meta["project"]["entry-points"]["reversi.certification"] == {
+        "widget": "reversi_connector_widget.testing:certification_fixture"
+    }
     assert any(d.startswith("reversi-core>=") and "<" in d for d in meta["project"]["dependencies"])
     for rel in (
         "CHANGELOG.md",
-        "LICENSE",
         "src/reversi_connector_widget/__about__.py",
         "src/reversi_connector_widget/py.typed",
         "tests/test_widget_connector.py",
+        "tests/test_contract.py",
     ):
         assert (pkg / rel).is_file(), rel
+    assert not (pkg / "http").exists()  # the variant overlays the package, it is not copied
     leftovers = [
         p
         for p in pkg.rglob("*")
-        if "__name__" in str(p) or (p.is_file() and "__Class__" in p.read_text())
+        if "__connector__" in str(p)
+        or (p.is_file() and p.name != "LICENSE" and re.search(r"__(connector|Connector|CONNECTOR)__", p.read_text()))
     ]
     assert leftovers == []
-    env = dict(os.environ, PYTHONPATH=str(pkg / "src"))
-    tests = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(pkg / "tests")],
+    connector = (pkg / "src" / "reversi_connector_widget" / "connector.py").read_text()
+    assert ("HttpConnector" in connector) == bool(kind)
+    if kind:
+        assert 'Setting("WIDGET_TOKEN", "token"' in connector
+
+
+def copy_checkout(target: Path) -> None:
+    """The files of this checkout (tracked and new, not ignored) in ``target``, as a fresh clone."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "-z"],
+        cwd=ROOT,
+        capture_output=True,
+        check=True,
+    ).stdout.decode().split("\0")
+    for rel in filter(None, listed):
+        src = ROOT / rel
+        if src.is_file():
+            (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, target / rel)
+    for args in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "base"]):
+        subprocess.run(["git", *args], cwd=target, check=True, capture_output=True)
+
+
+def overlay_venv(venv: Path) -> str:
+    """A venv whose site-packages lie over this test run's, so that what is installed into it
+    (the new connector) is seen with everything this run has, and this run's stays untouched.
+    Returns its python."""
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    purelib = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+    ours = subprocess.run([sys.executable, "-c", purelib], capture_output=True, text=True, check=True)
+    theirs = subprocess.run([python, "-c", purelib], capture_output=True, text=True, check=True)
+    # a .pth line that starts with "import" is run: addsitedir also reads that folder's .pth files
+    line = f"import site; site.addsitedir({ours.stdout.strip()!r})\n"
+    (Path(theirs.stdout.strip()) / "zz_reversi_test_overlay.pth").write_text(line)
+    return python
+
+
+@pytest.mark.slow
+def test_a_new_http_connector_is_certified_and_documented_with_no_other_file_edited(
+    tmp_path: Path,
+) -> None:
+    """new_connector.py widget --http in a fresh copy: the package, its page, its README line
+    and its certification row, and nothing else; then the suite certifies it (all twelve
+    checks pass), the docs drift test holds and its own tests pass."""
+    repo = tmp_path / "repo"
+    copy_checkout(repo)
+    python = overlay_venv(tmp_path / "venv")
+    made = subprocess.run(
+        [python, str(repo / "scripts" / "new_connector.py"), "widget", "--http"],
+        cwd=repo,
         capture_output=True,
         text=True,
-        cwd=ROOT,
-        env=env,
         check=False,
     )
-    assert tests.returncode == 0, tests.stdout + tests.stderr
-    assert " passed" in tests.stdout
-    assert "failed" not in tests.stdout
+    assert made.returncode == 0, made.stdout + made.stderr
+    status = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=all"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.splitlines()
+    changed = sorted(line[3:] for line in status)
+    new_package = [c for c in changed if c.startswith("packages/reversi-connector-widget/")]
+    assert new_package, changed
+    assert sorted(set(changed) - set(new_package)) == [
+        "README.md",
+        "docs/certification.md",
+        "docs/connectors/widget.md",
+    ]
+    for generated in ("README.md", "docs/certification.md"):
+        diff = subprocess.run(
+            ["git", "diff", "-U0", "--", generated], cwd=repo, capture_output=True, text=True, check=True
+        ).stdout.splitlines()
+        body = [ln for ln in diff if ln[:1] in "+-" and not ln.startswith(("+++", "---"))]
+        assert body, generated
+        assert all(ln.startswith("+") and "widget" in ln for ln in body), (generated, body)
+    page = (repo / "docs" / "connectors" / "widget.md").read_text()
+    assert "| `widget.create_note` | reversible | `widget:notes:write` | never |" in page
+    rows = [ln for ln in (repo / "docs" / "certification.md").read_text().splitlines() if ln.startswith("| widget |")]
+    assert len(rows) == 1
+    assert "fail" not in rows[0]
+    assert rows[0].count("| pass") == 11  # the template declares no requires: dependency block is n/a
+
+    def pytest_in_copy(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args],
+            cwd=repo,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+
+    certified = pytest_in_copy("certification", "--connector", "widget")
+    assert certified.returncode == 0, certified.stdout[-3000:] + certified.stderr[-2000:]
+    assert " passed" in certified.stdout
+    for suite in ("tests/test_docs.py", "packages/reversi-connector-widget/tests"):
+        proc = pytest_in_copy(suite)
+        assert proc.returncode == 0, suite + proc.stdout[-3000:] + proc.stderr[-2000:]
 
 
 def test_the_new_package_ships_the_licence_and_names_its_urls(tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def ws(tmp_path: Path) -> Path:
 
 
 def about(ws: Path, folder: str) -> Path:
-    module = "reversi_connector___name__" if folder == "_template" else folder.replace("-", "_")
+    module = "reversi_connector___connector__" if folder == "_template" else folder.replace("-", "_")
     return ws / "packages" / folder / "src" / module / "__about__.py"
 
 

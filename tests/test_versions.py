@@ -328,7 +328,7 @@ def test_every_package_declares_its_three_project_urls() -> None:
     """In the real workspace, spelled out: the scheme the check holds them to."""
     base = "https://github.com/reversi-dev/reversi"
     for package in cv.discover(ROOT, template=True).values():
-        folder = "reversi-connector-__name__" if package.is_template else package.folder.name
+        folder = "reversi-connector-__connector__" if package.is_template else package.folder.name
         documentation = (
             f"{base}/tree/main/docs"
             if package.is_core
@@ -365,7 +365,7 @@ def test_a_template_without_project_urls_is_named(ws: Path) -> None:
     assert [p.split(" = ")[0] for p in problems] == [
         f"packages/_template: [project.urls] lacks {label}" for label in cv.URL_LABELS
     ]
-    assert problems[0].endswith('/blob/main/docs/connectors/__name__.md"')
+    assert problems[0].endswith('/blob/main/docs/connectors/__connector__.md"')
 
 
 # -- built artifacts ------------------------------------------------------------------

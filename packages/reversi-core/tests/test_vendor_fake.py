@@ -199,11 +199,11 @@ class SloppyContract(ConnectorContract):
 
 def test_the_contract_catches_an_open_schema_and_a_missing_result_model() -> None:
     contract = SloppyContract()
-    with pytest.raises(AssertionError, match=r"sloppy.do is open"):
+    with pytest.raises(AssertionError, match=r"sloppy\.do is open"):
         contract.test_input_schemas_are_closed()
-    with pytest.raises(AssertionError, match="sloppy.undo declares no result model"):
+    with pytest.raises(AssertionError, match=r"sloppy\.undo declares no result model"):
         contract.test_every_tool_declares_its_result()
-    with pytest.raises(AssertionError, match="no reversi.certification entry point named sloppy"):
+    with pytest.raises(AssertionError, match=r"no reversi\.certification entry point named sloppy"):
         contract.test_certification_fixture_found_by_its_entry_point()
     contract.test_argument_maps_are_exact()  # this one it keeps
 
@@ -211,7 +211,7 @@ def test_the_contract_catches_an_open_schema_and_a_missing_result_model() -> Non
 def test_overriding_a_contract_test_needs_a_reason() -> None:
     with pytest.raises(TypeError, match="without saying why"):
 
-        class Quiet(ConnectorContract):  # noqa: F841 - defining it is the test
+        class Quiet(ConnectorContract):
             connector = Sloppy
 
             def test_input_schemas_are_closed(self) -> None:
@@ -219,7 +219,7 @@ def test_overriding_a_contract_test_needs_a_reason() -> None:
 
     with pytest.raises(TypeError, match="without saying why"):
 
-        class Removed(ConnectorContract):  # noqa: F841 - defining it is the test
+        class Removed(ConnectorContract):
             connector = Sloppy
             test_every_tool_declares_its_result = None  # type: ignore[assignment]
 
@@ -236,6 +236,6 @@ def test_overriding_a_contract_test_needs_a_reason() -> None:
 
     with pytest.raises(TypeError, match="does not have"):
 
-        class Typo(ConnectorContract):  # noqa: F841 - defining it is the test
+        class Typo(ConnectorContract):
             connector = Sloppy
             waived: ClassVar[dict[str, str]] = {"test_no_such_test": "a reason that has six words in it"}

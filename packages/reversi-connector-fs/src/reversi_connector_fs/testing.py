@@ -270,7 +270,8 @@ _BACKUPS_KEPT = Residue(
 def certification_fixture() -> CertificationFixture[FsBackend]:
     """The fs connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
-        backend_summary='a scratch directory',
+        backend_summary="a scratch directory",
+        command_line=lambda b: ({}, ["--root", str(b.root), "--backup-dir", str(b.backup_dir)]),
         backend=fs_backend,
         seed=FsBackend.seed,
         build=FsBackend.connector,

@@ -296,7 +296,11 @@ NEW_LABELS_STAY_DEFINED = Residue(
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The github connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
-        backend_summary='its fake of the GitHub REST API, faults included',
+        backend_summary="its fake of the GitHub REST API, faults included",
+        command_line=lambda server: (
+            {"GITHUB_TOKEN": CERTIFICATION_TOKEN, "GITHUB_BASE_URL": _fake(server).base_url(server)},
+            [],
+        ),
         backend=github_backend,
         seed=lambda server: seed_example(_fake(server)),
         build=_build,

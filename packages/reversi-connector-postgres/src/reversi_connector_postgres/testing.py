@@ -80,6 +80,7 @@ __all__ = [
     "PostgresUnavailable",
     "ScratchSchema",
     "WireProxy",
+    "as_uri",
     "certification_fixture",
     "commit_statement",
     "find_bindir",
@@ -170,6 +171,23 @@ class PostgresServer:
         """An autocommit superuser connection (to ``dbname``, default the admin URL's)."""
         target = self.admin_url if dbname is None else with_options(self.admin_url, dbname=dbname)
         return psycopg.connect(target, autocommit=True)
+
+
+def as_uri(url: str) -> str:
+    """A libpq connection string (URI or ``key=value``) as a ``postgresql://`` URI.
+
+    User name, password and database are percent-encoded; every other parameter goes in
+    the query string (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS).
+    """
+    params = conninfo.conninfo_to_dict(url)
+    user = urllib.parse.quote(str(params.pop("user", "") or ""), safe="")
+    password = urllib.parse.quote(str(params.pop("password", "") or ""), safe="")
+    host = params.pop("host", None) or "127.0.0.1"
+    port = params.pop("port", None) or "5432"
+    dbname = urllib.parse.quote(str(params.pop("dbname", "") or ""), safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    query = urllib.parse.urlencode({k: str(v) for k, v in params.items()}, quote_via=urllib.parse.quote)
+    return f"postgresql://{auth}{host}:{port}/{dbname}" + (f"?{query}" if query else "")
 
 
 def with_options(url: str, **params: str) -> str:
@@ -1231,7 +1249,8 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
     SQLSTATEs stand for the statuses it injects.
     """
     return CertificationFixture(
-        backend_summary='a real PostgreSQL server the tests start, faults included',
+        backend_summary="a real PostgreSQL server the tests start, faults included",
+        command_line=lambda scratch: ({"POSTGRES_URL": as_uri(scratch.agent_url)}, []),
         backend=_scratch,
         seed=_seed,
         build=lambda scratch: PostgresConnector(scratch.agent_url, timeout=CALL_TIMEOUT),

@@ -42,7 +42,7 @@ from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from ..connector import Connector
+from ..connector import CallContext, Connector
 from ..errors import ConfigurationError
 from ._faults import Fault
 
@@ -59,6 +59,7 @@ __all__ = [
     "CheckInfo",
     "Dependency",
     "Example",
+    "ExampleCalls",
     "ExampleContext",
     "FaultControls",
     "NotApplicable",
@@ -304,6 +305,46 @@ class FaultControls(Protocol):
         ...
 
 
+class ExampleCalls(Generic[H]):
+    """The :class:`ExampleContext` an :data:`ArgsBuilder` is given, as the suite makes it.
+
+    Public so that tools outside the suite (the clean-install check) prepare a fixture's
+    examples the same way: :meth:`prepare` turns an :data:`Example` into arguments,
+    running its builder against ``connector`` when it is one.
+    """
+
+    def __init__(
+        self, handle: H, connector: Connector, results: dict[str, dict[str, Any]] | None = None
+    ) -> None:
+        self._handle = handle
+        self._connector = connector
+        self._results: dict[str, dict[str, Any]] = {} if results is None else results
+
+    @property
+    def handle(self) -> H:
+        return self._handle
+
+    @property
+    def connector(self) -> Connector:
+        return self._connector
+
+    @property
+    def results(self) -> Mapping[str, dict[str, Any]]:
+        return self._results
+
+    async def call(self, tool: str, args: Mapping[str, Any]) -> dict[str, Any]:
+        """Run ``tool`` on the connector directly (no journal); its result is kept by name."""
+        result = await self._connector.call(tool, dict(args), CallContext())
+        self._results[tool] = result
+        return result
+
+    async def prepare(self, example: Example) -> dict[str, Any]:
+        """The arguments of ``example``: the mapping itself, or what its builder returns."""
+        if callable(example):
+            return dict(await example(self))
+        return dict(example)
+
+
 ArgsBuilder = Callable[[ExampleContext[Any]], Awaitable[Mapping[str, Any]]]
 """Prepares the backend (through the context) and returns the arguments of the call under test."""
 
@@ -355,6 +396,11 @@ class CertificationFixture(Generic[H]):
     ``not_applicable`` maps a check id to its reason (a string or :class:`NotApplicable`).
     ``backend_summary`` says in a few words what the backend is (``"its fake of the GitHub
     REST API, faults included"``); the README's list of connectors shows it.
+    ``command_line(handle)`` says how a connector process started by hand (``reversi-connectors
+    serve NAME`` and ``compensate``) reaches the handle's backend: the environment variables
+    to set (with the fixture's credential) and the command-line options to give
+    (``["--root", DIR]``). The clean-install check (``nox -s install_only``) drives the
+    installed wheel through it; without it that check can only shake hands.
     Raises ``ValueError`` for an unknown check id, an empty reason, or an ``error_codes``
     entry that is not an HTTP status with at least one non-empty code.
     """
@@ -374,6 +420,7 @@ class CertificationFixture(Generic[H]):
     error_codes: Mapping[int, Iterable[str]] = field(default_factory=dict)
     not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
     backend_summary: str = ""
+    command_line: Callable[[H], tuple[Mapping[str, str], Sequence[str]]] | None = None
 
     def __post_init__(self) -> None:
         codes: dict[int, frozenset[str]] = {}

@@ -1,4 +1,4 @@
-"""The __name__ connector.
+"""The __connector__ connector.
 
 TEMPLATE: the note tools below keep notes in memory so that a new package builds, is
 discovered and passes its tests from the first minute. Replace them with the vendor's
@@ -19,34 +19,57 @@ from reversi_core.manifest import Compensation, Effect
 
 
 class CreateNoteArgs(BaseModel):
-    """Input of ``__name__.create_note``."""
+    """Input of ``__connector__.create_note``."""
 
     model_config = ConfigDict(extra="forbid")
     text: str = Field(description="The note's text.")
 
 
 class NoteIdArgs(BaseModel):
-    """Input of ``__name__.get_note`` and ``__name__.delete_note``."""
+    """Input of ``__connector__.get_note`` and ``__connector__.delete_note``."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="The note's id, as create_note returned it.")
 
 
-class __Class__Connector(Connector):
-    """The __name__ connector (template: notes kept in memory)."""
+class NoteResult(BaseModel):
+    """What ``__connector__.get_note`` returns."""
 
-    name = "__name__"
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+
+
+class CreatedResult(BaseModel):
+    """What ``__connector__.create_note`` returns."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="The new note's id (what the undo deletes).")
+
+
+class DeletedResult(BaseModel):
+    """What ``__connector__.delete_note`` returns."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    deleted: bool = Field(description="False when the note was already gone.")
+
+
+class __Connector__Connector(Connector):
+    """The __connector__ connector (template: notes kept in memory)."""
+
+    name = "__connector__"
     credential_env = None
 
     def __init__(self, notes: dict[str, str] | None = None) -> None:
         self.notes: dict[str, str] = {} if notes is None else notes
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str], **options: Any) -> __Class__Connector:
+    def from_env(cls, environ: Mapping[str, str], **options: Any) -> __Connector__Connector:
         """Build the connector; the template reads no variable."""
         return cls()
 
-    @tool(effect=Effect.READ_ONLY, permission="__name__:notes:read", input=NoteIdArgs)
+    @tool(effect=Effect.READ_ONLY, permission="__connector__:notes:read", input=NoteIdArgs, output=NoteResult)
     async def get_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a note. Returns ``{"id", "text"}``; raises ToolError(code="not_found")."""
         if args.id not in self.notes:
@@ -55,9 +78,10 @@ class __Class__Connector(Connector):
 
     @tool(
         effect=Effect.REVERSIBLE,
-        permission="__name__:notes:write",
+        permission="__connector__:notes:write",
         input=CreateNoteArgs,
-        compensation=Compensation(tool="__name__.delete_note", argument_map={"id": "result.id"}),
+        output=CreatedResult,
+        compensation=Compensation(tool="__connector__.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: CreateNoteArgs, ctx: CallContext) -> dict[str, Any]:
         """Create a note. Returns ``{"id"}``."""
@@ -65,7 +89,7 @@ class __Class__Connector(Connector):
         self.notes[note_id] = args.text
         return {"id": note_id}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="__name__:notes:write", input=NoteIdArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="__connector__:notes:write", input=NoteIdArgs, output=DeletedResult)
     async def delete_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete a note; a note already gone is success. Returns ``{"id", "deleted": bool}``."""
         return {"id": args.id, "deleted": self.notes.pop(args.id, None) is not None}

@@ -1,4 +1,4 @@
-"""Test helpers for the ``__name__`` connector, and its opt-in to the certification suite.
+"""Test helpers for the ``__connector__`` connector, and its opt-in to the certification suite.
 
 TEMPLATE: the backend here is the in-memory note store of the example tools. When the
 connector talks to a real service, replace it with a fake of the vendor's API built on
@@ -17,7 +17,7 @@ from typing import Any
 
 from reversi_core.testing import CertificationFixture, ExampleContext
 
-from .connector import __Class__Connector
+from .connector import __Connector__Connector
 
 __all__ = ["NOT_APPLICABLE", "NoteStore", "certification_fixture"]
 
@@ -61,23 +61,23 @@ def _undo_fault(store: NoteStore, tool: str, args: Mapping[str, Any]) -> Iterato
 
 
 async def _existing_note(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    created = await ctx.call("__name__.create_note", {"text": "to be deleted"})
+    created = await ctx.call("__connector__.create_note", {"text": "to be deleted"})
     return {"id": created["id"]}
 
 
 def certification_fixture() -> CertificationFixture[NoteStore]:
-    """How the certification suite drives the ``__name__`` connector."""
+    """How the certification suite drives the ``__connector__`` connector."""
     return CertificationFixture(
         backend=_backend,
         seed=_seed,
-        build=lambda store: __Class__Connector(notes=store),
+        build=lambda store: __Connector__Connector(notes=store),
         fingerprint=lambda store: dict(store),
         examples={
-            "__name__.get_note": [{"id": "seeded"}],
-            "__name__.create_note": [{"text": "hello"}],
-            "__name__.delete_note": [_existing_note, {"id": "never-existed"}],
+            "__connector__.get_note": [{"id": "seeded"}],
+            "__connector__.create_note": [{"text": "hello"}],
+            "__connector__.delete_note": [_existing_note, {"id": "never-existed"}],
         },
-        failures={"__name__.get_note": [{"id": "missing"}]},
+        failures={"__connector__.get_note": [{"id": "missing"}]},
         residue={},
         undo_fault=_undo_fault,
         not_applicable=NOT_APPLICABLE,

@@ -6,20 +6,20 @@ from pathlib import Path
 
 import pytest
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
-from reversi_connector___name__ import __Class__Connector
+from reversi_connector___connector__ import __Connector__Connector
 
 
 def test_manifests_form_a_valid_registry() -> None:
-    registry = registry_for([__Class__Connector])
-    assert registry.names == ["__name__.create_note", "__name__.delete_note", "__name__.get_note"]
+    registry = registry_for([__Connector__Connector])
+    assert registry.names == ["__connector__.create_note", "__connector__.delete_note", "__connector__.get_note"]
 
 
 @pytest.mark.anyio
 async def test_create_is_rolled_back(tmp_path: Path) -> None:
-    connector = __Class__Connector()
+    connector = __Connector__Connector()
     journal = SQLiteJournal.open(tmp_path / "data")
     run = Run.start(journal, registry_for([connector]), executor=executor_for([connector]))
-    _, created = await run.call("__name__.create_note", {"text": "hello"})
+    _, created = await run.call("__connector__.create_note", {"text": "hello"})
     assert connector.notes == {created["id"]: "hello"}
     report = await run.rollback(compensate=compensator_for([connector]))
     assert report.complete

@@ -1,3 +1,0 @@
-"""Version of the reversi-connector-__name__ distribution (read by hatchling)."""
-
-__version__ = "0.1.0"
