@@ -44,6 +44,9 @@ class FakeServerError(AssertionError):
 
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # TCP_NODELAY: an answer written in two pieces (headers, body) is not held back by
+    # Nagle's algorithm waiting for the client's delayed ACK (about 40 ms a request)
+    disable_nagle_algorithm = True
     server_version = "reversi-fake"
     sys_version = ""
     server: _HTTPServer
