@@ -50,15 +50,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
     Dependency,
     Example,
     ExampleContext,
+    FakeApp,
+    FakeRequest,
+    FakeResponse,
+    FakeServer,
     Residue,
 )
-from reversi_core.http import Timeouts
-from reversi_core.testing import FakeApp, FakeRequest, FakeResponse, FakeServer
 
 from .connector import API_VERSION, GithubConnector
 
@@ -138,6 +141,10 @@ def commit_sha(*parts: str) -> str:
     return hashlib.sha1("/".join(parts).encode(), usedforsecurity=False).hexdigest()
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
 # -- state -----------------------------------------------------------------------------
 
 
@@ -160,6 +167,8 @@ class FakeComment:
     issue_number: int
     body: str
     user: str = "reversi-agent"
+    created_at: str = field(default_factory=_now)
+    updated_at: str = field(default_factory=_now)
 
 
 @dataclass
@@ -213,10 +222,6 @@ class FakeRepo:
                 if comment.id == comment_id:
                     return comment
         return None
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
 # -- the fake --------------------------------------------------------------------------
@@ -507,7 +512,40 @@ class FakeGitHub(FakeApp):
     def _api(self, request: FakeRequest) -> str:
         return f"http://{request.headers.get('host', '127.0.0.1')}{self.prefix}"
 
+    def _user_json(self, request: FakeRequest, login: str) -> dict[str, Any]:
+        """A ``simple-user`` object: every field the REST API description requires.
+
+        https://docs.github.com/en/rest/users/users#get-a-user (the ``user`` of an issue
+        or comment is this shape).
+        """
+        api = f"{self._api(request)}/users/{login}"
+        user_id = int(hashlib.sha1(login.encode(), usedforsecurity=False).hexdigest()[:7], 16)
+        return {
+            "login": login,
+            "id": user_id,
+            "node_id": f"U_{user_id}",
+            "avatar_url": f"https://avatars.githubusercontent.com/u/{user_id}?v=4",
+            "gravatar_id": "",
+            "url": api,
+            "html_url": f"{self.web_url}/{login}",
+            "followers_url": f"{api}/followers",
+            "following_url": f"{api}/following{{/other_user}}",
+            "gists_url": f"{api}/gists{{/gist_id}}",
+            "starred_url": f"{api}/starred{{/owner}}{{/repo}}",
+            "subscriptions_url": f"{api}/subscriptions",
+            "organizations_url": f"{api}/orgs",
+            "repos_url": f"{api}/repos",
+            "events_url": f"{api}/events{{/privacy}}",
+            "received_events_url": f"{api}/received_events",
+            "type": "User",
+            "site_admin": False,
+        }
+
     def _label_json(self, request: FakeRequest, repo: FakeRepo, name: str) -> dict[str, Any]:
+        """A label as the labels routes answer it; the fake archives none (``archived_*`` null).
+
+        https://docs.github.com/en/rest/issues/labels#list-labels-for-an-issue
+        """
         label = repo.label(name)
         assert label is not None
         return {
@@ -518,24 +556,35 @@ class FakeGitHub(FakeApp):
             "description": label.description,
             "color": label.color,
             "default": label.name in DEFAULT_LABELS,
+            "archived_at": None,
+            "archived_by": None,
         }
 
     def _issue_json(self, request: FakeRequest, repo: FakeRepo, issue: FakeIssue) -> dict[str, Any]:
-        api = f"{self._api(request)}/repos/{repo.full_name}/issues/{issue.number}"
+        """An issue as GitHub answers it (no assignee, no milestone: the fake has neither).
+
+        https://docs.github.com/en/rest/issues/issues#get-an-issue
+        """
+        repository = f"{self._api(request)}/repos/{repo.full_name}"
+        api = f"{repository}/issues/{issue.number}"
         return {
             "id": 10_000 + issue.number,
             "node_id": f"I_{repo.full_name}_{issue.number}",
             "url": api,
+            "repository_url": repository,
             "labels_url": f"{api}/labels{{/name}}",
             "comments_url": f"{api}/comments",
+            "events_url": f"{api}/events",
             "html_url": f"{self.web_url}/{repo.full_name}/issues/{issue.number}",
             "number": issue.number,
             "state": issue.state,
             "state_reason": issue.state_reason,
             "title": issue.title,
             "body": issue.body,
-            "user": {"login": "reversi-agent", "type": "User"},
+            "user": self._user_json(request, "reversi-agent"),
             "labels": [self._label_json(request, repo, name) for name in issue.labels],
+            "assignee": None,
+            "milestone": None,
             "locked": False,
             "comments": len(issue.comments),
             "created_at": issue.created_at,
@@ -546,6 +595,7 @@ class FakeGitHub(FakeApp):
     def _comment_json(
         self, request: FakeRequest, repo: FakeRepo, comment: FakeComment
     ) -> dict[str, Any]:
+        """An issue comment. https://docs.github.com/en/rest/issues/comments#get-an-issue-comment"""
         api = f"{self._api(request)}/repos/{repo.full_name}"
         return {
             "id": comment.id,
@@ -555,7 +605,9 @@ class FakeGitHub(FakeApp):
             f"#issuecomment-{comment.id}",
             "issue_url": f"{api}/issues/{comment.issue_number}",
             "body": comment.body,
-            "user": {"login": comment.user, "type": "User"},
+            "user": self._user_json(request, comment.user),
+            "created_at": comment.created_at,
+            "updated_at": comment.updated_at,
         }
 
     def _ref_json(self, request: FakeRequest, repo: FakeRepo, branch: str) -> dict[str, Any]:
