@@ -227,7 +227,6 @@ class Exchange:
 
     method: str
     path: str
-    query: str
     request_body: bytes
     status: int
     headers: tuple[tuple[str, str], ...]
@@ -253,12 +252,11 @@ class RecordingTransport(httpx.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
         body = await response.aread()
-        raw_path, _, query = request.url.raw_path.decode().partition("?")
+        raw_path = request.url.raw_path.decode().partition("?")[0]
         self.exchanges.append(
             Exchange(
                 method=request.method,
                 path=raw_path.removeprefix(self._root),
-                query=query,
                 request_body=request.content,
                 status=response.status_code,
                 headers=tuple(response.headers.multi_items()),
