@@ -18,7 +18,8 @@ from reversi_core.testing import (
     vendor_route,
 )
 
-from ._state import FakeComment, FakeIssue, FakeLabel, FakeRepo, commit_sha, now
+from ._state import DEFAULT_LABELS, FakeComment, FakeIssue, FakeLabel, FakeRepo, commit_sha, now
+from ._wire import Wire
 from .connector import API_VERSION
 
 __all__ = [
@@ -36,14 +37,6 @@ __all__ = [
 
 DOCS = "https://docs.github.com/rest"
 """The ``documentation_url`` GitHub puts in generic error bodies."""
-
-DEFAULT_LABELS: Mapping[str, str] = {
-    "bug": "d73a4a",
-    "documentation": "0075ca",
-    "enhancement": "a2eeef",
-    "good first issue": "7057ff",
-}
-"""Labels (name: colour) a repository made by :meth:`FakeGitHub.add_repo` starts with, as on GitHub."""
 
 AUTO_LABEL_COLOR = "ededed"
 """The colour GitHub gives a label it creates because an issue was given an unknown name."""
@@ -304,71 +297,14 @@ class FakeGitHub(VendorFake):
             return self.not_found(request)
         return repo, comment
 
-    def _api(self, request: FakeRequest, repo: FakeRepo) -> str:
+    def _wire(self, request: FakeRequest) -> Wire:
+        """How this request's answers spell the fake's objects (its host and the prefix)."""
         host = request.headers.get("host", "127.0.0.1")
-        return f"http://{host}{self.prefix}/repos/{repo.full_name}"
-
-    def _label_json(self, request: FakeRequest, repo: FakeRepo, name: str) -> dict[str, Any]:
-        label = repo.label(name)
-        assert label is not None
-        return {
-            "id": label.id,
-            "node_id": f"LA_{label.id}",
-            "url": f"{self._api(request, repo)}/labels/{label.name}",
-            "name": label.name,
-            "description": label.description,
-            "color": label.color,
-            "default": label.name in DEFAULT_LABELS,
-        }
+        return Wire(api=f"http://{host}{self.prefix}", web=self.web_url)
 
     def _labels_json(self, request: FakeRequest, repo: FakeRepo, names: list[str]) -> FakeResponse:
-        return FakeResponse(200, json=[self._label_json(request, repo, name) for name in names])
-
-    def _issue_json(self, request: FakeRequest, repo: FakeRepo, issue: FakeIssue) -> dict[str, Any]:
-        api = f"{self._api(request, repo)}/issues/{issue.number}"
-        return {
-            "id": 10_000 + issue.number,
-            "node_id": f"I_{repo.full_name}_{issue.number}",
-            "url": api,
-            "labels_url": f"{api}/labels{{/name}}",
-            "comments_url": f"{api}/comments",
-            "html_url": f"{self.web_url}/{repo.full_name}/issues/{issue.number}",
-            "number": issue.number,
-            "state": issue.state,
-            "state_reason": issue.state_reason,
-            "title": issue.title,
-            "body": issue.body,
-            "user": {"login": "reversi-agent", "type": "User"},
-            "labels": [self._label_json(request, repo, name) for name in issue.labels],
-            "locked": False,
-            "comments": len(issue.comments),
-            "created_at": issue.created_at,
-            "updated_at": issue.updated_at,
-            "closed_at": issue.closed_at,
-        }
-
-    def _comment_json(self, request: FakeRequest, repo: FakeRepo, comment: FakeComment) -> dict[str, Any]:
-        api = self._api(request, repo)
-        return {
-            "id": comment.id,
-            "node_id": f"IC_{comment.id}",
-            "url": f"{api}/issues/comments/{comment.id}",
-            "html_url": f"{self.web_url}/{repo.full_name}/issues/{comment.issue_number}"
-            f"#issuecomment-{comment.id}",
-            "issue_url": f"{api}/issues/{comment.issue_number}",
-            "body": comment.body,
-            "user": {"login": comment.user, "type": "User"},
-        }
-
-    def _ref_json(self, request: FakeRequest, repo: FakeRepo, branch: str) -> dict[str, Any]:
-        api = f"{self._api(request, repo)}/git"
-        sha = repo.branches[branch]
-        return {
-            "ref": f"refs/heads/{branch}",
-            "node_id": f"REF_{repo.full_name}_{branch}",
-            "url": f"{api}/refs/heads/{branch}",
-            "object": {"type": "commit", "sha": sha, "url": f"{api}/commits/{sha}"},
-        }
+        wire = self._wire(request)
+        return FakeResponse(200, json=[wire.label(repo, name) for name in names])
 
     def _auto_label(self, repo: FakeRepo, name: str) -> str:
         """The repository's spelling of ``name``, creating the label the way GitHub does."""
@@ -396,7 +332,7 @@ class FakeGitHub(VendorFake):
         found = self._comment_of(request)
         if isinstance(found, FakeResponse):
             return found
-        return FakeResponse(200, json=self._comment_json(request, *found))
+        return FakeResponse(200, json=self._wire(request).comment(*found))
 
     @vendor_route(
         "DELETE",
@@ -420,7 +356,7 @@ class FakeGitHub(VendorFake):
         found = self._issue_of(request)
         if isinstance(found, FakeResponse):
             return found
-        return FakeResponse(200, json=self._issue_json(request, *found))
+        return FakeResponse(200, json=self._wire(request).issue(*found))
 
     @vendor_route(
         "PATCH", "/repos/{owner}/{repo}/issues/{number}", docs=f"{_ISSUES}#update-an-issue", body="json"
@@ -457,7 +393,7 @@ class FakeGitHub(VendorFake):
         elif issue.state == "closed":
             issue.state, issue.state_reason, issue.closed_at = "open", "reopened", None
         issue.updated_at = now()
-        return FakeResponse(200, json=self._issue_json(request, repo, issue))
+        return FakeResponse(200, json=self._wire(request).issue(repo, issue))
 
     @vendor_route("POST", "/repos/{owner}/{repo}/issues", docs=f"{_ISSUES}#create-an-issue", body="json")
     def create_issue(self, request: FakeRequest) -> FakeResponse:
@@ -494,7 +430,7 @@ class FakeGitHub(VendorFake):
         self._put_labels(repo, issue, labels)
         repo.issues[issue.number] = issue
         repo.next_number += 1
-        answer = self._issue_json(request, repo, issue)
+        answer = self._wire(request).issue(repo, issue)
         return FakeResponse(201, json=answer, headers={"Location": answer["url"]})
 
     @vendor_route(
@@ -517,7 +453,7 @@ class FakeGitHub(VendorFake):
             return self._validation("IssueComment", "body", "missing_field")
         comment = FakeComment(next(self._comment_ids), issue.number, text)
         issue.comments.append(comment)
-        answer = self._comment_json(request, repo, comment)
+        answer = self._wire(request).comment(repo, comment)
         return FakeResponse(201, json=answer, headers={"Location": answer["url"]})
 
     # -- labels ------------------------------------------------------------------------
@@ -593,7 +529,7 @@ class FakeGitHub(VendorFake):
         branch = ref.removeprefix("heads/") if ref.startswith("heads/") else None
         if repo is None or branch is None or branch not in repo.branches:
             return self.not_found(request)
-        return FakeResponse(200, json=self._ref_json(request, repo, branch))
+        return FakeResponse(200, json=self._wire(request).ref(repo, branch))
 
     @vendor_route(
         "POST", "/repos/{owner}/{repo}/git/refs", docs=f"{_REFS}#create-a-reference", body="json"
@@ -629,7 +565,7 @@ class FakeGitHub(VendorFake):
         if sha not in repo.commits:
             return self.error(422, "Object does not exist")
         repo.branches[branch] = sha
-        answer = self._ref_json(request, repo, branch)
+        answer = self._wire(request).ref(repo, branch)
         return FakeResponse(201, json=answer, headers={"Location": answer["url"]})
 
     @vendor_route(

@@ -4,10 +4,20 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["FakeComment", "FakeIssue", "FakeLabel", "FakeRepo", "commit_sha", "now"]
+__all__ = ["DEFAULT_LABELS", "FakeComment", "FakeIssue", "FakeLabel", "FakeRepo", "commit_sha", "now"]
+
+
+DEFAULT_LABELS: Mapping[str, str] = {
+    "bug": "d73a4a",
+    "documentation": "0075ca",
+    "enhancement": "a2eeef",
+    "good first issue": "7057ff",
+}
+"""Labels (name: colour) a repository made by ``FakeGitHub.add_repo`` starts with, as on GitHub."""
 
 
 def commit_sha(*parts: str) -> str:
@@ -42,6 +52,8 @@ class FakeComment:
     issue_number: int
     body: str
     user: str = "reversi-agent"
+    created_at: str = field(default_factory=now)
+    updated_at: str = field(default_factory=now)
 
 
 @dataclass
