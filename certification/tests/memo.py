@@ -32,6 +32,7 @@ write, so its fixture lists every writing tool in ``sends_idempotency_key``. Rou
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -518,13 +519,7 @@ class BrokenFreshUndoKey(MemoConnector):
     @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note (under a key of the HTTP layer's making)."""
-        resp = await self.http.request(
-            "DELETE",
-            url_path("/notes/{id}", id=args.id),
-            ok_statuses={404},
-            timeouts=self.limits(ctx),
-        )
-        return {"id": args.id, "deleted": resp.status != 404}
+        return await super().delete_note(args, dataclasses.replace(ctx, idempotency_key=None))
 
 
 class BrokenOneCodePerStatus(MemoConnector):
