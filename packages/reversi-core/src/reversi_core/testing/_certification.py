@@ -373,7 +373,7 @@ class IdempotencyKeyIn:
     ``IdempotencyKeyIn(header="Idempotency-Key")`` for Stripe,
     https://docs.stripe.com/api/idempotent_requests) or ``field`` (a top-level field of
     the JSON body, or of a form-encoded one: ``IdempotencyKeyIn(field="idempotency_key")``
-    for Square, https://developer.squareup.com/docs/build-basics/common-api-patterns/idempotency).
+    for Square, https://developer.squareup.com/docs/working-with-apis/idempotency).
     The suite reads it with :meth:`read` from the requests the backend recorded (its
     handle's ``requests``: :class:`reversi_core.testing.FakeRequest` objects). Raises
     ``ValueError`` unless exactly one is a non-empty string.
