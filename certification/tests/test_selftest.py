@@ -19,8 +19,7 @@ import pytest
 
 from certification import runner
 from certification.tests import memo
-from reversi_core.testing import CHECKS
-from reversi_core.testing import FakeServer, Fault, Faults
+from reversi_core.testing import CHECKS, FakeServer, Fault, Faults
 
 BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
     "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
