@@ -45,7 +45,10 @@ BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
     ],
     "timeout": [(memo.BrokenNoTimeout, "has no timeout of its own")],
     "redaction": [(memo.BrokenLeaksToken, "carries the credential")],
-    "dependency_block": [(memo.BrokenMissingEdge, "recorded no edge")],
+    "dependency_block": [
+        (memo.BrokenMissingEdge, "recorded no edge"),
+        (memo.BrokenEdgeOnNoField, "'result.note_id' is not in the output schema"),
+    ],
     "manifest_drift": [(memo.BrokenSchemaDrifts, "disagree for memo.get_note")],
 }
 """``{check: [(broken connector, words its failure must contain)]}``."""

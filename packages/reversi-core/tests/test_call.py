@@ -357,8 +357,10 @@ async def test_timeout_on_a_read_makes_the_step_failed(
 async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_rollback(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
-    mem.fault("mem.put", "bad_result")  # the put happens but its result lacks "previous"
-    run = make_run()
+    # An executor that checks no result (an MCP upstream that is not a Reversi server):
+    # the put happens but its result lacks "previous"
+    mem.fault("mem.put", "bad_result")
+    run = make_run(executor=raw_executor(mem))
     seq, result = await run.call("mem.put", {"key": "a", "value": "1"})
     assert result == {}
     step = run.journal.get_step(run.id, seq)
@@ -374,6 +376,35 @@ async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_r
     assert out.state == RollbackState.COMPENSATION_FAILED.value
     assert out.reason == step.compensation_error
     assert run.journal.get_step(run.id, seq).rollback_state is RollbackState.COMPENSATION_FAILED
+
+
+async def test_a_write_whose_result_its_model_refuses_is_uncertain_naming_the_fields(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "bad_result")  # the put happens, but the result lacks its fields
+    run = make_run()
+    with pytest.raises(EffectUncertainError) as info:
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    message = str(info.value)
+    assert "result.previous: Field required" in message
+    assert "result.existed: Field required" in message
+    assert "PutResult" in message
+    assert mem.data == {"a": "1"}  # the write did happen: that is why it is not a failure
+    [step] = run.steps()
+    assert step.state is StepState.UNCERTAIN
+
+
+async def test_a_read_whose_result_its_model_refuses_is_a_tool_error(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.get", "bad_result")
+    run = make_run()
+    with pytest.raises(ToolError) as info:
+        await run.call("mem.get", {"key": "a"})
+    assert info.value.code == "bad_result"
+    assert "result.value: Field required" in str(info.value)
+    [step] = run.steps()
+    assert step.state is StepState.FAILED
 
 
 async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(

@@ -38,6 +38,17 @@ from reversi_core.manifest import Compensation, Effect, Match, Requirement, Sour
 from reversi_core.redact import register_secret
 
 from ._errors import github_error_code
+from ._results import (
+    AddCommentResult,
+    AddLabelsResult,
+    CloseIssueResult,
+    CreateBranchResult,
+    CreateIssueResult,
+    DeleteBranchResult,
+    DeleteCommentResult,
+    GetIssueResult,
+    RemoveLabelsResult,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -411,7 +422,12 @@ class GithubConnector(Connector):
 
     # -- reading -------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="github:issues:read", input=GetIssueArgs)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="github:issues:read",
+        input=GetIssueArgs,
+        output=GetIssueResult,
+    )
     async def get_issue(self, args: GetIssueArgs, ctx: CallContext) -> dict[str, Any]:
         """Read one issue (or pull request) of a repository.
 
@@ -455,6 +471,7 @@ class GithubConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="github:issues:write",
         input=CreateIssueArgs,
+        output=CreateIssueResult,
         compensation=Compensation(
             tool="github.close_issue", argument_map=_same_repo(issue_number="result.number")
         ),
@@ -496,6 +513,7 @@ class GithubConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="github:issues:write",
         input=AddCommentArgs,
+        output=AddCommentResult,
         compensation=Compensation(
             tool="github.delete_comment", argument_map=_same_repo(comment_id="result.id")
         ),
@@ -535,6 +553,7 @@ class GithubConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="github:issues:write",
         input=AddLabelsArgs,
+        output=AddLabelsResult,
         compensation=Compensation(
             tool="github.remove_labels",
             argument_map=_same_repo(issue_number="args.issue_number", labels="result.added"),
@@ -598,6 +617,7 @@ class GithubConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="github:branch:write",
         input=CreateBranchArgs,
+        output=CreateBranchResult,
         compensation=Compensation(
             tool="github.delete_branch", argument_map=_same_repo(branch="args.branch")
         ),
@@ -648,7 +668,12 @@ class GithubConnector(Connector):
 
     # -- compensations -------------------------------------------------------------
 
-    @tool(effect=Effect.IDEMPOTENT, permission="github:issues:write", input=CloseIssueArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="github:issues:write",
+        input=CloseIssueArgs,
+        output=CloseIssueResult,
+    )
     async def close_issue(self, args: CloseIssueArgs, ctx: CallContext) -> dict[str, Any]:
         """Close an issue; closing a closed issue again succeeds and changes nothing else.
 
@@ -680,7 +705,12 @@ class GithubConnector(Connector):
             "state_reason": issue.get("state_reason", args.state_reason),
         }
 
-    @tool(effect=Effect.IDEMPOTENT, permission="github:issues:write", input=DeleteCommentArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="github:issues:write",
+        input=DeleteCommentArgs,
+        output=DeleteCommentResult,
+    )
     async def delete_comment(self, args: DeleteCommentArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete an issue comment; one already gone (404) counts as success.
 
@@ -710,7 +740,12 @@ class GithubConnector(Connector):
             "deleted": resp.status != 404,
         }
 
-    @tool(effect=Effect.IDEMPOTENT, permission="github:issues:write", input=RemoveLabelsArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="github:issues:write",
+        input=RemoveLabelsArgs,
+        output=RemoveLabelsResult,
+    )
     async def remove_labels(self, args: RemoveLabelsArgs, ctx: CallContext) -> dict[str, Any]:
         """Take the given labels off an issue, one request per label; a label not there is skipped.
 
@@ -751,7 +786,12 @@ class GithubConnector(Connector):
             "absent": absent,
         }
 
-    @tool(effect=Effect.IDEMPOTENT, permission="github:branch:delete", input=DeleteBranchArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="github:branch:delete",
+        input=DeleteBranchArgs,
+        output=DeleteBranchResult,
+    )
     async def delete_branch(self, args: DeleteBranchArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete a branch; one already gone counts as success.
 
