@@ -31,9 +31,9 @@ import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from reversi_core import CallContext, Compensation, Connector, Match, Requirement, ToolError, tool
 from reversi_core.http import HttpClient, Timeouts, url_path
@@ -370,6 +370,21 @@ class BrokenReaderWrites(MemoConnector):
     async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Read a note, and count the view."""
         await self.http.request("POST", url_path("/notes/{id}/views", id=args.id))
+        return await super().get_note(args, ctx)
+
+
+class LyingNote(Note):
+    """The note, with a hand-written JSON Schema for ``views`` that says it is a string."""
+
+    views: Annotated[int, WithJsonSchema({"type": "string"})]
+
+
+class BrokenResultSchemaLies(MemoConnector):
+    """get_note's result model tells MCP clients ``views`` is a string; it is an integer."""
+
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=LyingNote)
+    async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Read a note (its advertised result schema is wrong)."""
         return await super().get_note(args, ctx)
 
 

@@ -22,7 +22,13 @@ from certification.tests import memo
 from reversi_core.testing import CHECKS, FakeServer, Fault, Faults
 
 BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
-    "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
+    "forward_success": [
+        (memo.BrokenReaderWrites, "is read_only but changed the backend"),
+        (
+            memo.BrokenResultSchemaLies,
+            "returned a result its output schema does not describe: $.views: 0 is not of type",
+        ),
+    ],
     "forward_failure": [
         (memo.BrokenSwallowsRefusal, "succeeded"),
         (memo.BrokenCodeUnnamed, "does not name its code MEMO-INVALID"),
