@@ -30,9 +30,10 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from typing_extensions import TypedDict
 
 from reversi_core.connector import CallContext, Connector, tool
 from reversi_core.errors import ConfigurationError, EffectUncertainError, ToolError
@@ -232,14 +233,23 @@ class ReadFileResult(_Result):
     size: int = Field(ge=0, description="The file's size in bytes.")
 
 
-class DirEntry(_Result):
-    """One entry of fs.list_dir."""
+class DirEntry(TypedDict):
+    """One entry of fs.list_dir.
 
-    name: str = Field(description="The entry's name in the directory.")
-    type: Literal["file", "dir", "symlink", "other"] = Field(
-        description="What it is, links not followed; 'other' is a fifo, socket or device."
-    )
-    size: int | None = Field(ge=0, description="Its size in bytes for a file; null otherwise.")
+    A TypedDict rather than a model: a listing holds up to 10,000 of them, and checking a
+    result builds no object for a TypedDict, which halves the check's cost per entry
+    (benchmarks/result_validation.py). Its JSON Schema is the same, closed.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    name: Annotated[str, Field(description="The entry's name in the directory.")]
+    type: Annotated[
+        Literal["file", "dir", "symlink", "other"],
+        Field(description="What it is, links not followed; 'other' is a fifo, socket or device."),
+    ]
+    size: Annotated[
+        int | None, Field(ge=0, description="Its size in bytes for a file; null otherwise.")
+    ]
 
 
 class ListDirResult(_Result):
