@@ -200,7 +200,7 @@ class DeleteRowArgs(_Keyed):
 
 
 class _Result(BaseModel):
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid")
 
 
 class QueryResult(_Result):
