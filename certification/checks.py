@@ -26,6 +26,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import anyio
+from jsonschema import Draft202012Validator
 
 from reversi_core import (
     CallContext,
@@ -303,13 +304,36 @@ def must_apply(check: str, subject: Subject) -> str | None:
 # -- 1. forward success ----------------------------------------------------------------
 
 
+def described_by(manifest: Manifest) -> Callable[[Any], list[str]]:
+    """``problems(result)``: where ``result`` departs from the tool's ``output_schema``.
+
+    Checked with a JSON Schema validator, as an MCP client checks ``structuredContent``,
+    not with the connector's pydantic model. Fails when the tool declares no output schema.
+    """
+    if manifest.output_schema is None:
+        raise fail(f"{manifest.name} declares no output schema (every tool declares its result)")
+    validator = Draft202012Validator(manifest.output_schema)
+
+    def problems(result: Any) -> list[str]:
+        return [
+            f"{e.json_path}: {e.message}"
+            for e in sorted(validator.iter_errors(result), key=lambda e: e.json_path)
+        ]
+
+    return problems
+
+
 async def check_forward_success(subject: Subject) -> str:
-    """Every tool succeeds on each example; read-only ones change nothing and send no write."""
+    """Every tool succeeds on each example with a result its output schema describes.
+
+    Read-only tools also change nothing and send no write.
+    """
     manifests = subject.manifests
     unknown = sorted(set(subject.fixture.examples) - set(manifests))
     if unknown:
         raise fail(f"examples name tools the connector does not have: {', '.join(unknown)}")
     first_examples(subject, sorted(manifests))
+    described = {tool: described_by(manifest) for tool, manifest in manifests.items()}
     count = 0
     for tool, manifest in sorted(manifests.items()):
         for index, example in enumerate(subject.examples(tool)):
@@ -329,6 +353,12 @@ async def check_forward_success(subject: Subject) -> str:
                     raise fail(
                         f"{label(tool, index)} returned a result that is not JSON: {exc}"
                     ) from None
+                departures = described[tool](result)
+                if departures:
+                    raise fail(
+                        f"{label(tool, index)} returned a result its output schema does not "
+                        "describe: " + "; ".join(departures[:3])
+                    )
                 after = scene.fingerprint()
                 stayed_inside(scene, label(tool, index))
                 if manifest.effect is Effect.READ_ONLY:

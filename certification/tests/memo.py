@@ -37,9 +37,9 @@ import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from reversi_core import CallContext, Compensation, Connector, Match, Requirement, ToolError, tool
 from reversi_core.http import HttpClient, Timeouts, url_path
@@ -184,6 +184,47 @@ class NoteTag(BaseModel):
     tag: str
 
 
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Note(_Result):
+    """Result of memo.get_note: the note as the service keeps it."""
+
+    id: str
+    text: str
+    tags: list[str]
+    views: int
+
+
+class Created(_Result):
+    """Result of memo.create_note."""
+
+    id: str
+
+
+class Deleted(_Result):
+    """Result of memo.delete_note."""
+
+    id: str
+    deleted: bool
+
+
+class Tagged(_Result):
+    """Result of memo.tag_note."""
+
+    id: str
+    tag: str
+
+
+class Untagged(_Result):
+    """Result of memo.untag_note."""
+
+    id: str
+    tag: str
+    removed: bool
+
+
 CREATED_HERE = Requirement(
     tool="memo.create_note", match=[Match(this="args.id", earlier="result.id")]
 )
@@ -218,7 +259,7 @@ class MemoConnector(Connector):
     def limits(self, ctx: CallContext) -> Timeouts:
         return self.http.timeouts.capped_at(ctx.timeout)
 
-    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId)
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=Note)
     async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Read a note."""
         resp = await self.http.request(
@@ -230,6 +271,7 @@ class MemoConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
@@ -243,7 +285,7 @@ class MemoConnector(Connector):
         )
         return {"id": (resp.json or {})["id"]}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note; one already gone is success."""
         resp = await self.http.request(
@@ -259,6 +301,7 @@ class MemoConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NoteTag,
+        output=Tagged,
         compensation=Compensation(
             tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
         ),
@@ -275,7 +318,7 @@ class MemoConnector(Connector):
         )
         return {"id": args.id, "tag": args.tag}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteTag)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteTag, output=Untagged)
     async def untag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
         """Remove a tag; one already gone is success."""
         resp = await self.http.request(
@@ -382,10 +425,25 @@ def memo_fixture(
 class BrokenReaderWrites(MemoConnector):
     """get_note is declared read_only but also records a view (a POST)."""
 
-    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId)
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=Note)
     async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Read a note, and count the view."""
         await self.http.request("POST", url_path("/notes/{id}/views", id=args.id))
+        return await super().get_note(args, ctx)
+
+
+class LyingNote(Note):
+    """The note, with a hand-written JSON Schema for ``views`` that says it is a string."""
+
+    views: Annotated[int, WithJsonSchema({"type": "string"})]
+
+
+class BrokenResultSchemaLies(MemoConnector):
+    """get_note's result model tells MCP clients ``views`` is a string; it is an integer."""
+
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=LyingNote)
+    async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Read a note (its advertised result schema is wrong)."""
         return await super().get_note(args, ctx)
 
 
@@ -396,20 +454,21 @@ class BrokenSwallowsRefusal(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note, hiding errors."""
         try:
             return await super().create_note(args, ctx)
-        except ToolError as exc:
-            return {"id": "", "error": str(exc)}
+        except ToolError:
+            return {"id": ""}
 
 
 class BrokenRepeatFails(MemoConnector):
     """delete_note fails when the note is already gone, so a repeated undo fails."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note (a missing one is an error)."""
         await self.http.request("DELETE", url_path("/notes/{id}", id=args.id))
@@ -423,6 +482,7 @@ class BrokenLosesUncertainty(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
@@ -434,7 +494,7 @@ class BrokenLosesUncertainty(MemoConnector):
 class BrokenUndoDoesNothing(MemoConnector):
     """delete_note reports success without asking the service to delete anything."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Pretend to delete a note."""
         return {"id": args.id, "deleted": True}
@@ -447,6 +507,7 @@ class BrokenCompensationArgs(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"note": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
@@ -457,7 +518,7 @@ class BrokenCompensationArgs(MemoConnector):
 class BrokenUndoIgnoresErrors(MemoConnector):
     """delete_note swallows every error, so a failed undo is reported as done."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note, ignoring failures."""
         try:
@@ -553,23 +614,44 @@ class BrokenLeaksToken(MemoConnector):
 
 
 class BrokenMissingEdge(MemoConnector):
-    """tag_note's requires compares the note id with the earlier result's text: never equal."""
+    """tag_note's requires compares the note id with the earlier call's text: never equal."""
 
     @tool(
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NoteTag,
+        output=Tagged,
+        compensation=Compensation(
+            tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
+        ),
+        requires=[
+            Requirement(tool="memo.create_note", match=[Match(this="args.id", earlier="args.text")])
+        ],
+    )
+    async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
+        """Tag a note (with a requires that never matches)."""
+        return await super().tag_note(args, ctx)
+
+
+class BrokenEdgeOnNoField(MemoConnector):
+    """tag_note's requires reads ``result.note_id``, a field create_note's result does not have."""
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NoteTag,
+        output=Tagged,
         compensation=Compensation(
             tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
         ),
         requires=[
             Requirement(
-                tool="memo.create_note", match=[Match(this="args.id", earlier="result.text")]
+                tool="memo.create_note", match=[Match(this="args.id", earlier="result.note_id")]
             )
         ],
     )
     async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
-        """Tag a note (with a requires that never matches)."""
+        """Tag a note (with a requires on a result field that does not exist)."""
         return await super().tag_note(args, ctx)
 
 

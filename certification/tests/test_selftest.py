@@ -25,7 +25,13 @@ from reversi_core import Connector
 from reversi_core.testing import CHECKS, Failure, FakeServer, Fault, Faults, IdempotencyKeyIn
 
 BROKEN: dict[str, list[tuple[type[Connector], str]]] = {
-    "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
+    "forward_success": [
+        (memo.BrokenReaderWrites, "is read_only but changed the backend"),
+        (
+            memo.BrokenResultSchemaLies,
+            "returned a result its output schema does not describe: $.views: 0 is not of type",
+        ),
+    ],
     "forward_failure": [
         (memo.BrokenSwallowsRefusal, "succeeded"),
         (memo.BrokenCodeUnnamed, "does not name its code MEMO-INVALID"),
@@ -64,7 +70,10 @@ BROKEN: dict[str, list[tuple[type[Connector], str]]] = {
         ),
     ],
     "redaction": [(memo.BrokenLeaksToken, "carries the credential")],
-    "dependency_block": [(memo.BrokenMissingEdge, "recorded no edge")],
+    "dependency_block": [
+        (memo.BrokenMissingEdge, "recorded no edge"),
+        (memo.BrokenEdgeOnNoField, "'result.note_id' is not in the output schema"),
+    ],
     "manifest_drift": [(memo.BrokenSchemaDrifts, "disagree for memo.get_note")],
 }
 """``{check: [(broken connector, words its failure must contain)]}``."""

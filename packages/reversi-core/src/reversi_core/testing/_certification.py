@@ -131,8 +131,8 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
         CheckInfo(
             "forward_success",
             "Forward success",
-            "each tool succeeds on its examples with a JSON object; a read-only tool leaves the "
-            "backend as it was and sends no write request",
+            "each tool succeeds on its examples with a JSON object that its output schema "
+            "describes; a read-only tool leaves the backend as it was and sends no write request",
         ),
         CheckInfo(
             "forward_failure",
