@@ -30,7 +30,7 @@ What one run measures:
    (which needs its fs upstream started), median of ``--starts`` starts. Target: 1.0 s.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
-``Run.call`` cut down to forwarding, which separates the cost of the MCP relay from the
+``Run.attempt`` cut down to forwarding, which separates the cost of the MCP relay from the
 cost of the engine and the journal. With ``--reference``, three more, also information
 only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
 proxy that journals each call before forwarding it must do, in both durability modes.
@@ -243,13 +243,19 @@ def gateway_argv(
 FLOOR_LAUNCHER = """
 import sys
 from reversi_core.connector import CallContext
-from reversi_core.engine import Run
+from reversi_core.engine import CallOutcome, Run
+from reversi_core.journal import StepState
 
-async def forward_only(self, tool, args, *, reason=None, execute=None, timeout=None, on_read=None):
+async def forward_only(self, tool, args, *, reason=None, execute=None, approver=None,
+                       timeout=None, answer=None):
     ctx = CallContext(run_id=self.id, step=0, idempotency_key="floor", timeout=timeout)
-    return 0, await (execute or self.executor)(tool, args, ctx)
+    result = await (execute or self.executor)(tool, args, ctx)
+    outcome = CallOutcome(self.id, tool, 0, StepState.SUCCEEDED, result=result)
+    if answer is not None:
+        answer(outcome)
+    return outcome
 
-Run.call = forward_only
+Run.attempt = forward_only
 from reversi_core.cli.gateway import main
 sys.exit(main())
 """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -12,18 +13,23 @@ from _memconnector import MemConnector, raw_executor
 from _procs import journal_bytes
 
 from reversi_core import (
+    REJECTED_ARGS_LIMIT,
     ApprovalDecision,
     ApprovalDenied,
     ApprovalRequest,
     CallContext,
+    CallOutcome,
     EffectUncertainError,
     InvalidArgumentsError,
     PermissionDenied,
     Run,
+    RunClosedError,
     SQLiteJournal,
     StepState,
     ToolError,
+    ToolUnavailableError,
     UnknownToolError,
+    Withheld,
     compensator_for,
     register_secret,
 )
@@ -54,6 +60,87 @@ async def test_unknown_tool_is_rejected_journaled_and_not_executed(make_run: Mak
     assert step.args == {"x": 1}
     assert step.reason == "trying"
     assert "unknown tool" in (step.error or "")
+
+
+async def test_attempt_returns_a_rejection_with_its_step_instead_of_raising(
+    make_run: MakeRun,
+) -> None:
+    run = make_run()
+    await run.call("mem.put", {"key": "a", "value": "1"})
+    outcome = await run.attempt("mem.nope", {})
+    assert (outcome.step, outcome.state) == (2, StepState.REJECTED)
+    assert isinstance(outcome.error, UnknownToolError)
+    assert outcome.error.step == 2  # the rejection carries its step number
+    with pytest.raises(UnknownToolError) as info:
+        await run.call("mem.nope", {})
+    assert info.value.step == 3
+
+
+async def test_a_withheld_tool_is_refused_by_the_engine_and_journaled(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    run.withheld = {"mem.put": Withheld("drifted", "mem.put is refused: its schema drifted")}
+    outcome = await run.attempt("mem.put", {"key": "a", "value": "1"}, reason="try")
+    assert isinstance(outcome.error, ToolUnavailableError)
+    assert outcome.error.code == "drifted"
+    assert mem.calls == []
+    [step] = run.steps()
+    assert (step.seq, step.state, step.reason) == (outcome.step, StepState.REJECTED, "try")
+    assert "schema drifted" in (step.error or "")
+
+
+async def test_after_a_rollback_every_refusal_says_the_run_was_rolled_back(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    # The bug of issue 10: a withheld (drifted) tool used to be journaled as a new
+    # rejected step in the rolled-back run, where any other tool was refused as closed.
+    run = make_run(scope=["mem:read"])
+    run.withheld = {"mem.put": Withheld("drifted", "mem.put drifted")}
+    report = await run.rollback(compensate=compensator_for([mem]))
+    assert report.complete
+    for tool, args in (
+        ("mem.put", {"key": "a", "value": "1"}),  # withheld
+        ("mem.publish", {"message": "hi"}),  # outside the scope
+        ("mem.nope", {}),  # unknown
+        ("mem.put", {"key": 3}),  # invalid arguments
+        ("mem.get", {"key": "a"}),  # allowed
+    ):
+        outcome = await run.attempt(tool, args)
+        assert isinstance(outcome.error, RunClosedError), tool
+        assert "rolled back" in str(outcome.error)
+        assert outcome.step is None
+    assert run.steps() == []
+
+
+async def test_a_huge_rejected_call_keeps_a_bounded_record(make_run: MakeRun) -> None:
+    run = make_run(scope=["mem:read"])
+    big = "x" * (30 * 1024 * 1024)
+    with pytest.raises(PermissionDenied):
+        await run.call("mem.put", {"key": "a", "value": big})
+    [step] = run.steps()
+    assert step.args["bytes"] > 30 * 1024 * 1024
+    assert "at most" in step.args["_omitted"]
+    assert len(json.dumps(step.args)) < 1000
+    small = await run.attempt("mem.put", {"key": "b", "value": "y" * 100})
+    assert small.step is not None
+    assert run.journal.get_step(run.id, small.step).args == {"key": "b", "value": "y" * 100}
+    assert REJECTED_ARGS_LIMIT == 64 * 1024
+
+
+async def test_a_lone_surrogate_in_arguments_is_rejected_naming_the_field(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    with pytest.raises(InvalidArgumentsError) as info:
+        await run.call("mem.put", {"key": "caf\udce9", "value": "1"})
+    assert info.value.problems == [
+        "args.key: holds a lone surrogate (U+DCE9) at character 3, which is not Unicode text"
+    ]
+    assert mem.calls == []
+    [step] = run.steps()
+    assert step.state is StepState.REJECTED
+    assert step.args["key"] == "caf\udce9"  # kept as it came
 
 
 async def test_permission_outside_scope_is_rejected_naming_the_permission(
@@ -202,44 +289,57 @@ async def test_pending_is_durable_before_execution(
     assert run.journal.get_step(run.id, seq).state is StepState.SUCCEEDED
 
 
-async def test_on_read_gets_a_reads_result_before_its_outcome_is_journaled(
+async def test_a_read_is_told_first_and_journaled_after_in_one_commit(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
     mem.data["a"] = "x"
     run = make_run()
-    seen: list[tuple[int, dict[str, Any], StepState]] = []
+    during: list[int] = []
+    mem.hooks["mem.get"] = lambda data, ctx: during.append(len(run.steps()))
+    told: list[tuple[CallOutcome, int]] = []
 
-    def on_read(seq: int, result: dict[str, Any]) -> None:
-        seen.append((seq, result, run.journal.get_step(run.id, seq).state))
+    def answer(outcome: CallOutcome) -> None:
+        told.append((outcome, len(run.steps())))
 
-    seq, result = await run.call("mem.get", {"key": "a"}, on_read=on_read)
-    assert seen == [(seq, {"value": "x", "exists": True}, StepState.PENDING)]
-    step = run.journal.get_step(run.id, seq)
-    assert step.state is StepState.SUCCEEDED  # journaled before call() returned
-    assert step.result == result
+    outcome = await run.attempt("mem.get", {"key": "a"}, answer=answer)
+    assert during == [0]  # no intent was committed before the read ran
+    assert told == [(outcome, 0)]  # told before anything was journaled
+    assert outcome.ok
+    assert outcome.result == {"value": "x", "exists": True}
+    step = run.journal.get_step(run.id, outcome.step or 0)
+    assert step.state is StepState.SUCCEEDED  # journaled before attempt() returned
+    assert step.result == outcome.result
+    assert step.owner is None  # never pending: written finished, in one commit
+    assert [e["kind"] for e in run.journal.list_events(run.id)] == []
 
 
-async def test_on_read_is_not_called_for_a_write_or_a_failed_read(
+async def test_a_write_is_told_only_once_its_outcome_is_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
     run = make_run()
-    calls: list[int] = []
-    await run.call("mem.put", {"key": "a", "value": "1"}, on_read=lambda s, r: calls.append(s))
+    told: list[StepState] = []
+
+    def answer(outcome: CallOutcome) -> None:
+        assert outcome.step is not None
+        told.append(run.journal.get_step(run.id, outcome.step).state)
+
+    await run.attempt("mem.put", {"key": "a", "value": "1"}, answer=answer)
     mem.fault("mem.get", "tool_error", message="backend said no")
-    with pytest.raises(ToolError):
-        await run.call("mem.get", {"key": "a"}, on_read=lambda s, r: calls.append(s))
-    assert calls == []
+    failed = await run.attempt("mem.get", {"key": "a"}, answer=lambda o: told.append(o.state))
+    assert told == [StepState.SUCCEEDED, StepState.FAILED]
+    assert isinstance(failed.error, ToolError)
+    assert failed.error.step == failed.step == 2
     assert [s.state for s in run.steps()] == [StepState.SUCCEEDED, StepState.FAILED]
 
 
-async def test_on_read_failing_still_journals_the_outcome(make_run: MakeRun) -> None:
+async def test_a_failing_answer_still_journals_the_read(make_run: MakeRun) -> None:
     run = make_run()
 
-    def broken(seq: int, result: dict[str, Any]) -> None:
+    def broken(outcome: CallOutcome) -> None:
         raise RuntimeError("the client went away")
 
     with pytest.raises(RuntimeError, match="went away"):
-        await run.call("mem.get", {"key": "a"}, on_read=broken)
+        await run.attempt("mem.get", {"key": "a"}, answer=broken)
     [step] = run.steps()
     assert step.state is StepState.SUCCEEDED
     assert step.result == {"value": None, "exists": False}
@@ -304,7 +404,7 @@ async def test_unexpected_exception_from_a_writing_tool_makes_the_step_uncertain
         await run.call("mem.put", {"key": "a", "value": "1"})
     [step] = run.steps()
     assert step.state is StepState.UNCERTAIN
-    assert "unexpected error: RuntimeError: boom" in (step.error or "")
+    assert "unexpected error, outcome unknown: RuntimeError: boom" in (step.error or "")
 
 
 async def test_unexpected_exception_through_the_connector_is_uncertain_too(

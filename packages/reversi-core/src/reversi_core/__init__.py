@@ -21,7 +21,16 @@ from .connector import (
     registry_for,
     tool,
 )
-from .engine import ApprovalDecision, ApprovalRequest, RollbackReport, Run, compensation_key
+from .engine import (
+    REJECTED_ARGS_LIMIT,
+    ApprovalDecision,
+    ApprovalRequest,
+    CallOutcome,
+    RollbackReport,
+    Run,
+    Withheld,
+    compensation_key,
+)
 from .errors import (
     ApprovalDenied,
     CallRejected,
@@ -38,6 +47,7 @@ from .errors import (
     RunClosedError,
     RunStateError,
     ToolError,
+    ToolUnavailableError,
     UnknownToolError,
 )
 from .journal import Durability, RollbackState, RunStatus, SQLiteJournal, StepRecord, StepState
@@ -46,11 +56,13 @@ from .redact import register_secret, scrub
 from .registry import ManifestDrift, Registry, detect_manifest_drift, schema_hash
 
 __all__ = [
+    "REJECTED_ARGS_LIMIT",
     "Approval",
     "ApprovalDecision",
     "ApprovalDenied",
     "ApprovalRequest",
     "CallContext",
+    "CallOutcome",
     "CallRejected",
     "CommandCompensator",
     "Compensation",
@@ -85,7 +97,9 @@ __all__ = [
     "StepRecord",
     "StepState",
     "ToolError",
+    "ToolUnavailableError",
     "UnknownToolError",
+    "Withheld",
     "__version__",
     "all_connectors",
     "compensation_key",

@@ -15,6 +15,7 @@ import re
 import sys
 import textwrap
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -53,7 +54,7 @@ Credentials are read from the environment only, never from flags.
 """
 
 _SECRET_FLAG = re.compile(r"token|api[-_]?key|password|passwd|secret|credential", re.IGNORECASE)
-_VALUE_OPTIONS = {"--root", "--backup-dir", "--format"}
+_VALUE_OPTIONS = {"--root", "--backup-dir", "--format", "--max-message-bytes"}
 
 
 def build_parser() -> Parser:
@@ -75,6 +76,14 @@ def build_parser() -> Parser:
     )
     serve.add_argument("name", metavar="NAME", help="connector name (see 'manifests all')")
     _add_fs_options(serve)
+    serve.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        metavar="N",
+        help="longest JSON-RPC message (one line) accepted, in bytes (default 16 MiB); "
+        "a longer one is refused",
+    )
 
     manifests = sub.add_parser(
         "manifests",
@@ -249,7 +258,17 @@ def _cmd_serve(args: Any) -> int:
         connector = cls.from_env(os.environ, **_options(args))
     except ConfigurationError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    anyio.run(serve_stdio, connector)
+    if args.max_message_bytes < 1024:
+        raise CliError("--max-message-bytes must be at least 1024", EXIT_USAGE)
+    if sys.stderr.isatty():
+        print(
+            f"{PROG}: serving the {args.name} connector over MCP on stdin/stdout: this is meant "
+            "for an MCP client (or reversi-gateway) to start, not to type into. "
+            "Stop it with Ctrl-D (end of input) or Ctrl-C.",
+            file=sys.stderr,
+            flush=True,
+        )
+    anyio.run(partial(serve_stdio, connector, max_message_bytes=args.max_message_bytes))
     return EXIT_OK
 
 

@@ -17,6 +17,7 @@ from ._base import (
     StepRecord,
     StepState,
     resolve_data_dir,
+    step_idempotency_key,
 )
 from .sqlite import SCHEMA_VERSION, SQLiteJournal
 
@@ -32,4 +33,5 @@ __all__ = [
     "StepRecord",
     "StepState",
     "resolve_data_dir",
+    "step_idempotency_key",
 ]

@@ -18,6 +18,7 @@ __all__ = [
     "StepRecord",
     "StepState",
     "resolve_data_dir",
+    "step_idempotency_key",
 ]
 
 DEFAULT_DATA_DIR = "./reversi-data"
@@ -28,6 +29,11 @@ def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("REVERSI_DATA") or DEFAULT_DATA_DIR)
+
+
+def step_idempotency_key(run_id: str, seq: int) -> str:
+    """The idempotency key of a step's forward call: ``reversi-<run>-<step>``, stable for the step."""
+    return f"reversi-{run_id}-{seq}"
 
 
 class Durability(StrEnum):
@@ -244,6 +250,24 @@ class Journal(Protocol):
         compensation_error: str | None,
     ) -> None:
         """Durably record a step's outcome."""
+        ...
+
+    def reserve_step(self, run_id: str) -> int:
+        """A step number for a call journaled only once it answered (a read-only one).
+
+        Nothing is written. The number is not handed out again by this journal handle;
+        :meth:`record_step` writes the step under it. Raises
+        :class:`~reversi_core.errors.RunClosedError` if the run is not open and
+        :class:`~reversi_core.errors.JournalError` if it is unknown.
+        """
+        ...
+
+    def record_step(self, step: StepRecord) -> None:
+        """Write a finished step, reserved with :meth:`reserve_step`, in one commit.
+
+        Raises :class:`~reversi_core.errors.JournalError` when it cannot be written
+        (among others when another handle wrote a step under the same number).
+        """
         ...
 
     def resolve_step(

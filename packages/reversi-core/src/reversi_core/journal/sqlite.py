@@ -36,6 +36,7 @@ from ._base import (
     RunStatus,
     StepRecord,
     StepState,
+    step_idempotency_key,
 )
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
@@ -147,8 +148,11 @@ def _newer_message(path: Path, version: int) -> str:
     )
 
 
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-"""Compact JSON, made once (``json.dumps`` with options builds an encoder per call)."""
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
+"""Compact ASCII JSON, made once (``json.dumps`` with options builds an encoder per call).
+
+ASCII, so that any Python string can be stored, a lone surrogate read from a peer's JSON
+included (SQLite's UTF-8 encoding would refuse it); it reads back unchanged."""
 
 
 def _dumps(value: Any) -> str | None:
@@ -494,10 +498,7 @@ class SQLiteJournal:
             raise JournalError(f"run {run_id!r} has no step {seq}")
         return self._step(row, reqs)
 
-    @staticmethod
-    def forward_key(run_id: str, seq: int) -> str:
-        """The idempotency key of a step's forward call: stable for the run and step."""
-        return f"reversi-{run_id}-{seq}"
+    forward_key = staticmethod(step_idempotency_key)
 
     def _next_seq(self, c: sqlite3.Connection, run_id: str) -> int:
         row = c.execute(
@@ -670,6 +671,59 @@ class SQLiteJournal:
                 # an event, do not overwrite what a person may already have resolved.
                 self._event(c, run_id, seq, "late_outcome", {"state": state.value, "error": error})
         self._light.discard((run_id, seq))
+
+    def reserve_step(self, run_id: str) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise JournalError(f"no run {run_id!r} in {self.path}")
+            if row[0] != RunStatus.OPEN:
+                raise RunClosedError(
+                    f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."
+                )
+            seq = self._seq_hint.get(run_id) or self._next_seq(self._conn, run_id)
+            self._seq_hint[run_id] = seq + 1
+        return seq
+
+    def record_step(self, step: StepRecord) -> None:
+        light = self._is_light(step.effect)
+        edges = sorted(set(step.requires))
+        try:
+            with self._tx(light=light) as c:
+                c.execute(
+                    "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
+                    "idempotency_key, started_at, finished_at, result, error, compensation, "
+                    "compensation_error, approval) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        step.run_id,
+                        step.seq,
+                        step.tool,
+                        step.effect,
+                        step.permission,
+                        _dumps(step.args),
+                        step.reason,
+                        step.state.value,
+                        step.idempotency_key,
+                        step.started_at,
+                        step.finished_at,
+                        _dumps(step.result),
+                        scrub(step.error) if step.error else None,
+                        _dumps(step.compensation),
+                        scrub(step.compensation_error) if step.compensation_error else None,
+                        _dumps(step.approval),
+                    ),
+                )
+                if edges:
+                    c.executemany(
+                        "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
+                        [(step.run_id, step.seq, r) for r in edges],
+                    )
+        except sqlite3.IntegrityError:
+            raise JournalError(
+                f"step {step.seq} of run {step.run_id} was written by another journal handle "
+                f"meanwhile; the record of this {step.tool} call is lost"
+            ) from None
 
     def resolve_step(
         self,
