@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reversi_core import Durability, JournalError, JournalVersionError, SQLiteJournal, StepState
-from reversi_core.journal import RunStatus
+from reversi_core.journal import RunStatus, StepRecord, open_journal
 from reversi_core.journal.sqlite import JOURNAL_FILENAME, SCHEMA_VERSION
 
 TABLES = {"runs", "steps", "edges", "events"}
@@ -111,6 +111,74 @@ def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Pat
         journal.close()
 
 
+def test_a_read_recorded_after_it_answered_is_one_commit_without_an_fsync_under_power(
+    data_dir: Path,
+) -> None:
+    journal = SQLiteJournal.open(data_dir, durability="power")
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        modes = _commit_modes(journal)
+        seq = journal.reserve_step("run_a")
+        assert modes == []  # reserving writes nothing
+        key = SQLiteJournal.forward_key("run_a", seq)
+        journal.record_step(
+            StepRecord(
+                run_id="run_a",
+                seq=seq,
+                tool="mem.get",
+                effect="read_only",
+                permission="x:y",
+                args={"k": "v"},
+                reason=None,
+                state=StepState.SUCCEEDED,
+                idempotency_key=key,
+                started_at=1.0,
+                finished_at=2.0,
+                result={"v": 1},
+                requires=[],
+            )
+        )
+        write = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        assert write.seq == seq + 1  # the reserved number is not handed out again
+        assert modes == ["NORMAL", "FULL"]
+        step = journal.get_step("run_a", seq)
+        assert (step.state, step.result, step.owner) == (StepState.SUCCEEDED, {"v": 1}, None)
+        with pytest.raises(JournalError, match="written by another journal handle"):
+            journal.record_step(step)  # the number is taken now
+    finally:
+        journal.close()
+
+
+def test_storage_errors_reach_callers_as_journal_errors(journal: SQLiteJournal) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    journal._conn.execute("DROP TABLE edges")
+    with pytest.raises(JournalError, match="no such table: edges") as info:
+        journal.list_steps("run_a")
+    assert not isinstance(info.value, sqlite3.Error)
+    assert info.value.__cause__ is None
+    journal._conn.close()
+    with pytest.raises(JournalError, match="closed database"):
+        journal.list_runs()
+
+
+def test_open_journal_opens_a_data_directory_and_refuses_urls_without_echoing_them(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_journal(data_dir) as journal:
+        journal.create_run("run_a", [], None)
+        assert journal.location == str(data_dir)
+    monkeypatch.setenv("REVERSI_DATA", str(data_dir))
+    with open_journal(None, create=False) as journal:
+        assert [r.id for r in journal.list_runs()] == ["run_a"]
+    url = "postgresql://agent:s3cr3t-pw@db.internal:5432/reversi"
+    with pytest.raises(JournalError, match="PostgreSQL journal") as info:
+        open_journal(url)
+    assert "s3cr3t" not in str(info.value)
+    assert "db.internal" not in str(info.value)
+    with pytest.raises(JournalError, match="scheme 'mysql'"):
+        open_journal("mysql://u:p@h/db")
+
+
 def test_a_commit_that_fails_is_rolled_back_and_the_journal_stays_usable(
     journal: SQLiteJournal,
 ) -> None:
@@ -153,8 +221,9 @@ def test_a_step_whose_intent_fails_to_commit_leaves_no_trace(data_dir: Path) -> 
         first = journal.begin_step("run_a", "t", "reversible", "x:y", {}, None, None, [])
         real = journal._conn
         journal._conn = _CommitFailsOnce(real)  # type: ignore[assignment]  # a test double
-        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        with pytest.raises(JournalError, match="disk is full") as info:
             journal.begin_step("run_a", "t.read", "read_only", "x:y", {}, None, None, [])
+        assert not isinstance(info.value, sqlite3.Error)
         journal._conn = real
         assert not real.in_transaction
         assert journal._light == set()  # no read-only step is waiting for its outcome

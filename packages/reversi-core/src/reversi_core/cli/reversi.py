@@ -15,7 +15,6 @@ import os
 import shlex
 import shutil
 import signal
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -40,12 +39,13 @@ from ..errors import (
     RunStateError,
 )
 from ..journal import (
+    Journal,
     RollbackState,
     RunRecord,
     RunStatus,
-    SQLiteJournal,
     StepRecord,
     StepState,
+    open_journal,
     resolve_data_dir,
 )
 from ..manifest import Effect, Manifest
@@ -225,23 +225,27 @@ def build_parser() -> Parser:
 # -- shared helpers -------------------------------------------------------------------------
 
 
-def _open_journal(args: argparse.Namespace) -> SQLiteJournal:
+def _open_journal(args: argparse.Namespace) -> Journal:
     try:
-        return SQLiteJournal.open(resolve_data_dir(args.data), create=False)
+        return open_journal(resolve_data_dir(args.data), create=False)
     except JournalError as exc:
-        raise CliError(str(exc), EXIT_JOURNAL) from None
+        message = str(exc)
+        if not args.data and not os.environ.get("REVERSI_DATA"):
+            message += " (the default data directory; pass --data DIR or set REVERSI_DATA)"
+        raise CliError(message, EXIT_JOURNAL) from None
 
 
-def _get_run(journal: SQLiteJournal, run_id: str) -> RunRecord:
+def _get_run(journal: Journal, run_id: str) -> RunRecord:
     try:
         return journal.get_run(run_id)
     except JournalError:
         raise CliError(
-            f"no run {run_id!r} in {journal.path} (see 'reversi runs')", EXIT_USAGE
+            f"no run {run_id!r} in the journal of {journal.location} (see 'reversi runs')",
+            EXIT_USAGE,
         ) from None
 
 
-def _get_step(journal: SQLiteJournal, run_id: str, seq: int) -> StepRecord:
+def _get_step(journal: Journal, run_id: str, seq: int) -> StepRecord:
     try:
         return journal.get_step(run_id, seq)
     except JournalError:
@@ -650,8 +654,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(PROG, str(exc), exc.code)
     except JournalError as exc:
         return fail(PROG, str(exc), EXIT_JOURNAL)
-    except sqlite3.Error as exc:
-        return fail(PROG, f"journal error: {exc}", EXIT_JOURNAL)
     except BrokenPipeError:
         return reader_went_away()
     except KeyboardInterrupt:

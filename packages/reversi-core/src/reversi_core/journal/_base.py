@@ -181,7 +181,15 @@ class StepRecord:
 
 
 class Journal(Protocol):
-    """What the engine needs from a journal store. Every write is durable on return."""
+    """What the engine needs from a journal store. Every write is durable on return.
+
+    Every method raises :class:`~reversi_core.errors.JournalError` (or a subclass) when
+    the store fails, never the store's own exception type (``sqlite3.Error``, a
+    database driver's error), so that callers handle one error whatever the store.
+    """
+
+    location: str
+    """Where the journal is, for messages: a data directory, or a URL without its password."""
 
     def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
         """Record a new open run."""
@@ -310,4 +318,12 @@ class Journal(Protocol):
 
     def close(self) -> None:
         """Release the store."""
+        ...
+
+    def __enter__(self) -> Journal:
+        """The journal itself; :meth:`close` is called on leaving the block."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """:meth:`close`."""
         ...

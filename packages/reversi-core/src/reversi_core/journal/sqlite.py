@@ -17,9 +17,9 @@ forward in one transaction, and a newer file is refused with
 
 from __future__ import annotations
 
+import functools
 import json
 import os
-import socket
 import sqlite3
 import stat
 import threading
@@ -27,10 +27,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, JournalVersionError, RollbackInProgressError, RunClosedError
+from ..errors import JournalError, RollbackInProgressError, RunClosedError
 from ..redact import scrub, scrub_json
 from ._base import (
     Durability,
+    Journal,
     RollbackState,
     RunRecord,
     RunStatus,
@@ -38,66 +39,50 @@ from ._base import (
     StepState,
     step_idempotency_key,
 )
+from ._owner import owner_alive, owner_pid, process_owner
+from ._schema import (
+    MIGRATIONS,
+    RUN_COLUMNS,
+    SCHEMA_VERSION,
+    STEP_COLUMNS,
+    dumps,
+    run_from_row,
+    step_from_row,
+)
+from ._sqlite_file import (
+    JOURNAL_FILENAME,
+    Transaction,
+    connect,
+    migrate,
+    prepare_file,
+)
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
 
-JOURNAL_FILENAME = "journal.sqlite3"
+_STORE_METHODS = tuple(
+    name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
+)
+"""The methods of the :class:`~reversi_core.journal.Journal` protocol, whose SQLite errors
+reach the caller as :class:`~reversi_core.errors.JournalError`."""
 
-MIGRATIONS: list[str] = [
-    # 1: runs, steps, edges, events
-    """
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        started_at REAL NOT NULL,
-        status TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        label TEXT,
-        rollback_owner TEXT,
-        rollback_started_at REAL,
-        rollback_finished_at REAL
-    );
-    CREATE TABLE steps (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        seq INTEGER NOT NULL,
-        tool TEXT NOT NULL,
-        effect TEXT NOT NULL,
-        permission TEXT NOT NULL,
-        args TEXT NOT NULL,
-        reason TEXT,
-        state TEXT NOT NULL,
-        idempotency_key TEXT NOT NULL,
-        owner TEXT,
-        started_at REAL NOT NULL,
-        finished_at REAL,
-        result TEXT,
-        error TEXT,
-        compensation TEXT,
-        compensation_error TEXT,
-        approval TEXT,
-        resolution TEXT,
-        rollback_state TEXT,
-        rollback_reason TEXT,
-        PRIMARY KEY (run_id, seq)
-    );
-    CREATE TABLE edges (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        requires_seq INTEGER NOT NULL,
-        PRIMARY KEY (run_id, seq, requires_seq)
-    );
-    CREATE TABLE events (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL,
-        seq INTEGER,
-        at REAL NOT NULL,
-        kind TEXT NOT NULL,
-        detail TEXT NOT NULL
-    );
-    CREATE INDEX steps_pending ON steps(state) WHERE state = 'pending';
-    CREATE INDEX events_run ON events(run_id, id);
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
+
+def _journal_errors(cls: type[SQLiteJournal]) -> type[SQLiteJournal]:
+    """Make every protocol method raise ``JournalError`` where SQLite raised its own error."""
+
+    def wrap(method: Any) -> Any:
+        @functools.wraps(method)
+        def inner(self: SQLiteJournal, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.Error as exc:
+                raise JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}") from None
+
+        return inner
+
+    for name in _STORE_METHODS:
+        setattr(cls, name, wrap(getattr(cls, name)))
+    return cls
+
 
 # Rollbacks running in this process, by (journal file, run id). The rollback lock in the
 # journal names its owner by process, so two rollbacks of one run inside one process
@@ -107,114 +92,7 @@ _ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
-def _process_start_time(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            data = fh.read()
-        return data.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "?"
-
-
-def process_owner(pid: int | None = None) -> str:
-    """``host:pid:start`` for ``pid`` (default: this process)."""
-    pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_process_start_time(pid)}"
-
-
-def _owner_alive(owner: str | None) -> bool:
-    if not owner:
-        return False
-    try:
-        host, pid_s, start = owner.rsplit(":", 2)
-        pid = int(pid_s)
-    except ValueError:
-        return False
-    if host != socket.gethostname():
-        return True  # cannot tell for another host: assume alive, never guess
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return start == "?" or _process_start_time(pid) == start
-
-
-def _newer_message(path: Path, version: int) -> str:
-    return (
-        f"journal {path} has schema version {version}, newer than the "
-        f"{SCHEMA_VERSION} this reversi-core understands; upgrade reversi-core"
-    )
-
-
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-"""Compact ASCII JSON, made once (``json.dumps`` with options builds an encoder per call).
-
-ASCII, so that any Python string can be stored, a lone surrogate read from a peer's JSON
-included (SQLite's UTF-8 encoding would refuse it); it reads back unchanged."""
-
-
-def _dumps(value: Any) -> str | None:
-    if value is None:
-        return None
-    return _ENCODER.encode(scrub_json(value))
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``) under the journal's lock.
-
-    A plain class rather than ``contextlib.contextmanager``: it runs twice per call on
-    the gateway's hot path, and the generator machinery costs more than the rest of the
-    Python around the two commits.
-    """
-
-    __slots__ = ("_conn", "_light", "_lock")
-
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock, light: bool) -> None:
-        self._conn = conn
-        self._lock = lock
-        self._light = light
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._lock.acquire()
-        try:
-            if self._light:
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except BaseException:
-                if self._light:
-                    self._conn.execute("PRAGMA synchronous=FULL")
-                raise
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._conn
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        try:
-            if kind is None:
-                try:
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    if self._conn.in_transaction:  # a failed COMMIT leaves it open
-                        self._conn.execute("ROLLBACK")
-                    raise
-            elif self._conn.in_transaction:  # SQLite may have rolled back by itself already
-                self._conn.execute("ROLLBACK")
-        finally:
-            try:
-                if self._light:
-                    self._conn.execute("PRAGMA synchronous=FULL")
-            finally:
-                self._lock.release()
-
-
+@_journal_errors
 class SQLiteJournal:
     """The embedded journal (see the module docstring).
 
@@ -226,6 +104,8 @@ class SQLiteJournal:
         self._conn = conn
         self._lock = threading.RLock()
         self.path = path
+        self.location = str(path.parent)
+        """The data directory, as :func:`~reversi_core.journal.open_journal` takes it."""
         self.durability = durability
         self._owner = process_owner()
         # next step number per run, as this handle last wrote it (checked by the primary key)
@@ -252,64 +132,8 @@ class SQLiteJournal:
         :class:`JournalVersionError` when the file's schema is newer than this build.
         """
         durability = Durability(durability)
-        data = Path(data_dir)
-        path = data / JOURNAL_FILENAME
-        if not data.exists():
-            if not create:
-                raise JournalError(
-                    f"data directory {data} does not exist (pass --data DIR or set REVERSI_DATA)"
-                )
-            try:
-                data.mkdir(mode=0o700, parents=True)
-            except OSError as exc:
-                raise JournalError(f"cannot create data directory {data}: {exc.strerror}") from None
-        if not data.is_dir():
-            raise JournalError(f"data directory {data} is not a directory")
-        if not os.access(data, os.R_OK | os.X_OK):
-            raise JournalError(f"data directory {data} is not readable")
-        if not path.exists():
-            if not create:
-                raise JournalError(
-                    f"no journal in {data} (expected {path.name}); nothing has run here"
-                )
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-                os.close(fd)
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise JournalError(f"cannot create journal {path}: {exc.strerror}") from None
-        elif not os.access(path, os.R_OK):
-            raise JournalError(f"journal {path} is not readable")
-        elif not create and path.stat().st_size == 0:
-            raise JournalError(f"{path} is empty: it is not a Reversi journal")
-        if path.exists() and not (os.access(path, os.W_OK) and os.access(data, os.W_OK)):
-            raise JournalError(
-                f"journal {path} (or its directory) is not writable; Reversi needs write access "
-                "even to read it (WAL mode, crash recovery)"
-            )
-        try:
-            conn = sqlite3.connect(
-                str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.DatabaseError as exc:
-            raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
-        try:
-            # Refuse a newer file before anything writes to it (switching to WAL rewrites
-            # the header of a file in rollback-journal mode).
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise JournalVersionError(_newer_message(path, version))
-            conn.execute("PRAGMA journal_mode=WAL").fetchone()
-            sync = "FULL" if durability is Durability.POWER else "NORMAL"
-            conn.execute(f"PRAGMA synchronous={sync}")
-            conn.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
-        except BaseException:
-            conn.close()
-            raise
+        path = prepare_file(Path(data_dir), create)
+        conn = connect(path, durability, busy_timeout)
         journal = cls(conn, path, durability)
         try:
             journal._migrate()
@@ -326,18 +150,18 @@ class SQLiteJournal:
                 os.chmod(side, 0o600)
         return journal
 
-    def _tx(self, *, light: bool = False) -> _Transaction:
+    def _tx(self, *, light: bool = False) -> Transaction:
         """One write transaction (``with self._tx() as c:``), committed at the end of the
         block and rolled back if it raises. ``light``: commit without waiting for the
         disk even under ``power`` durability (see :meth:`_is_light`)."""
-        return _Transaction(self._conn, self._lock, light)
+        return Transaction(self._conn, self._lock, light)
 
     def _is_light(self, effect: str) -> bool:
         """Whether a step of ``effect`` is journaled without an fsync of its own.
 
-        Under ``power`` durability, a read-only step's intent and outcome are committed
-        to the write-ahead log as under ``process`` durability: a crash of the process
-        loses neither, and the next step that writes (or a checkpoint) flushes them to
+        Under ``power`` durability, a read-only step (one commit, after it answered) is
+        committed to the write-ahead log as under ``process`` durability: a crash of the
+        process does not lose it, and the next step that writes (or a checkpoint) flushes them to
         the disk with its own fsync, as the log is one file written in order. Only a
         power cut right after reads can drop the record of those reads, which changed
         nothing and are never compensated; every step that can change something is on
@@ -347,18 +171,7 @@ class SQLiteJournal:
 
     def _migrate(self) -> None:
         with self._tx() as c:
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise JournalVersionError(_newer_message(self.path, version))
-            if version == 0:
-                tables = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if tables:
-                    raise JournalError(f"{self.path} holds tables but no Reversi schema version")
-            for number in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        c.execute(statement)
-                c.execute(f"PRAGMA user_version={number + 1}")
+            migrate(c, self.path)
 
     def _recover(self) -> None:
         now = time.time()
@@ -366,9 +179,9 @@ class SQLiteJournal:
             for run_id, seq, owner in c.execute(
                 "SELECT run_id, seq, owner FROM steps WHERE state = 'pending'"
             ).fetchall():
-                if _owner_alive(owner):
+                if owner_alive(owner):
                     continue
-                pid = owner.rsplit(":", 2)[1] if owner else "?"
+                pid = owner_pid(owner)
                 c.execute(
                     "UPDATE steps SET state = 'uncertain', finished_at = ?, error = ? "
                     "WHERE run_id = ? AND seq = ? AND state = 'pending'",
@@ -384,7 +197,7 @@ class SQLiteJournal:
             for run_id, owner in c.execute(
                 "SELECT id, rollback_owner FROM runs WHERE status = 'rolling_back'"
             ).fetchall():
-                if not _owner_alive(owner):
+                if not owner_alive(owner):
                     c.execute(
                         "UPDATE runs SET status = 'rollback_incomplete', rollback_owner = NULL WHERE id = ?",
                         (run_id,),
@@ -401,77 +214,28 @@ class SQLiteJournal:
             )
         return self.get_run(run_id)
 
-    _RUN_COLUMNS = (
-        "r.id, r.started_at, r.status, r.scope, r.label, r.rollback_started_at, "
-        "r.rollback_finished_at, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
-    )
-
-    @staticmethod
-    def _run(row: tuple[Any, ...]) -> RunRecord:
-        return RunRecord(
-            id=row[0],
-            started_at=row[1],
-            status=RunStatus(row[2]),
-            scope=json.loads(row[3]),
-            label=row[4],
-            rollback_started_at=row[5],
-            rollback_finished_at=row[6],
-            step_count=row[7],
-        )
-
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {self._RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
+                f"SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
             ).fetchone()
         if row is None:
             raise JournalError(f"no run {run_id!r} in {self.path}")
-        return self._run(row)
+        return run_from_row(row)
 
     def list_runs(self) -> list[RunRecord]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {self._RUN_COLUMNS} FROM runs r ORDER BY r.started_at, r.id"
+                f"SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at, r.id"
             ).fetchall()
-        return [self._run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     # -- steps -------------------------------------------------------------------
-
-    _STEP_COLUMNS = (
-        "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, owner, "
-        "started_at, finished_at, result, error, compensation, compensation_error, approval, "
-        "resolution, rollback_state, rollback_reason"
-    )
-
-    def _step(self, row: tuple[Any, ...], requires: list[int]) -> StepRecord:
-        return StepRecord(
-            run_id=row[0],
-            seq=row[1],
-            tool=row[2],
-            effect=row[3],
-            permission=row[4],
-            args=json.loads(row[5]),
-            reason=row[6],
-            state=StepState(row[7]),
-            idempotency_key=row[8],
-            owner=row[9],
-            started_at=row[10],
-            finished_at=row[11],
-            result=_loads(row[12]),
-            error=row[13],
-            compensation=_loads(row[14]),
-            compensation_error=row[15],
-            approval=_loads(row[16]),
-            resolution=row[17],
-            rollback_state=RollbackState(row[18]) if row[18] else None,
-            rollback_reason=row[19],
-            requires=requires,
-        )
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {self._STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
             edges: dict[int, list[int]] = {}
             for seq, req in self._conn.execute(
@@ -479,12 +243,12 @@ class SQLiteJournal:
                 (run_id,),
             ):
                 edges.setdefault(seq, []).append(req)
-        return [self._step(r, edges.get(r[1], [])) for r in rows]
+        return [step_from_row(r, edges.get(r[1], [])) for r in rows]
 
     def get_step(self, run_id: str, seq: int) -> StepRecord:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {self._STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
                 (run_id, seq),
             ).fetchone()
             reqs = [
@@ -496,7 +260,7 @@ class SQLiteJournal:
             ]
         if row is None:
             raise JournalError(f"run {run_id!r} has no step {seq}")
-        return self._step(row, reqs)
+        return step_from_row(row, reqs)
 
     forward_key = staticmethod(step_idempotency_key)
 
@@ -538,13 +302,13 @@ class SQLiteJournal:
                     tool,
                     effect,
                     permission,
-                    _dumps(args),
+                    dumps(args),
                     reason,
                     self.forward_key(run_id, seq),
                     now,
                     now,
                     scrub(error),
-                    _dumps(approval),
+                    dumps(approval),
                 ),
             )
         return seq
@@ -561,8 +325,8 @@ class SQLiteJournal:
         requires: list[int],
     ) -> StepRecord:
         now = time.time()
-        args_json = _dumps(args)
-        approval_json = _dumps(approval)
+        args_json = dumps(args)
+        approval_json = dumps(approval)
         edges = sorted(set(requires))
         light = self._is_light(effect)
         with self._lock:
@@ -658,9 +422,9 @@ class SQLiteJournal:
                 (
                     state.value,
                     time.time(),
-                    _dumps(result),
+                    dumps(result),
                     scrub(error) if error else None,
-                    _dumps(compensation),
+                    dumps(compensation),
                     scrub(compensation_error) if compensation_error else None,
                     run_id,
                     seq,
@@ -701,17 +465,17 @@ class SQLiteJournal:
                         step.tool,
                         step.effect,
                         step.permission,
-                        _dumps(step.args),
+                        dumps(step.args),
                         step.reason,
                         step.state.value,
                         step.idempotency_key,
                         step.started_at,
                         step.finished_at,
-                        _dumps(step.result),
+                        dumps(step.result),
                         scrub(step.error) if step.error else None,
-                        _dumps(step.compensation),
+                        dumps(step.compensation),
                         scrub(step.compensation_error) if step.compensation_error else None,
-                        _dumps(step.approval),
+                        dumps(step.approval),
                     ),
                 )
                 if edges:
@@ -741,8 +505,8 @@ class SQLiteJournal:
                 "WHERE run_id = ? AND seq = ?",
                 (
                     "applied" if applied else "not_applied",
-                    _dumps(result),
-                    _dumps(compensation),
+                    dumps(result),
+                    dumps(compensation),
                     scrub(compensation_error) if compensation_error else None,
                     run_id,
                     seq,
@@ -777,8 +541,8 @@ class SQLiteJournal:
             if row is None:
                 raise JournalError(f"no run {run_id!r} in {self.path}")
             status, owner = row
-            if status == RunStatus.ROLLING_BACK and owner != self._owner and _owner_alive(owner):
-                pid = owner.rsplit(":", 2)[1]
+            if status == RunStatus.ROLLING_BACK and owner != self._owner and owner_alive(owner):
+                pid = owner_pid(owner)
                 raise RollbackInProgressError(
                     f"run {run_id} is being rolled back by another process (pid {pid}); "
                     "this rollback refused to run at the same time. Try again when it ends."
@@ -828,7 +592,7 @@ class SQLiteJournal:
     ) -> None:
         c.execute(
             "INSERT INTO events (run_id, seq, at, kind, detail) VALUES (?, ?, ?, ?, ?)",
-            (run_id, seq, time.time(), kind, _dumps(detail)),
+            (run_id, seq, time.time(), kind, dumps(detail)),
         )
 
     def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:

@@ -44,7 +44,7 @@ from mcp.shared.message import SessionMessage
 from ..__about__ import __version__
 from ..engine import CallOutcome, Run
 from ..errors import ReversiError
-from ..journal import Durability, Journal, SQLiteJournal
+from ..journal import Durability, Journal, open_journal
 from ..manifest import Approval
 from ..registry import Registry
 from ._approval import Approvals, client_name, declares_elicitation, modern
@@ -340,7 +340,7 @@ async def serve_gateway(
     """
     err = errlog or sys.stderr
     try:
-        journal = SQLiteJournal.open(config.data_dir, durability=config.durability)
+        journal = open_journal(config.data_dir, durability=config.durability)
     except ReversiError as exc:
         if upstream_process is not None:
             await stop_process(upstream_process, 0.0)
