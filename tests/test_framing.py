@@ -77,7 +77,8 @@ class Peer:
         }
         self.send({"jsonrpc": "2.0", "id": "init", "method": "initialize", "params": params})
         answer = self.recv()
-        assert answer is not None and "result" in answer, answer
+        assert answer is not None
+        assert "result" in answer, answer
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     def ping(self, rid: Any) -> None:
@@ -145,7 +146,8 @@ def assert_error(answer: dict[str, Any] | None, rid: Any, code: int, words: str)
 def assert_read(peer: Peer, rid: Any) -> None:
     peer.send(read_call(rid))
     answer = peer.recv()
-    assert answer is not None and answer["id"] == rid, answer
+    assert answer is not None
+    assert answer["id"] == rid, answer
     assert answer["result"]["structuredContent"]["content"] == "hello"
 
 

@@ -256,6 +256,16 @@ async def test_fs_tools_are_closed_world(tmp_path: Path, manifests: Path) -> Non
     assert all(t.annotations is not None and t.annotations.open_world_hint is False for t in tools)
 
 
+def put(path: bytes, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def content_of(path: bytes) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
 @pytest.mark.anyio
 async def test_non_utf8_names_through_the_gateway_are_journaled_and_rolled_back(
     tmp_path: Path, manifests: Path
@@ -265,8 +275,7 @@ async def test_non_utf8_names_through_the_gateway_are_journaled_and_rolled_back(
     root = tmp_path / "root"
     root.mkdir()
     latin = os.fsencode(root) + b"/caf\xe9.txt"
-    with open(latin, "wb") as fh:
-        fh.write(b"latin one")
+    put(latin, b"latin one")
     async with fs_session(tmp_path, manifests, root) as client:
         listed = await call(client, "fs.list_dir", path=".")
         assert [e["name"] for e in listed["entries"]] == ["caf\\xe9.txt"]
@@ -276,8 +285,7 @@ async def test_non_utf8_names_through_the_gateway_are_journaled_and_rolled_back(
         assert not wrote.is_error, wrote.content
         assert wrote.meta is not None
         run_id = wrote.meta["reversi/run"]
-    with open(latin, "rb") as fh:
-        assert fh.read() == b"x"
+    assert content_of(latin) == b"x"
     shown = reversi("show", run_id, "--data", str(tmp_path / "data"), "--json")
     assert shown.returncode == 0, shown.stderr
     steps = json.loads(shown.stdout)["steps"]
@@ -292,5 +300,4 @@ async def test_non_utf8_names_through_the_gateway_are_journaled_and_rolled_back(
         "rollback", run_id, "--data", str(tmp_path / "data"), "--compensator-cmd", compensator
     )
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
-    with open(latin, "rb") as fh:
-        assert fh.read() == b"latin one"
+    assert content_of(latin) == b"latin one"

@@ -38,6 +38,11 @@ LITERAL = b"a\\xe9.txt"  # a valid UTF-8 name that reads like the spelling of LA
 DIR = b"d\xff\xfe"
 
 
+def put(path: bytes, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
 def listing(root: Path) -> dict[bytes, bytes | None]:
     """Every entry under ``root`` (the backups aside) by its bytes: contents or None."""
     out: dict[bytes, bytes | None] = {}
@@ -84,10 +89,8 @@ async def test_non_utf8_names_round_trip_through_every_tool_and_roll_back(
     plain: Any, tmp_path: Path
 ) -> None:
     root = os.fsencode(plain.root)
-    with open(os.path.join(root, LATIN1), "wb") as fh:
-        fh.write(b"latin one")
-    with open(os.path.join(root, LITERAL), "wb") as fh:
-        fh.write(b"literal")
+    put(os.path.join(root, LATIN1), b"latin one")
+    put(os.path.join(root, LITERAL), b"literal")
     before = listing(plain.root)
     fs = plain.fs
     with SQLiteJournal.open(tmp_path / "data") as journal:
@@ -110,7 +113,8 @@ async def test_non_utf8_names_round_trip_through_every_tool_and_roll_back(
         await run.call("fs.delete_file", {"path": "a\\\\xe9.txt"})
         after = listing(plain.root)
         assert os.path.join(DIR, b"sub", b"x\x80") in after
-        assert LATIN1 not in after and LITERAL not in after
+        assert LATIN1 not in after
+        assert LITERAL not in after
         for step in run.steps():  # every step, arguments and results, is plain JSON text
             json.dumps(step.to_json(), ensure_ascii=False).encode("utf-8")
         report = await run.rollback(compensate=compensator_for([fs]))
@@ -127,8 +131,7 @@ async def test_a_lone_surrogate_is_refused_with_a_way_out(plain: Any) -> None:
 
 @pytest.mark.anyio
 async def test_serve_lists_and_reads_non_utf8_names(plain: Any) -> None:
-    with open(os.path.join(os.fsencode(plain.root), LATIN1), "wb") as fh:
-        fh.write(b"latin one")
+    put(os.path.join(os.fsencode(plain.root), LATIN1), b"latin one")
     script = Path(sys.executable).parent / "reversi-connectors"
     command = str(script) if script.exists() else "reversi-connectors"
     params = StdioServerParameters(
