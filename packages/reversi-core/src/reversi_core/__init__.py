@@ -50,7 +50,16 @@ from .errors import (
     ToolUnavailableError,
     UnknownToolError,
 )
-from .journal import Durability, RollbackState, RunStatus, SQLiteJournal, StepRecord, StepState
+from .journal import (
+    Durability,
+    Journal,
+    RollbackState,
+    RunStatus,
+    SQLiteJournal,
+    StepRecord,
+    StepState,
+    open_journal,
+)
 from .manifest import Approval, Compensation, Const, Effect, Manifest, Match, Requirement
 from .redact import register_secret, scrub
 from .registry import ManifestDrift, Registry, detect_manifest_drift, schema_hash
@@ -76,6 +85,7 @@ __all__ = [
     "Effect",
     "EffectUncertainError",
     "InvalidArgumentsError",
+    "Journal",
     "JournalError",
     "JournalVersionError",
     "Manifest",
@@ -108,6 +118,7 @@ __all__ = [
     "detect_manifest_drift",
     "enabled_from_env",
     "executor_for",
+    "open_journal",
     "register_secret",
     "registry_for",
     "schema_hash",

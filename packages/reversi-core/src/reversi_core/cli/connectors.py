@@ -49,6 +49,7 @@ exit status:
      certify: a connector has no certification fixture (it would fail every check)
   2  usage or bad input: unknown connector, a credential passed as a flag,
      malformed JSON on stdin, a connector that cannot be configured
+130  interrupted (Ctrl-C)
 
 Credentials are read from the environment only, never from flags.
 """
@@ -115,10 +116,11 @@ def build_parser() -> Parser:
         "certify",
         help="print the twelve certification checks and where the suite enforces them",
         description="Print the twelve certification checks, what each verifies and where the "
-        "certification suite (certification/ in the source repository) enforces it: the "
-        "check's function and its pytest test id. For one connector, also the checks its "
-        "fixture declares not applicable, with the reasons. Runs nothing; run the suite with "
-        "'nox -s certify' or 'python -m pytest certification'.",
+        "certification suite enforces it: the check's function and its pytest test id. For "
+        "one connector, also the checks its fixture declares not applicable, with the "
+        "reasons. Runs nothing. The suite is not in the installed wheels: it is the "
+        "certification/ folder of a checkout of the Reversi source repository, where "
+        "'nox -s certify -- NAME' runs it.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -376,8 +378,9 @@ def _cmd_certify(args: Any) -> int:
         lines.append("no connectors are installed (entry-point group reversi.connectors)")
     lines += [
         "",
-        "Run the suite: nox -s certify [-- NAME]   (or: python -m pytest certification)",
-        "Results: docs/certification.md",
+        "The suite is not part of the installed wheels. In a checkout of the Reversi source",
+        "repository, where the files above are: nox -s certify -- NAME (or: python -m pytest",
+        "certification --connector=NAME); the latest results are in docs/certification.md there.",
     ]
     print("\n".join(lines))
     return EXIT_OK if complete else EXIT_FAILED
