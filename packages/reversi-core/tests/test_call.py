@@ -43,6 +43,7 @@ MakeRun = Callable[..., Run]
 # -- rule 1: refused before execution -------------------------------------------------
 
 
+@pytest.mark.req("CALL-1")
 async def test_unknown_tool_is_rejected_journaled_and_not_executed(make_run: MakeRun) -> None:
     executed: list[str] = []
 
@@ -62,6 +63,7 @@ async def test_unknown_tool_is_rejected_journaled_and_not_executed(make_run: Mak
     assert "unknown tool" in (step.error or "")
 
 
+@pytest.mark.req("CALL-1")
 async def test_attempt_returns_a_rejection_with_its_step_instead_of_raising(
     make_run: MakeRun,
 ) -> None:
@@ -76,6 +78,7 @@ async def test_attempt_returns_a_rejection_with_its_step_instead_of_raising(
     assert info.value.step == 3
 
 
+@pytest.mark.req("CALL-1")
 async def test_a_withheld_tool_is_refused_by_the_engine_and_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -90,6 +93,7 @@ async def test_a_withheld_tool_is_refused_by_the_engine_and_journaled(
     assert "schema drifted" in (step.error or "")
 
 
+@pytest.mark.req("CALL-10")
 async def test_after_a_rollback_every_refusal_says_the_run_was_rolled_back(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -113,6 +117,7 @@ async def test_after_a_rollback_every_refusal_says_the_run_was_rolled_back(
     assert run.steps() == []
 
 
+@pytest.mark.req("CALL-9")
 async def test_a_huge_rejected_call_keeps_a_bounded_record(make_run: MakeRun) -> None:
     run = make_run(scope=["mem:read"])
     big = "x" * (30 * 1024 * 1024)
@@ -128,6 +133,7 @@ async def test_a_huge_rejected_call_keeps_a_bounded_record(make_run: MakeRun) ->
     assert REJECTED_ARGS_LIMIT == 64 * 1024
 
 
+@pytest.mark.req("CALL-1")
 async def test_a_lone_surrogate_in_arguments_is_rejected_naming_the_field(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -143,6 +149,7 @@ async def test_a_lone_surrogate_in_arguments_is_rejected_naming_the_field(
     assert step.args["key"] == "caf\udce9"  # kept as it came
 
 
+@pytest.mark.req("CALL-1")
 async def test_permission_outside_scope_is_rejected_naming_the_permission(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -158,6 +165,7 @@ async def test_permission_outside_scope_is_rejected_naming_the_permission(
     assert "mem:write" in (step.error or "")
 
 
+@pytest.mark.req("CALL-1")
 async def test_invalid_arguments_are_rejected_field_by_field(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -182,6 +190,7 @@ async def test_invalid_arguments_are_rejected_field_by_field(
 # -- rule 2: approval -------------------------------------------------------------------
 
 
+@pytest.mark.req("CALL-2")
 async def test_approval_always_without_approver_is_rejected(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -196,6 +205,7 @@ async def test_approval_always_without_approver_is_rejected(
     assert step.approval["by"] == "no approver"
 
 
+@pytest.mark.req("CALL-2")
 async def test_approver_denial_is_rejected_with_the_decision_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -219,6 +229,7 @@ async def test_approver_denial_is_rejected_with_the_decision_journaled(
     assert step.approval == {"approved": False, "by": "alice", "note": "not today"}
 
 
+@pytest.mark.req("CALL-2")
 async def test_approver_approval_runs_the_call_with_the_decision_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -234,6 +245,7 @@ async def test_approver_approval_runs_the_call_with_the_decision_journaled(
     assert step.approval == {"approved": True, "by": "bob", "note": "fine"}
 
 
+@pytest.mark.req("CALL-2")
 async def test_approver_answering_a_bool_is_accepted(make_run: MakeRun, mem: MemConnector) -> None:
     async def approver(request: ApprovalRequest) -> bool:
         return True
@@ -247,6 +259,7 @@ async def test_approver_answering_a_bool_is_accepted(make_run: MakeRun, mem: Mem
     }
 
 
+@pytest.mark.req("CALL-2")
 async def test_approval_never_does_not_ask_the_approver(make_run: MakeRun) -> None:
     asked: list[ApprovalRequest] = []
 
@@ -263,6 +276,7 @@ async def test_approval_never_does_not_ask_the_approver(make_run: MakeRun) -> No
 # -- rules 3-5: intent, execution, outcome ------------------------------------------------
 
 
+@pytest.mark.req("CALL-3")
 async def test_pending_is_durable_before_execution(
     make_run: MakeRun, mem: MemConnector, data_dir: Path
 ) -> None:
@@ -289,6 +303,7 @@ async def test_pending_is_durable_before_execution(
     assert run.journal.get_step(run.id, seq).state is StepState.SUCCEEDED
 
 
+@pytest.mark.req("CALL-4")
 async def test_a_read_is_told_first_and_journaled_after_in_one_commit(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -313,6 +328,7 @@ async def test_a_read_is_told_first_and_journaled_after_in_one_commit(
     assert [e["kind"] for e in run.journal.list_events(run.id)] == []
 
 
+@pytest.mark.req("CALL-3", "CALL-4")
 async def test_a_write_is_told_only_once_its_outcome_is_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -332,6 +348,7 @@ async def test_a_write_is_told_only_once_its_outcome_is_journaled(
     assert [s.state for s in run.steps()] == [StepState.SUCCEEDED, StepState.FAILED]
 
 
+@pytest.mark.req("CALL-4")
 async def test_a_failing_answer_still_journals_the_read(make_run: MakeRun) -> None:
     run = make_run()
 
@@ -345,6 +362,7 @@ async def test_a_failing_answer_still_journals_the_read(make_run: MakeRun) -> No
     assert step.result == {"value": None, "exists": False}
 
 
+@pytest.mark.req("CALL-6")
 async def test_succeeded_with_compensation_computed_at_call_time(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -370,6 +388,7 @@ async def test_succeeded_with_compensation_computed_at_call_time(
     }
 
 
+@pytest.mark.req("CALL-6")
 async def test_tool_error_makes_the_step_failed(make_run: MakeRun, mem: MemConnector) -> None:
     mem.fault("mem.put", "tool_error", message="HTTP 409 conflict")
     run = make_run()
@@ -382,6 +401,7 @@ async def test_tool_error_makes_the_step_failed(make_run: MakeRun, mem: MemConne
     assert step.result is None
 
 
+@pytest.mark.req("CALL-6")
 async def test_effect_uncertain_error_makes_the_step_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -395,6 +415,7 @@ async def test_effect_uncertain_error_makes_the_step_uncertain(
     assert step.compensation is None
 
 
+@pytest.mark.req("CALL-6")
 async def test_unexpected_exception_from_a_writing_tool_makes_the_step_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -407,6 +428,7 @@ async def test_unexpected_exception_from_a_writing_tool_makes_the_step_uncertain
     assert "unexpected error, outcome unknown: RuntimeError: boom" in (step.error or "")
 
 
+@pytest.mark.req("CALL-6")
 async def test_unexpected_exception_through_the_connector_is_uncertain_too(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -417,6 +439,7 @@ async def test_unexpected_exception_through_the_connector_is_uncertain_too(
     assert run.steps()[0].state is StepState.UNCERTAIN
 
 
+@pytest.mark.req("CALL-6")
 async def test_unexpected_exception_from_a_read_only_tool_makes_the_step_failed(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -430,6 +453,7 @@ async def test_unexpected_exception_from_a_read_only_tool_makes_the_step_failed(
     assert "bad read" in (step.error or "")
 
 
+@pytest.mark.req("CALL-6")
 async def test_timeout_on_a_write_makes_the_step_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -442,6 +466,7 @@ async def test_timeout_on_a_write_makes_the_step_uncertain(
     assert "may or may not have taken effect" in (step.error or "")
 
 
+@pytest.mark.req("CALL-6")
 async def test_timeout_on_a_read_makes_the_step_failed(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -454,6 +479,7 @@ async def test_timeout_on_a_read_makes_the_step_failed(
     assert step.state is StepState.FAILED
 
 
+@pytest.mark.req("CALL-7")
 async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_rollback(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -476,6 +502,7 @@ async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_r
     assert run.journal.get_step(run.id, seq).rollback_state is RollbackState.COMPENSATION_FAILED
 
 
+@pytest.mark.req("DEP-1")
 async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -495,6 +522,7 @@ async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(
     assert by_seq[d2].requires == []
 
 
+@pytest.mark.req("CALL-5")
 async def test_idempotency_key_in_context_is_the_journaled_key(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -514,6 +542,7 @@ async def test_idempotency_key_in_context_is_the_journaled_key(
     ]
 
 
+@pytest.mark.req("CALL-8")
 async def test_failure_messages_are_journaled_scrubbed(
     make_run: MakeRun, mem: MemConnector, data_dir: Path
 ) -> None:

@@ -334,6 +334,7 @@ def step(box: Box, result: types.CallToolResult) -> StepRecord:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-1")
 async def test_lists_only_tools_with_manifests_with_annotations(box: Box) -> None:
     async with session(box) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
@@ -365,6 +366,7 @@ async def test_lists_only_tools_with_manifests_with_annotations(box: Box) -> Non
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-1", "CALL-1")
 async def test_refusals_are_explained_and_journaled_rejected(box: Box) -> None:
     async with session(box) as client:
         hidden = await client.call_tool("box.peek", {"name": "a"})
@@ -398,6 +400,7 @@ async def test_refusals_are_explained_and_journaled_rejected(box: Box) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-2")
 async def test_drifted_tool_is_reported_listed_and_refused(box: Box) -> None:
     manifests = [m for m in box.all_manifests if m["name"] != "box.peek"]
     for m in manifests:
@@ -478,6 +481,7 @@ async def test_scope_refusal_names_the_missing_permission(box: Box) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-3")
 async def test_upstream_failure_and_uncertain_outcome(box: Box) -> None:
     async with session(box) as client:
         failed = await client.call_tool("box.write", {"name": "a", "text": "!fail"})
@@ -495,6 +499,7 @@ async def test_upstream_failure_and_uncertain_outcome(box: Box) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-3")
 async def test_an_upstream_error_without_reversi_outcome_is_uncertain_for_a_write(box: Box) -> None:
     argv = box.argv()
     argv[argv.index("serve")] = "plain"
@@ -519,6 +524,7 @@ async def test_an_upstream_error_without_reversi_outcome_is_uncertain_for_a_writ
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-3")
 async def test_upstream_dying_mid_call_is_uncertain_and_the_next_call_works(box: Box) -> None:
     async with session(box) as client:
         died = await client.call_tool("box.write", {"name": "a", "text": "!die"})
@@ -534,6 +540,7 @@ async def test_upstream_dying_mid_call_is_uncertain_and_the_next_call_works(box:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-3")
 async def test_no_answer_within_the_call_timeout(box: Box) -> None:
     async with session(box, "--call-timeout", "1") as client:
         started = time.monotonic()
@@ -744,6 +751,7 @@ async def test_an_outcome_that_cannot_be_journaled(box: Box) -> None:
     assert states == {1: StepState.UNCERTAIN}  # found on reopen; the read's record is lost
 
 
+@pytest.mark.req("CALL-4")
 def test_a_read_is_answered_once_and_its_outcome_journaled_after(box: Box, wire: Wire) -> None:
     # A read's answer leaves before its outcome is journaled (docs/performance.md): each
     # read must still get exactly one answer and a complete journal row.
@@ -1104,6 +1112,7 @@ def _reversi(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-4", "JNL-1")
 async def test_gateway_killed_mid_call_leaves_an_uncertain_step(box: Box) -> None:
     marker = box.tmp / "hang.json"
     outcome: dict[str, Any] = {}
@@ -1148,6 +1157,7 @@ async def test_gateway_killed_mid_call_leaves_an_uncertain_step(box: Box) -> Non
 
 
 @pytest.mark.anyio
+@pytest.mark.req("CALL-10")
 async def test_rollback_of_a_gateway_run_and_calls_after_it(box: Box) -> None:
     (box.root / "kept.txt").write_text("original")
     async with session(box) as client:
@@ -1171,6 +1181,37 @@ async def test_rollback_of_a_gateway_run_and_calls_after_it(box: Box) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.req("GW-2", "CALL-10")
+async def test_after_a_rollback_a_drifted_tool_is_refused_as_rolled_back_not_journaled(
+    box: Box,
+) -> None:
+    # The bug of issue 10: a drifted tool was refused by a path of its own that journaled a
+    # new rejected step in the rolled-back run and answered "drifted".
+    manifests = [m for m in box.all_manifests if m["name"] != "box.peek"]
+    for m in manifests:
+        if m["name"] == "box.write":
+            m["input_schema"]["properties"]["mode"] = {"type": "string"}
+    box.write_manifests(manifests)
+    async with session(box) as client:
+        drifted_before = await client.call_tool("box.write", {"name": "a", "text": "x"})
+        run_id = meta(drifted_before)["reversi/run"]
+        assert drifted_before.structured_content["error"]["code"] == "drifted"
+        rolled = _reversi(
+            "rollback", run_id, "--data", str(box.data), "--compensator-cmd", box.compensator()
+        )
+        assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+        drifted = await client.call_tool("box.write", {"name": "a", "text": "x"})
+        other = await client.call_tool("box.read", {"name": "a"})
+    for result in (drifted, other):
+        assert result.is_error
+        assert "rolled back" in text(result)
+        assert result.structured_content["error"]["code"] == "run_closed"
+        assert "reversi/step" not in meta(result)
+    assert [s.seq for s in box.steps(run_id)] == [1]  # only the refusal before the rollback
+
+
+@pytest.mark.anyio
+@pytest.mark.req("JNL-5")
 async def test_a_gateway_and_a_rollback_share_the_data_directory(box: Box) -> None:
     async with session(box) as client:
         earlier = await client.call_tool("box.write", {"name": "old.txt", "text": "old"})

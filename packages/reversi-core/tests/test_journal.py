@@ -53,6 +53,7 @@ def test_wal_mode_is_on(journal: SQLiteJournal) -> None:
     assert journal._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.req("JNL-2")
 def test_durability_power_sets_synchronous_full(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir, durability="power")
     try:
@@ -77,6 +78,7 @@ def _commit_modes(journal: SQLiteJournal) -> list[str]:
     return modes
 
 
+@pytest.mark.req("JNL-2")
 def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir, durability="power")
     try:
@@ -111,6 +113,7 @@ def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Pat
         journal.close()
 
 
+@pytest.mark.req("CALL-4", "JNL-2")
 def test_a_read_recorded_after_it_answered_is_one_commit_without_an_fsync_under_power(
     data_dir: Path,
 ) -> None:
@@ -149,6 +152,7 @@ def test_a_read_recorded_after_it_answered_is_one_commit_without_an_fsync_under_
         journal.close()
 
 
+@pytest.mark.req("JNL-4")
 def test_storage_errors_reach_callers_as_journal_errors(journal: SQLiteJournal) -> None:
     journal.create_run("run_a", ["x:y"], None)
     journal._conn.execute("DROP TABLE edges")
@@ -214,6 +218,7 @@ class _CommitFailsOnce:
         return getattr(self._conn, name)
 
 
+@pytest.mark.req("JNL-4")
 def test_a_step_whose_intent_fails_to_commit_leaves_no_trace(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir, durability="power")
     try:
@@ -254,6 +259,7 @@ def test_an_error_sqlite_already_rolled_back_is_the_one_raised(journal: SQLiteJo
     assert journal.get_run("run_a").label is None
 
 
+@pytest.mark.req("JNL-2")
 def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir)
     try:
@@ -276,6 +282,7 @@ def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:
         journal.close()
 
 
+@pytest.mark.req("JNL-2")
 def test_durability_process_sets_synchronous_normal_and_is_the_default(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir)
     try:
@@ -304,6 +311,7 @@ def _newer_journal(data_dir: Path, *, wal: bool) -> Path:
 
 
 @pytest.mark.parametrize("wal", [True, False], ids=["wal", "rollback-journal"])
+@pytest.mark.req("JNL-3")
 def test_newer_schema_is_refused_and_the_file_left_unchanged(data_dir: Path, wal: bool) -> None:
     path = _newer_journal(data_dir, wal=wal)
     before = path.read_bytes()
