@@ -379,27 +379,34 @@ class Run:
         key = step_idempotency_key(self.id, seq)
         ctx = CallContext(run_id=self.id, step=seq, idempotency_key=key, timeout=timeout)
         started = time.time()
-        record = StepRecord(
-            run_id=self.id,
-            seq=seq,
-            tool=tool,
-            effect=manifest.effect.value,
-            permission=manifest.permission,
-            args=args,
-            reason=reason,
-            state=StepState.FAILED,
-            idempotency_key=key,
-            started_at=started,
-            approval=approval,
-            requires=requires,
-        )
+
+        def record(state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
+            self.journal.record_step(
+                StepRecord(
+                    run_id=self.id,
+                    seq=seq,
+                    tool=tool,
+                    effect=manifest.effect.value,
+                    permission=manifest.permission,
+                    args=args,
+                    reason=reason,
+                    state=state,
+                    idempotency_key=key,
+                    started_at=started,
+                    finished_at=time.time(),
+                    result=result,
+                    error=error,
+                    approval=approval,
+                    requires=requires,
+                )
+            )
+
         try:
             state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
         except BaseException as exc:  # cancelled: a read changed nothing
-            text = scrub(f"{type(exc).__name__}: {exc}")
             with contextlib.suppress(JournalError):
-                self.journal.record_step(
-                    replace(record, finished_at=time.time(), error=f"unexpected error: {text}")
+                record(
+                    StepState.FAILED, None, scrub(f"unexpected error: {type(exc).__name__}: {exc}")
                 )
             raise
         if error is not None:
@@ -410,15 +417,7 @@ class Run:
                 answer(outcome)
         finally:  # journaled even if telling failed
             try:
-                self.journal.record_step(
-                    replace(
-                        record,
-                        state=state,
-                        finished_at=time.time(),
-                        result=result,
-                        error=scrub(str(error)) if error is not None else None,
-                    )
-                )
+                record(state, result, scrub(str(error)) if error is not None else None)
             except JournalError as exc:
                 outcome = replace(outcome, journal_error=exc)
         if state is StepState.SUCCEEDED and tool in index.watched:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .._json import dumps_text
 from ..redact import scrub_json
 from ._base import RollbackState, RunRecord, RunStatus, StepRecord, StepState
 
@@ -76,17 +77,15 @@ MIGRATIONS: list[str] = [
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
-_ENCODER = json.JSONEncoder(separators=(",", ":"))
-"""Compact ASCII JSON, made once (``json.dumps`` with options builds an encoder per call).
-
-ASCII, so that any Python string can be stored, a lone surrogate read from a peer's JSON
-included (SQLite's UTF-8 encoding would refuse it); it reads back unchanged."""
-
-
 def dumps(value: Any) -> str | None:
+    """``value`` (scrubbed of registered secrets) as compact JSON text, or ``None``.
+
+    Any Python string can be stored, a lone surrogate read from a peer's JSON included
+    (:func:`reversi_core._json.dumps_text` spells it in ASCII): it reads back unchanged.
+    """
     if value is None:
         return None
-    return _ENCODER.encode(scrub_json(value))
+    return dumps_text(scrub_json(value))
 
 
 def loads(text: str | None) -> Any:

@@ -11,7 +11,6 @@ starts a fresh one for the next call.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shlex
 import signal
@@ -28,6 +27,7 @@ from mcp_types import METHOD_NOT_FOUND
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from ..__about__ import __version__
+from .._json import loads
 from ..errors import ReversiError
 from ._messages import PROG, describe, leaf_errors, say
 from ._wire import LineReader, WriteProtocol, encode_line
@@ -182,7 +182,7 @@ class UpstreamConnection:
 
     def _on_line(self, line: bytes) -> None:
         try:
-            message = json.loads(line)
+            message = loads(line)
         except ValueError:
             return  # not JSON (a stray print of the upstream): nothing to answer
         if type(message) is not dict:

@@ -37,6 +37,8 @@ from typing import Any
 
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
+from .._json import dumps, loads
+
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
     "BlockingOut",
@@ -60,13 +62,10 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _HEAD_BYTES = 4096
 """How much of an oversized line is kept to find its request id."""
 
-_encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-"""Compact JSON, ASCII only (a lone surrogate read from a peer cannot break the encoding)."""
-
-
 def encode_line(message: dict[str, Any]) -> bytes:
-    """One JSON-RPC message as a line of bytes."""
-    return (_encode(message) + "\n").encode("ascii")
+    """One JSON-RPC message as a line of UTF-8 bytes (any string can be encoded: see
+    :mod:`reversi_core._json`)."""
+    return dumps(message) + b"\n"
 
 
 def error_line(rid: Any, code: int, message: str) -> bytes:
@@ -111,7 +110,7 @@ def _kind(value: Any) -> str:
 def screen(line: bytes) -> dict[str, Any] | Mistake:
     """The message on ``line`` as parsed JSON, or the :class:`Mistake` it makes."""
     try:
-        message = json.loads(line)
+        message = loads(line)
     except ValueError as exc:
         what = str(exc).split(":")[0] if not isinstance(exc, UnicodeDecodeError) else "not UTF-8"
         return Mistake(None, PARSE_ERROR, f"Parse error: the line is not JSON ({what})")
