@@ -8,7 +8,7 @@ there is nothing to check, or raises :class:`~certification.runner.CheckFailed` 
 what went wrong. A check the fixture declares not applicable is not called, but
 :func:`must_apply` refuses such a declaration where the manifests prove the check
 applies. What each check verifies, in one sentence, is
-``reversi_core.certification.CHECK_INFO``.
+``reversi_core.testing.CHECK_INFO``.
 
 Rollback checks use the real engine (:class:`reversi_core.Run`) over a real
 :class:`reversi_core.SQLiteJournal` in the scenario's directory.
@@ -126,7 +126,7 @@ def needs_faults(scene: Scene, purpose: str) -> Any:
         raise fail(
             f"the backend offers no fault injection (its handle has no 'faults') to inject "
             f"{purpose}; serve the fake with reversi_core.testing.FakeServer (or give a non-HTTP "
-            "handle a 'faults' of its own: reversi_core.certification.FaultControls), give the "
+            "handle a 'faults' of its own: reversi_core.testing.FaultControls), give the "
             "fixture an undo_fault (for a failing undo), or declare the check not applicable "
             "with the reason"
         )

@@ -21,7 +21,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from certification import runner  # noqa: E402 - importable only after the line above puts the repository root on sys.path
-from reversi_core.certification import CHECKS  # noqa: E402 - as above
+from reversi_core.testing import CHECKS  # noqa: E402 - as above
 
 OUTCOMES = pytest.StashKey[dict[tuple[str, str], runner.Outcome]]()
 LOADED = pytest.StashKey[dict[str, runner.Loaded]]()

@@ -30,7 +30,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from certification import runner  # noqa: E402 - importable only after the line above puts the repository root on sys.path
-from reversi_core.certification import CHECK_INFO, CHECKS  # noqa: E402 - as above
+from reversi_core.testing import CHECK_INFO, CHECKS  # noqa: E402 - as above
 
 CELL = {"pass": "pass", "fail": "**fail**", "not_applicable": "n/a"}
 REGENERATE = "python certification/report.py --write"

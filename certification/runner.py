@@ -19,12 +19,6 @@ from pathlib import Path
 from typing import Any, Literal
 
 from reversi_core import Registry, Run, SQLiteJournal
-from reversi_core.certification import (
-    CHECKS,
-    CertificationFixture,
-    Example,
-    load_fixture,
-)
 from reversi_core.connector import (
     CallContext,
     Connector,
@@ -35,6 +29,12 @@ from reversi_core.connector import (
 )
 from reversi_core.engine import ApprovalRequest
 from reversi_core.manifest import Effect, Manifest
+from reversi_core.testing import (
+    CHECKS,
+    CertificationFixture,
+    Example,
+    load_fixture,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = ROOT / "certification" / ".results"
@@ -96,7 +96,7 @@ class Subject:
 
 
 class _Context:
-    """The :class:`~reversi_core.certification.ExampleContext` given to an args builder."""
+    """The :class:`~reversi_core.testing.ExampleContext` given to an args builder."""
 
     def __init__(
         self, handle: Any, connector: Connector, results: dict[str, dict[str, Any]]

@@ -5,7 +5,7 @@ builds the matrix from the ``reversi.connectors`` entry points). A check that do
 apply passes with its reason recorded; nothing here is ever skipped.
 
 The guards fail the run when a check is removed, renamed or added without being listed
-in ``reversi_core.certification.CHECKS``, when a not-applicable has no reason, when the
+in ``reversi_core.testing.CHECKS``, when a not-applicable has no reason, when the
 enforcement pointers printed by ``reversi-connectors certify`` are wrong, when any test
 of the suite is skipped or expected to fail, and when a check has no self-test showing
 it can fail. The last test compares docs/certification.md with the run's results.
@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from certification import checks, report, runner
-from reversi_core.certification import (
+from reversi_core.testing import (
     CHECK_INFO,
     CHECKS,
     SUITE_CHECKS_FILE,

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Check that every package's version, changelog and reversi-core range agree.
+"""Check that every package's version, changelog, reversi-core range, licence and URLs agree.
 
     python scripts/check_versions.py [--root DIR] [--dist DIR]
 
@@ -13,12 +13,21 @@ connector is copied from it):
   ``## X.Y.Z (YYYY-MM-DD)``; an unreleased section comes only first; versions go down the
   file; the topmost versioned heading names the version in ``__about__.py``;
 - a connector depends on ``reversi-core`` by a compatible range: a lower bound, an upper
-  bound, no ``==``, and the range admits the workspace's reversi-core version.
+  bound, no ``==``, and the range admits the workspace's reversi-core version;
+- the licence: LICENSE at the repository's root is the Apache License 2.0 text, verbatim;
+  every package says ``license = "Apache-2.0"`` and ``license-files = ["LICENSE"]`` and
+  holds a copy of the root's LICENSE, byte for byte (a package builds from its own
+  folder, so the file it ships must be there);
+- ``[project.urls]`` has Documentation, Changelog and Source, pointing at the package's
+  page in docs/, its CHANGELOG.md and its folder in the repository (:data:`REPOSITORY`).
 
 ``--dist DIR`` also checks the artifacts ``nox -s build`` wrote: exactly one wheel and
 one sdist per package at its current version, nothing stale, wheel metadata that matches
 the sources (name, version, reversi-core requirement, entry point), ``py.typed`` shipped,
-and no test-time folder (tests, certification, shared) inside a wheel.
+and no test-time folder (tests, certification, shared) inside a wheel; and in the wheel
+and in the sdist alike, the licence file (``.dist-info/licenses/LICENSE``, the sdist's
+``LICENSE``) equal to the root's, and metadata saying ``License-Expression: Apache-2.0``,
+``License-File: LICENSE`` and the sources' project URLs.
 
 Prints one line per problem, naming the package, and exits 1; exits 0 with a summary
 when everything agrees; exits 2 on bad usage. ``tests/test_versions.py`` runs the same
@@ -31,7 +40,9 @@ from __future__ import annotations
 import argparse
 import configparser
 import datetime
+import email.message
 import email.parser
+import hashlib
 import itertools
 import re
 import sys
@@ -57,6 +68,20 @@ HEADING_RE = re.compile(r"^## (?P<text>.*?)\s*$")
 VERSIONED_RE = re.compile(r"^(?P<version>\S+) \((?P<when>unreleased|\d{4}-\d{2}-\d{2})\)$")
 UNRELEASED = "Unreleased"
 TEST_TIME = ("tests", "certification", "shared")
+
+#: The project's licence, as every package's ``license`` says (an SPDX expression, PEP 639).
+LICENSE_EXPRESSION = "Apache-2.0"
+#: The licence file: at the repository's root, copied into every package folder, shipped
+#: in every wheel (``.dist-info/licenses/LICENSE``) and sdist, named by ``License-File``.
+LICENSE_FILE = "LICENSE"
+#: sha256 of the Apache License 2.0 as the ASF publishes it
+#: (https://www.apache.org/licenses/LICENSE-2.0.txt, 11358 bytes).
+APACHE_2_SHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+#: License-Expression and License-File came with core metadata 2.4.
+LICENSE_METADATA_VERSION = Version("2.4")
+#: Where the project lives; every package's [project.urls] point into it.
+REPOSITORY = "https://github.com/reversi-dev/reversi"
+URL_LABELS = ("Documentation", "Changelog", "Source")
 
 
 @dataclass(frozen=True)
@@ -85,6 +110,9 @@ class Package:
     core_requirements: tuple[str, ...]
     dynamic_version: bool
     entry_points: dict[str, dict[str, str]]  # {group: {name: "module:attr"}}, scripts too
+    license: object  # [project] license, as written
+    license_files: object  # [project] license-files, as written
+    urls: dict[str, str]  # [project.urls]
 
     @property
     def is_core(self) -> bool:
@@ -105,6 +133,25 @@ class Package:
     @property
     def module(self) -> str:
         return self.dist.replace("-", "_")
+
+    @property
+    def where(self) -> str:
+        """The package's folder in the repository, as a generated package will name it."""
+        return f"packages/{self.dist if self.is_template else self.folder.name}"
+
+    def expected_urls(self) -> dict[str, str]:
+        """The [project.urls] the package must declare: its documentation page (core: the
+        docs/ folder; a connector: docs/connectors/NAME.md), its changelog and its folder."""
+        documentation = (
+            f"{REPOSITORY}/tree/main/docs"
+            if self.is_core
+            else f"{REPOSITORY}/blob/main/docs/connectors/{self.short}.md"
+        )
+        return {
+            "Documentation": documentation,
+            "Changelog": f"{REPOSITORY}/blob/main/{self.where}/CHANGELOG.md",
+            "Source": f"{REPOSITORY}/tree/main/{self.where}",
+        }
 
     @property
     def core_requirement(self) -> str | None:
@@ -146,6 +193,9 @@ def load_package(folder: Path) -> Package:
             }.items()
             if points
         },
+        license=project.get("license"),
+        license_files=project.get("license-files"),
+        urls=dict(project.get("urls", {})),
     )
 
 
@@ -283,8 +333,68 @@ def admits(requirement: str | None, version: str) -> bool:
     return Requirement(requirement).specifier.contains(version, prereleases=True)
 
 
-def package_problems(package: Package, core_version: str | None) -> list[str]:
-    """Every disagreement within one package, and between it and reversi-core."""
+def root_license(root: Path) -> tuple[bytes | None, list[str]]:
+    """The root's LICENSE (None when missing), and what is wrong with it."""
+    path = root / LICENSE_FILE
+    if not path.is_file():
+        return None, [f"{LICENSE_FILE} is missing at the repository's root ({root})"]
+    text = path.read_bytes()
+    if hashlib.sha256(text).hexdigest() != APACHE_2_SHA256:
+        return text, [
+            f"{LICENSE_FILE} at the repository's root is not the Apache License 2.0 text, "
+            "verbatim (https://www.apache.org/licenses/LICENSE-2.0.txt, sha256 "
+            f"{APACHE_2_SHA256[:16]}...)"
+        ]
+    return text, []
+
+
+def license_problems(package: Package, license_text: bytes | None) -> list[str]:
+    """Whether a package declares the project's licence and holds the root's LICENSE."""
+    problems = []
+    if package.license != LICENSE_EXPRESSION:
+        problems.append(
+            f'{package.label}: pyproject.toml must say license = "{LICENSE_EXPRESSION}", '
+            f"not {package.license!r}"
+        )
+    if package.license_files != [LICENSE_FILE]:
+        problems.append(
+            f'{package.label}: pyproject.toml must say license-files = ["{LICENSE_FILE}"], '
+            f"not {package.license_files!r}"
+        )
+    copy = package.folder / LICENSE_FILE
+    fix = f"cp {LICENSE_FILE} packages/{package.folder.name}/"
+    if not copy.is_file():
+        problems.append(
+            f"{package.label}: no {LICENSE_FILE} in packages/{package.folder.name}/, so its "
+            f"wheel and sdist would ship none (run: {fix})"
+        )
+    elif license_text is not None and copy.read_bytes() != license_text:
+        problems.append(
+            f"{package.label}: packages/{package.folder.name}/{LICENSE_FILE} differs from the "
+            f"repository's {LICENSE_FILE} (run: {fix})"
+        )
+    return problems
+
+
+def url_problems(package: Package) -> list[str]:
+    """Whether [project.urls] names the package's documentation, changelog and source."""
+    problems = []
+    for label, url in package.expected_urls().items():
+        have = package.urls.get(label)
+        if have is None:
+            problems.append(f'{package.label}: [project.urls] lacks {label} = "{url}"')
+        elif have != url:
+            problems.append(f"{package.label}: [project.urls] {label} is {have}, expected {url}")
+    return problems
+
+
+def package_problems(
+    package: Package, core_version: str | None, license_text: bytes | None = None
+) -> list[str]:
+    """Every disagreement within one package, and between it and reversi-core.
+
+    ``license_text`` is the root's LICENSE, which the package's copy must equal.
+    """
     problems = []
     if not package.dynamic_version:
         problems.append(
@@ -308,11 +418,13 @@ def package_problems(package: Package, core_version: str | None) -> list[str]:
     problems += changelog_problems(package, version)
     if not package.is_core:
         problems += core_range_problems(package, core_version)
+    problems += license_problems(package, license_text)
+    problems += url_problems(package)
     return problems
 
 
 def problems(root: Path = ROOT) -> list[str]:
-    """Every version, changelog and reversi-core-range disagreement in the workspace."""
+    """Every version, changelog, reversi-core-range, licence and URL disagreement."""
     packages = discover(root, template=True)
     core = packages.get("core")
     if core is None:
@@ -321,9 +433,9 @@ def problems(root: Path = ROOT) -> list[str]:
         core_version: str | None = core.version()
     except (OSError, ValueError):
         core_version = None  # reported by package_problems(core)
-    out: list[str] = []
+    license_text, out = root_license(root)
     for package in packages.values():
-        out += package_problems(package, core_version)
+        out += package_problems(package, core_version, license_text)
     return out
 
 
@@ -335,10 +447,65 @@ def artifact_stem(dist: str) -> str:
     return re.sub(r"[-_.]+", "_", dist).lower()
 
 
-def _wheel_problems(package: Package, version: str, wheel: Path) -> list[str]:
+def project_urls(metadata: email.message.Message) -> dict[str, str]:
+    """``{label: url}`` from a core metadata file's ``Project-URL: Label, url`` lines."""
+    urls = {}
+    for line in metadata.get_all("Project-URL") or []:
+        label, _, url = str(line).partition(",")
+        urls[label.strip()] = url.strip()
+    return urls
+
+
+def metadata_problems(label: str, package: Package, metadata: email.message.Message) -> list[str]:
+    """Whether a wheel's METADATA or an sdist's PKG-INFO declares the project's licence,
+    names the file it ships, and carries the sources' project URLs."""
+    problems = []
+    declared = metadata.get("Metadata-Version", "")
+    try:
+        too_old = Version(declared) < LICENSE_METADATA_VERSION
+    except ValueError:
+        too_old = True
+    if too_old:
+        problems.append(
+            f"{label} has Metadata-Version {declared or '(none)'}; License-Expression and "
+            f"License-File need {LICENSE_METADATA_VERSION} (hatchling>=1.27)"
+        )
+    expressions = metadata.get_all("License-Expression") or []
+    if expressions != [LICENSE_EXPRESSION]:
+        problems.append(
+            f"{label} says License-Expression {expressions}, the sources {LICENSE_EXPRESSION}"
+        )
+    files = metadata.get_all("License-File") or []
+    if files != [LICENSE_FILE]:
+        problems.append(f"{label} names License-File {files}, expected ['{LICENSE_FILE}']")
+    urls = project_urls(metadata)
+    for name in sorted(urls.keys() | package.urls.keys()):
+        have, want = urls.get(name), package.urls.get(name)
+        if have is None:
+            problems.append(f"{label} lacks Project-URL {name}, {want}")
+        elif have != want:
+            problems.append(f"{label} has Project-URL {name}, {have}; the sources {want}")
+    return problems
+
+
+def license_file_problems(
+    label: str, shipped: bytes | None, where: str, license_text: bytes
+) -> list[str]:
+    """Whether an artifact holds the licence file at ``where``, equal to the root's."""
+    if shipped is None:
+        return [f"{label} does not ship the licence file {where}"]
+    if shipped != license_text:
+        return [f"{label} ships a {where} that differs from the repository's {LICENSE_FILE}"]
+    return []
+
+
+def wheel_problems(package: Package, version: str, wheel: Path, license_text: bytes) -> list[str]:
+    """Disagreements between one wheel and its package's sources; ``license_text`` is the root's
+    LICENSE, which the wheel's ``.dist-info/licenses/LICENSE`` must equal."""
     label = f"{package.label}: {wheel.name}"
     problems = []
     info = f"{artifact_stem(package.dist)}-{version}.dist-info"
+    shipped_license = f"{info}/licenses/{LICENSE_FILE}"
     with zipfile.ZipFile(wheel) as archive:
         names = archive.namelist()
         try:
@@ -349,6 +516,7 @@ def _wheel_problems(package: Package, version: str, wheel: Path) -> list[str]:
         entry_points.optionxform = str  # keep the names' case
         if f"{info}/entry_points.txt" in names:
             entry_points.read_string(archive.read(f"{info}/entry_points.txt").decode())
+        shipped = archive.read(shipped_license) if shipped_license in names else None
     if metadata["Name"] != package.dist or metadata["Version"] != version:
         problems.append(
             f"{label} says {metadata['Name']} {metadata['Version']}, "
@@ -371,25 +539,47 @@ def _wheel_problems(package: Package, version: str, wheel: Path) -> list[str]:
         wanted = Requirement(package.core_requirement or CORE)
         if [Requirement(r) for r in required] != [wanted]:
             problems.append(f"{label} requires {required}, the sources {package.core_requirement}")
+    problems += license_file_problems(label, shipped, shipped_license, license_text)
+    problems += metadata_problems(label, package, metadata)
     return problems
 
 
-def _sdist_problems(package: Package, version: str, sdist: Path) -> list[str]:
+def _sdist_member(archive: tarfile.TarFile, name: str) -> bytes | None:
+    """The bytes of one regular file in an sdist, or None when it is not there."""
+    try:
+        member = archive.getmember(name)
+    except KeyError:
+        return None
+    handle = archive.extractfile(member) if member.isfile() else None
+    return handle.read() if handle is not None else None
+
+
+def sdist_problems(package: Package, version: str, sdist: Path, license_text: bytes) -> list[str]:
+    """Disagreements between one sdist and its package's sources (files, PKG-INFO, licence)."""
+    label = f"{package.label}: {sdist.name}"
     base = f"{artifact_stem(package.dist)}-{version}"
     with tarfile.open(sdist) as archive:
         names = set(archive.getnames())
+        pkg_info = _sdist_member(archive, f"{base}/PKG-INFO")
+        shipped = _sdist_member(archive, f"{base}/{LICENSE_FILE}")
     missing = [
         f for f in ("pyproject.toml", "PKG-INFO", "CHANGELOG.md") if f"{base}/{f}" not in names
     ]
     about = f"{base}/{package.about.relative_to(package.folder).as_posix()}"
     if about not in names:
         missing.append(about.removeprefix(f"{base}/"))
-    return [f"{package.label}: {sdist.name} lacks {', '.join(missing)}"] if missing else []
+    problems = [f"{label} lacks {', '.join(missing)}"] if missing else []
+    problems += license_file_problems(label, shipped, f"{base}/{LICENSE_FILE}", license_text)
+    if pkg_info is not None:
+        metadata = email.parser.Parser().parsestr(pkg_info.decode())
+        problems += metadata_problems(label, package, metadata)
+    return problems
 
 
 def dist_problems(dist: Path, root: Path = ROOT) -> list[str]:
     """Disagreements between the built artifacts in ``dist`` and the sources."""
-    out = []
+    found, out = root_license(root)
+    license_text = found if found is not None else b""  # missing: reported; nothing can match
     expected: set[str] = set()
     for package in discover(root).values():
         try:
@@ -401,11 +591,11 @@ def dist_problems(dist: Path, root: Path = ROOT) -> list[str]:
         wheel = dist / f"{stem}-{version}-py3-none-any.whl"
         sdist = dist / f"{stem}-{version}.tar.gz"
         expected |= {wheel.name, sdist.name}
-        for path, check in ((wheel, _wheel_problems), (sdist, _sdist_problems)):
+        for path, check in ((wheel, wheel_problems), (sdist, sdist_problems)):
             if not path.is_file():
                 out.append(f"{package.label}: {path.name} is not in {dist} (run 'nox -s build')")
             else:
-                out += check(package, version, path)
+                out += check(package, version, path, license_text)
     stale = sorted(
         p.name for p in dist.glob("reversi[-_]*") if p.name not in expected and p.is_file()
     )
@@ -431,7 +621,7 @@ def main(argv: list[str] | None = None) -> int:
     packages = discover(args.root)
     summary = ", ".join(f"{p.dist} {p.version()}" for p in packages.values())
     checked = " and their wheels and sdists" if args.dist is not None else ""
-    print(f"versions, changelogs and reversi-core ranges agree{checked}: {summary}")
+    print(f"versions, changelogs, reversi-core ranges, licences and URLs agree{checked}: {summary}")
     return 0
 
 

@@ -21,6 +21,8 @@ ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE = ROOT / "packages" / "_template"
 NAME_RE = re.compile(r"^[a-z][a-z0-9]{1,30}$")
 RESERVED = {"core", "template", "all"}
+#: Copied byte for byte, never rendered: the licence text is the repository's LICENSE.
+VERBATIM = {"py.typed", "LICENSE"}
 
 
 def render(text: str, name: str) -> str:
@@ -42,7 +44,7 @@ def create(name: str, dest: Path) -> Path:
             out.mkdir(parents=True, exist_ok=True)
             continue
         out.parent.mkdir(parents=True, exist_ok=True)
-        if src.name == "py.typed":
+        if src.name in VERBATIM:
             shutil.copyfile(src, out)
         else:
             out.write_text(render(src.read_text(encoding="utf-8"), name), encoding="utf-8")

@@ -19,8 +19,10 @@ HEADER = "# Changelog: {name}\n\nAll notable changes to this package.\n\n"
 
 @pytest.fixture
 def ws(tmp_path: Path) -> Path:
-    """A copy of scripts/ and of core, fs and the template (sources without caches)."""
+    """A copy of scripts/, the LICENSE and core, fs and the template (sources without caches)."""
     dest = tmp_path / "ws"
+    dest.mkdir()
+    shutil.copyfile(ROOT / "LICENSE", dest / "LICENSE")
     for script in SCRIPTS:
         (dest / "scripts").mkdir(parents=True, exist_ok=True)
         shutil.copyfile(ROOT / "scripts" / script, dest / "scripts" / script)

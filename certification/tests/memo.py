@@ -36,10 +36,17 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from reversi_core import CallContext, Compensation, Connector, Match, Requirement, ToolError, tool
-from reversi_core.certification import CertificationFixture, Dependency, ExampleContext
 from reversi_core.http import HttpClient, Timeouts, url_path
 from reversi_core.manifest import Effect
-from reversi_core.testing import FakeApp, FakeRequest, FakeResponse, FakeServer
+from reversi_core.testing import (
+    CertificationFixture,
+    Dependency,
+    ExampleContext,
+    FakeApp,
+    FakeRequest,
+    FakeResponse,
+    FakeServer,
+)
 
 TOKEN = "memo-certification-token-5f2a9c"
 """The credential the fixture gives every memo connector."""

@@ -19,8 +19,7 @@ import pytest
 
 from certification import runner
 from certification.tests import memo
-from reversi_core.certification import CHECKS
-from reversi_core.testing import FakeServer, Fault, Faults
+from reversi_core.testing import CHECKS, FakeServer, Fault, Faults
 
 BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
     "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
@@ -238,7 +237,7 @@ async def test_a_fault_check_cannot_be_waived_when_the_backend_injects_faults(
 
 
 def test_a_one_word_reason_is_refused() -> None:
-    from reversi_core.certification import NotApplicable
+    from reversi_core.testing import NotApplicable
 
     with pytest.raises(ValueError, match="in a sentence"):
         NotApplicable("x")

@@ -16,8 +16,8 @@ from reversi_connector_fs.testing import (
     fs_backend,
     undo_fault,
 )
-from reversi_core.certification import CHECKS, load_fixture
 from reversi_core.errors import ToolError
+from reversi_core.testing import CHECKS, load_fixture
 
 
 def test_the_fixture_is_found_through_the_connector_class() -> None:

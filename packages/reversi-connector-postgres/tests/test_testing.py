@@ -13,7 +13,7 @@ import pytest
 from _pgfixtures import Db
 
 from reversi_connector_postgres import testing
-from reversi_core.certification import CertificationFixture, load_fixture
+from reversi_core.testing import CertificationFixture, load_fixture
 
 pytestmark = pytest.mark.anyio
 

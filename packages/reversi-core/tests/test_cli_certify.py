@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from reversi_core.certification import CHECK_INFO, CHECKS, SUITE_CHECKS_FILE, SUITE_TEST
 from reversi_core.cli.connectors import main
+from reversi_core.testing import CHECK_INFO, CHECKS, SUITE_CHECKS_FILE, SUITE_TEST
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -54,7 +54,7 @@ class DemoConnector(Connector):
 
 TESTING = """
 from contextlib import contextmanager
-from reversi_core.certification import CertificationFixture
+from reversi_core.testing import CertificationFixture
 from . import DemoConnector
 
 

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reversi_core.certification import CertificationFixture, ExampleContext
+from reversi_core.testing import CertificationFixture, ExampleContext
 
 from .connector import __Class__Connector
 

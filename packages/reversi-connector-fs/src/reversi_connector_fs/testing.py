@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from reversi_core.certification import (
+from reversi_core.testing import (
     CertificationFixture,
     Dependency,
     Example,

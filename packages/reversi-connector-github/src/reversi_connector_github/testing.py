@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from reversi_core.certification import (
+from reversi_core.testing import (
     CertificationFixture,
     Dependency,
     Example,

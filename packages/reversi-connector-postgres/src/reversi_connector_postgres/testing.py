@@ -56,7 +56,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 import psycopg
 from psycopg import conninfo, sql
 
-from reversi_core.certification import (
+from reversi_core.testing import (
     CertificationFixture,
     Dependency,
     ExampleContext,
@@ -892,7 +892,7 @@ class PostgresFaults:
     """The certification suite's faults (:class:`reversi_core.testing.Fault`), on a real server.
 
     The ``faults`` of a :class:`ScratchSchema`
-    (:class:`reversi_core.certification.FaultControls`). Where the server can be put in
+    (:class:`reversi_core.testing.FaultControls`). Where the server can be put in
     the state a status stands for, it is, and the server refuses for real; the rest is
     done by the scenario's :class:`WireProxy` at a statement of the tool's own
     (:func:`tool_statement`), or at its ``COMMIT`` with ``writes=True``

@@ -21,7 +21,6 @@ from typing import Any
 import anyio
 import yaml
 
-from ..certification import CHECK_INFO, CHECKS, fixture_module_name, load_fixture
 from ..connector import (
     CompensationCall,
     Connector,
@@ -314,6 +313,9 @@ _WIDTH = 96
 
 
 def _checklist(connector: str) -> list[str]:
+    # the certification model lives with the fake-server kit, imported only by this command
+    from ..testing import CHECK_INFO, CHECKS
+
     lines = []
     for number, check in enumerate(CHECKS, 1):
         info = CHECK_INFO[check]
@@ -334,6 +336,8 @@ def _checklist(connector: str) -> list[str]:
 
 def _declarations(name: str, cls: type[Connector]) -> tuple[list[str], bool]:
     """Lines about one connector's fixture, and whether it has one."""
+    from ..testing import CHECK_INFO, CHECKS, fixture_module_name, load_fixture
+
     module = fixture_module_name(cls)
     try:
         fixture = load_fixture(cls)

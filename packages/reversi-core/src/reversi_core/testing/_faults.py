@@ -156,7 +156,7 @@ class Faults:
 
         ``times`` and ``writes`` are the part of this signature that the certification
         suite uses, and that any backend handle's ``faults`` must accept
-        (:class:`reversi_core.certification.FaultControls`).
+        (:class:`reversi_core.testing.FaultControls`).
         """
         armed = ArmedFault(
             fault, method=method, path=path, path_prefix=path_prefix, times=times, writes=writes

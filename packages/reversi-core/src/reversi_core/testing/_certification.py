@@ -40,13 +40,11 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
-from .connector import Connector
-from .errors import ConfigurationError
-
-if TYPE_CHECKING:  # the fake-server kit is imported only by the tests that serve a fake
-    from .testing import Fault
+from ..connector import Connector
+from ..errors import ConfigurationError
+from ._faults import Fault
 
 __all__ = [
     "CHECKS",
