@@ -328,6 +328,43 @@ async def test_a_read_is_told_first_and_journaled_after_in_one_commit(
     assert [e["kind"] for e in run.journal.list_events(run.id)] == []
 
 
+@pytest.mark.req("CALL-4")
+async def test_a_read_in_flight_keeps_its_step_number_beside_other_calls(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    import anyio
+
+    run = make_run()
+    started, release = anyio.Event(), anyio.Event()
+
+    async def hold(data: dict[str, Any], ctx: CallContext) -> None:
+        started.set()
+        await release.wait()
+
+    mem.hooks["mem.get"] = hold
+    outcomes: list[CallOutcome] = []
+
+    async def read() -> None:
+        outcomes.append(await run.attempt("mem.get", {"key": "a"}))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        await started.wait()  # the read holds step 1, not yet journaled
+        rejected = await run.attempt("mem.nope", {})
+        mem.hooks.pop("mem.get")
+        wrote = await run.attempt("mem.put", {"key": "b", "value": "1"})
+        release.set()
+    [done] = outcomes
+    assert (done.step, rejected.step, wrote.step) == (1, 2, 3)
+    assert done.journal_error is None
+    states = [(s.seq, s.tool, s.state) for s in run.steps()]
+    assert states == [
+        (1, "mem.get", StepState.SUCCEEDED),
+        (2, "mem.nope", StepState.REJECTED),
+        (3, "mem.put", StepState.SUCCEEDED),
+    ]
+
+
 @pytest.mark.req("CALL-3", "CALL-4")
 async def test_a_write_is_told_only_once_its_outcome_is_journaled(
     make_run: MakeRun, mem: MemConnector

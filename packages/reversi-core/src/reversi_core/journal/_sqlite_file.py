@@ -2,16 +2,27 @@
 
 from __future__ import annotations
 
+import functools
 import os
 import sqlite3
 import threading
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any, TypeVar
 
 from ..errors import JournalError, JournalVersionError
 from ._base import Durability
 from ._schema import MIGRATIONS, SCHEMA_VERSION
 
-__all__ = ["JOURNAL_FILENAME", "Transaction", "connect", "migrate", "newer_message", "prepare_file"]
+__all__ = [
+    "JOURNAL_FILENAME",
+    "Transaction",
+    "connect",
+    "journal_errors",
+    "migrate",
+    "newer_message",
+    "prepare_file",
+]
 
 JOURNAL_FILENAME = "journal.sqlite3"
 
@@ -165,3 +176,30 @@ def migrate(c: sqlite3.Connection, path: Path) -> None:
             if statement.strip():
                 c.execute(statement)
         c.execute(f"PRAGMA user_version={number + 1}")
+
+
+_C = TypeVar("_C", bound=type)
+
+
+def journal_errors(methods: Iterable[str]) -> Callable[[_C], _C]:
+    """A class decorator: ``methods`` raise ``JournalError`` where SQLite raised its own error.
+
+    The message names the journal (the instance's ``path``) and SQLite's error.
+    """
+
+    def wrap(method: Any) -> Any:
+        @functools.wraps(method)
+        def inner(self: Any, *args: Any, **kwargs: Any) -> Any:
+            try:
+                return method(self, *args, **kwargs)
+            except sqlite3.Error as exc:
+                raise JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}") from None
+
+        return inner
+
+    def decorate(cls: _C) -> _C:
+        for name in methods:
+            setattr(cls, name, wrap(getattr(cls, name)))
+        return cls
+
+    return decorate

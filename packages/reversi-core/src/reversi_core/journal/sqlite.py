@@ -17,7 +17,6 @@ forward in one transaction, and a newer file is refused with
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import sqlite3
@@ -53,6 +52,7 @@ from ._sqlite_file import (
     JOURNAL_FILENAME,
     Transaction,
     connect,
+    journal_errors,
     migrate,
     prepare_file,
 )
@@ -62,27 +62,7 @@ __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", 
 _STORE_METHODS = tuple(
     name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
 )
-"""The methods of the :class:`~reversi_core.journal.Journal` protocol, whose SQLite errors
-reach the caller as :class:`~reversi_core.errors.JournalError`."""
-
-
-def _journal_errors(cls: type[SQLiteJournal]) -> type[SQLiteJournal]:
-    """Make every protocol method raise ``JournalError`` where SQLite raised its own error."""
-
-    def wrap(method: Any) -> Any:
-        @functools.wraps(method)
-        def inner(self: SQLiteJournal, *args: Any, **kwargs: Any) -> Any:
-            try:
-                return method(self, *args, **kwargs)
-            except sqlite3.Error as exc:
-                raise JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}") from None
-
-        return inner
-
-    for name in _STORE_METHODS:
-        setattr(cls, name, wrap(getattr(cls, name)))
-    return cls
-
+"""The methods of the :class:`~reversi_core.journal.Journal` protocol."""
 
 # Rollbacks running in this process, by (journal file, run id). The rollback lock in the
 # journal names its owner by process, so two rollbacks of one run inside one process
@@ -92,7 +72,7 @@ _ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
-@_journal_errors
+@journal_errors(_STORE_METHODS)
 class SQLiteJournal:
     """The embedded journal (see the module docstring).
 
@@ -288,10 +268,10 @@ class SQLiteJournal:
         approval: dict[str, Any] | None,
     ) -> int:
         now = time.time()
-        with self._tx() as c:
+        with self._lock, self._tx() as c:  # the RLock: _tx takes it again
             self._require_run(c, run_id)
-            seq = self._next_seq(c, run_id)
-            self._seq_hint[run_id] = seq + 1
+            # past every number this handle handed out, a read's in flight included
+            seq = max(self._seq_hint.get(run_id, 0), self._next_seq(c, run_id))
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, started_at, finished_at, error, approval) "
@@ -311,6 +291,7 @@ class SQLiteJournal:
                     dumps(approval),
                 ),
             )
+            self._seq_hint[run_id] = seq + 1
         return seq
 
     def begin_step(
@@ -357,8 +338,9 @@ class SQLiteJournal:
                             ),
                         )
                     except sqlite3.IntegrityError:
-                        # another handle wrote this step number meanwhile: recount and retry
-                        self._seq_hint.pop(run_id, None)
+                        # another handle wrote this step number meanwhile: recount, past
+                        # the numbers this handle reserved for reads in flight, and retry
+                        self._seq_hint[run_id] = max(seq + 1, self._next_seq(c, run_id))
                         continue
                     break
                 else:  # two other writers took the number twice in a row

@@ -6,7 +6,7 @@ stderr. The SDK's server sees the opening request (which decides the protocol er
 exactly as in the SDK: a request with the 2026-07-28 envelope opens a modern
 connection, anything else a handshake one) and the handshake itself. After that, a
 ``tools/call`` for a tool that needs nobody's approval is served by
-:meth:`~.gateway.Gateway.relay_call` in a task of its own and answered here, as one JSON
+:meth:`~.gateway.Gateway.relay_call` (a :class:`Relay`) in a task of its own and answered here, as one JSON
 line; a ``notifications/cancelled`` for such a call cancels its task. Everything else
 (``tools/list``, ``ping``, calls that need approval, answers to the SDK's elicitation
 requests, requests the SDK refuses) is validated into SDK models and handed to the
@@ -16,8 +16,9 @@ SDK's server, whose messages come back through :meth:`Downstream.pump`.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from contextlib import suppress
-from typing import TYPE_CHECKING, Any, TextIO
+from typing import Any, Protocol, TextIO
 
 import anyio
 import mcp_types as types
@@ -38,10 +39,27 @@ from ._messages import describe, say
 from ._sdkio import oversized, pump, to_sdk
 from ._wire import Mistake, Out, encode_line, screen
 
-if TYPE_CHECKING:
-    from .gateway import Gateway
+__all__ = ["Downstream", "Relay", "client_of"]
 
-__all__ = ["Downstream", "client_of"]
+
+class Relay(Protocol):
+    """What a raw ``tools/call`` is handed to: :class:`~.gateway.Gateway`."""
+
+    @property
+    def asks(self) -> frozenset[str]:
+        """Tools whose calls need a person's approval: left to the SDK's server."""
+        ...
+
+    async def relay_call(
+        self,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any],
+        client: str,
+        reply: Callable[[dict[str, Any]], None],
+    ) -> None:
+        """Serve the call; ``reply`` gets its ``CallToolResult``, once."""
+        ...
 
 
 def client_of(info: Any) -> str:
@@ -55,7 +73,7 @@ class Downstream:
 
     def __init__(
         self,
-        gateway: Gateway,
+        gateway: Relay,
         server: Server[Any],
         to_sdk: MemoryObjectSendStream[SessionMessage | Exception],
         errlog: TextIO,
