@@ -265,7 +265,7 @@ Run.attempt = forward_only
 from reversi_core.cli.gateway import main
 sys.exit(main())
 """
-"""``python -c`` source of the ``--floor`` target: the gateway with ``Run.call`` cut down
+"""``python -c`` source of the ``--floor`` target: the gateway with ``Run.attempt`` cut down
 to forwarding the call (no checks, no journal), to show what the MCP relay alone costs."""
 
 
