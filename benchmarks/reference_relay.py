@@ -10,11 +10,11 @@ that its overhead can be read against what any Python proxy on this machine cost
 ``journal``
     The least a journaling proxy must do, and nothing else: parse each client line; for
     a ``tools/call``, check the arguments against the tool's input schema (the
-    manifests' own, with ``jsonschema``) and commit the intent to SQLite (WAL mode, the
-    durability given) *before* forwarding it; on the answer, add ``_meta`` and commit
-    the outcome (after answering for a read-only tool, before for a writing one, as the
-    gateway does; and as the gateway does under ``power``, a read-only call's commits
-    skip their own fsync). No scope, approval, redaction, ``requires`` edges, compensation,
+    manifests' own, with ``jsonschema``); for a writing tool commit the intent to SQLite
+    (WAL mode, the durability given) *before* forwarding it, and on the answer, add
+    ``_meta`` and commit the outcome before answering; for a read-only tool, answer first
+    and then journal the step in one commit (docs/engine.md, CALL-4), without an fsync of
+    its own under ``power``, as the gateway does. No scope, approval, redaction, ``requires`` edges, compensation,
     timeouts, cancellation, restarts or error handling: it is not safe to use, only a
     lower bound for what ``reversi-gateway`` does with every call.
 
@@ -71,7 +71,7 @@ class JournalingRelay:
         )
         self.lock = threading.Lock()
         self.seq = 0
-        self.pending: dict[int, tuple[Any, int, str]] = {}
+        self.pending: dict[int, tuple[Any, int, str, Any]] = {}
         self.upstream = upstream.fileno()
 
     def commit(self, tool: str, sql: str, params: tuple[Any, ...]) -> None:
@@ -96,13 +96,14 @@ class JournalingRelay:
         with self.lock:
             self.seq += 1
             seq = self.seq
-            self.commit(
-                tool,
-                "INSERT INTO steps (seq, tool, args, state) VALUES (?, ?, ?, 'pending')",
-                (seq, tool, json.dumps(args)),
-            )
+            if tool not in self.read_only:  # a read is journaled once, after it answered
+                self.commit(
+                    tool,
+                    "INSERT INTO steps (seq, tool, args, state) VALUES (?, ?, ?, 'pending')",
+                    (seq, tool, json.dumps(args)),
+                )
         wire_id = -seq  # our ids cannot collide with the client's own requests
-        self.pending[wire_id] = (message["id"], seq, tool)
+        self.pending[wire_id] = (message["id"], seq, tool, args)
         message["id"] = wire_id
         os.write(self.upstream, json.dumps(message).encode() + b"\n")
 
@@ -112,21 +113,27 @@ class JournalingRelay:
         if known is None:
             os.write(1, line)
             return
-        client_id, seq, tool = known
+        client_id, seq, tool, args = known
         result = message["result"]
         result.setdefault("_meta", {}).update({"reversi/step": seq})
         message["id"] = client_id
         answer = json.dumps(message).encode() + b"\n"
+        structured = json.dumps(result.get("structuredContent"))
         if tool in self.read_only:
             os.write(1, answer)
+            with self.lock:
+                self.commit(
+                    tool,
+                    "INSERT INTO steps (seq, tool, args, state, result) "
+                    "VALUES (?, ?, ?, 'succeeded', ?)",
+                    (seq, tool, json.dumps(args), structured),
+                )
+            return
         with self.lock:
             self.commit(
-                tool,
-                "UPDATE steps SET state = 'succeeded', result = ? WHERE seq = ?",
-                (json.dumps(result.get("structuredContent")), seq),
+                tool, "UPDATE steps SET state = 'succeeded', result = ? WHERE seq = ?", (structured, seq)
             )
-        if tool not in self.read_only:
-            os.write(1, answer)
+        os.write(1, answer)
 
 
 def main() -> int:

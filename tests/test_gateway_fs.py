@@ -254,3 +254,50 @@ async def test_fs_tools_are_closed_world(tmp_path: Path, manifests: Path) -> Non
         tools = (await client.list_tools()).tools
     assert tools
     assert all(t.annotations is not None and t.annotations.open_world_hint is False for t in tools)
+
+
+def put(path: bytes, data: bytes) -> None:
+    with open(path, "wb") as fh:
+        fh.write(data)
+
+
+def content_of(path: bytes) -> bytes:
+    with open(path, "rb") as fh:
+        return fh.read()
+
+
+@pytest.mark.anyio
+async def test_non_utf8_names_through_the_gateway_are_journaled_and_rolled_back(
+    tmp_path: Path, manifests: Path
+) -> None:
+    # reversi-connectors serve fs used to die listing such a name (the gateway then waited
+    # out its call timeout), and a path given back was answered -32603, never journaled.
+    root = tmp_path / "root"
+    root.mkdir()
+    latin = os.fsencode(root) + b"/caf\xe9.txt"
+    put(latin, b"latin one")
+    async with fs_session(tmp_path, manifests, root) as client:
+        listed = await call(client, "fs.list_dir", path=".")
+        assert [e["name"] for e in listed["entries"]] == ["caf\\xe9.txt"]
+        read = await call(client, "fs.read_file", path="caf\\xe9.txt")
+        assert read["content"] == "latin one"
+        wrote = await client.call_tool("fs.write_file", {"path": "caf\\xe9.txt", "content": "x"})
+        assert not wrote.is_error, wrote.content
+        assert wrote.meta is not None
+        run_id = wrote.meta["reversi/run"]
+    assert content_of(latin) == b"x"
+    shown = reversi("show", run_id, "--data", str(tmp_path / "data"), "--json")
+    assert shown.returncode == 0, shown.stderr
+    steps = json.loads(shown.stdout)["steps"]
+    assert [(s["tool"], s["state"]) for s in steps] == [
+        ("fs.list_dir", "succeeded"),
+        ("fs.read_file", "succeeded"),
+        ("fs.write_file", "succeeded"),
+    ]
+    assert steps[2]["args"]["path"] == "caf\\xe9.txt"
+    compensator = shlex.join([CONNECTORS, "compensate", "--root", str(root)])
+    rolled = reversi(
+        "rollback", run_id, "--data", str(tmp_path / "data"), "--compensator-cmd", compensator
+    )
+    assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+    assert content_of(latin) == b"latin one"

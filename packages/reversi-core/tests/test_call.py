@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Callable
 from pathlib import Path
@@ -13,19 +14,24 @@ from _procs import journal_bytes
 from pydantic import BaseModel, ConfigDict
 
 from reversi_core import (
+    REJECTED_ARGS_LIMIT,
     ApprovalDecision,
     ApprovalDenied,
     ApprovalRequest,
     CallContext,
+    CallOutcome,
     Connector,
     EffectUncertainError,
     InvalidArgumentsError,
     PermissionDenied,
     Run,
+    RunClosedError,
     SQLiteJournal,
     StepState,
     ToolError,
+    ToolUnavailableError,
     UnknownToolError,
+    Withheld,
     compensator_for,
     register_secret,
     tool,
@@ -41,6 +47,7 @@ MakeRun = Callable[..., Run]
 # -- rule 1: refused before execution -------------------------------------------------
 
 
+@pytest.mark.req("CALL-1")
 async def test_unknown_tool_is_rejected_journaled_and_not_executed(make_run: MakeRun) -> None:
     executed: list[str] = []
 
@@ -60,6 +67,93 @@ async def test_unknown_tool_is_rejected_journaled_and_not_executed(make_run: Mak
     assert "unknown tool" in (step.error or "")
 
 
+@pytest.mark.req("CALL-1")
+async def test_attempt_returns_a_rejection_with_its_step_instead_of_raising(
+    make_run: MakeRun,
+) -> None:
+    run = make_run()
+    await run.call("mem.put", {"key": "a", "value": "1"})
+    outcome = await run.attempt("mem.nope", {})
+    assert (outcome.step, outcome.state) == (2, StepState.REJECTED)
+    assert isinstance(outcome.error, UnknownToolError)
+    assert outcome.error.step == 2  # the rejection carries its step number
+    with pytest.raises(UnknownToolError) as info:
+        await run.call("mem.nope", {})
+    assert info.value.step == 3
+
+
+@pytest.mark.req("CALL-1")
+async def test_a_withheld_tool_is_refused_by_the_engine_and_journaled(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    run.withheld = {"mem.put": Withheld("drifted", "mem.put is refused: its schema drifted")}
+    outcome = await run.attempt("mem.put", {"key": "a", "value": "1"}, reason="try")
+    assert isinstance(outcome.error, ToolUnavailableError)
+    assert outcome.error.code == "drifted"
+    assert mem.calls == []
+    [step] = run.steps()
+    assert (step.seq, step.state, step.reason) == (outcome.step, StepState.REJECTED, "try")
+    assert "schema drifted" in (step.error or "")
+
+
+@pytest.mark.req("CALL-10")
+async def test_after_a_rollback_every_refusal_says_the_run_was_rolled_back(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    # The bug of issue 10: a withheld (drifted) tool used to be journaled as a new
+    # rejected step in the rolled-back run, where any other tool was refused as closed.
+    run = make_run(scope=["mem:read"])
+    run.withheld = {"mem.put": Withheld("drifted", "mem.put drifted")}
+    report = await run.rollback(compensate=compensator_for([mem]))
+    assert report.complete
+    for tool, args in (
+        ("mem.put", {"key": "a", "value": "1"}),  # withheld
+        ("mem.publish", {"message": "hi"}),  # outside the scope
+        ("mem.nope", {}),  # unknown
+        ("mem.put", {"key": 3}),  # invalid arguments
+        ("mem.get", {"key": "a"}),  # allowed
+    ):
+        outcome = await run.attempt(tool, args)
+        assert isinstance(outcome.error, RunClosedError), tool
+        assert "rolled back" in str(outcome.error)
+        assert outcome.step is None
+    assert run.steps() == []
+
+
+@pytest.mark.req("CALL-9")
+async def test_a_huge_rejected_call_keeps_a_bounded_record(make_run: MakeRun) -> None:
+    run = make_run(scope=["mem:read"])
+    big = "x" * (30 * 1024 * 1024)
+    with pytest.raises(PermissionDenied):
+        await run.call("mem.put", {"key": "a", "value": big})
+    [step] = run.steps()
+    assert step.args["bytes"] > 30 * 1024 * 1024
+    assert "at most" in step.args["_omitted"]
+    assert len(json.dumps(step.args)) < 1000
+    small = await run.attempt("mem.put", {"key": "b", "value": "y" * 100})
+    assert small.step is not None
+    assert run.journal.get_step(run.id, small.step).args == {"key": "b", "value": "y" * 100}
+    assert REJECTED_ARGS_LIMIT == 64 * 1024
+
+
+@pytest.mark.req("CALL-1")
+async def test_a_lone_surrogate_in_arguments_is_rejected_naming_the_field(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    with pytest.raises(InvalidArgumentsError) as info:
+        await run.call("mem.put", {"key": "caf\udce9", "value": "1"})
+    assert info.value.problems == [
+        "args.key: holds a lone surrogate (U+DCE9) at character 3, which is not Unicode text"
+    ]
+    assert mem.calls == []
+    [step] = run.steps()
+    assert step.state is StepState.REJECTED
+    assert step.args["key"] == "caf\udce9"  # kept as it came
+
+
+@pytest.mark.req("CALL-1")
 async def test_permission_outside_scope_is_rejected_naming_the_permission(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -75,6 +169,7 @@ async def test_permission_outside_scope_is_rejected_naming_the_permission(
     assert "mem:write" in (step.error or "")
 
 
+@pytest.mark.req("CALL-1")
 async def test_invalid_arguments_are_rejected_field_by_field(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -99,6 +194,7 @@ async def test_invalid_arguments_are_rejected_field_by_field(
 # -- rule 2: approval -------------------------------------------------------------------
 
 
+@pytest.mark.req("CALL-2")
 async def test_approval_always_without_approver_is_rejected(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -113,6 +209,7 @@ async def test_approval_always_without_approver_is_rejected(
     assert step.approval["by"] == "no approver"
 
 
+@pytest.mark.req("CALL-2")
 async def test_approver_denial_is_rejected_with_the_decision_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -136,6 +233,7 @@ async def test_approver_denial_is_rejected_with_the_decision_journaled(
     assert step.approval == {"approved": False, "by": "alice", "note": "not today"}
 
 
+@pytest.mark.req("CALL-2")
 async def test_approver_approval_runs_the_call_with_the_decision_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -151,6 +249,7 @@ async def test_approver_approval_runs_the_call_with_the_decision_journaled(
     assert step.approval == {"approved": True, "by": "bob", "note": "fine"}
 
 
+@pytest.mark.req("CALL-2")
 async def test_approver_answering_a_bool_is_accepted(make_run: MakeRun, mem: MemConnector) -> None:
     async def approver(request: ApprovalRequest) -> bool:
         return True
@@ -164,6 +263,7 @@ async def test_approver_answering_a_bool_is_accepted(make_run: MakeRun, mem: Mem
     }
 
 
+@pytest.mark.req("CALL-2")
 async def test_approval_never_does_not_ask_the_approver(make_run: MakeRun) -> None:
     asked: list[ApprovalRequest] = []
 
@@ -180,6 +280,7 @@ async def test_approval_never_does_not_ask_the_approver(make_run: MakeRun) -> No
 # -- rules 3-5: intent, execution, outcome ------------------------------------------------
 
 
+@pytest.mark.req("CALL-3")
 async def test_pending_is_durable_before_execution(
     make_run: MakeRun, mem: MemConnector, data_dir: Path
 ) -> None:
@@ -206,49 +307,103 @@ async def test_pending_is_durable_before_execution(
     assert run.journal.get_step(run.id, seq).state is StepState.SUCCEEDED
 
 
-async def test_on_read_gets_a_reads_result_before_its_outcome_is_journaled(
+@pytest.mark.req("CALL-4")
+async def test_a_read_is_told_first_and_journaled_after_in_one_commit(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
     mem.data["a"] = "x"
     run = make_run()
-    seen: list[tuple[int, dict[str, Any], StepState]] = []
+    during: list[int] = []
+    mem.hooks["mem.get"] = lambda data, ctx: during.append(len(run.steps()))
+    told: list[tuple[CallOutcome, int]] = []
 
-    def on_read(seq: int, result: dict[str, Any]) -> None:
-        seen.append((seq, result, run.journal.get_step(run.id, seq).state))
+    def answer(outcome: CallOutcome) -> None:
+        told.append((outcome, len(run.steps())))
 
-    seq, result = await run.call("mem.get", {"key": "a"}, on_read=on_read)
-    assert seen == [(seq, {"value": "x", "exists": True}, StepState.PENDING)]
-    step = run.journal.get_step(run.id, seq)
-    assert step.state is StepState.SUCCEEDED  # journaled before call() returned
-    assert step.result == result
+    outcome = await run.attempt("mem.get", {"key": "a"}, answer=answer)
+    assert during == [0]  # no intent was committed before the read ran
+    assert told == [(outcome, 0)]  # told before anything was journaled
+    assert outcome.ok
+    assert outcome.result == {"value": "x", "exists": True}
+    step = run.journal.get_step(run.id, outcome.step or 0)
+    assert step.state is StepState.SUCCEEDED  # journaled before attempt() returned
+    assert step.result == outcome.result
+    assert step.owner is None  # never pending: written finished, in one commit
+    assert [e["kind"] for e in run.journal.list_events(run.id)] == []
 
 
-async def test_on_read_is_not_called_for_a_write_or_a_failed_read(
+@pytest.mark.req("CALL-4")
+async def test_a_read_in_flight_keeps_its_step_number_beside_other_calls(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    import anyio
+
+    run = make_run()
+    started, release = anyio.Event(), anyio.Event()
+
+    async def hold(data: dict[str, Any], ctx: CallContext) -> None:
+        started.set()
+        await release.wait()
+
+    mem.hooks["mem.get"] = hold
+    outcomes: list[CallOutcome] = []
+
+    async def read() -> None:
+        outcomes.append(await run.attempt("mem.get", {"key": "a"}))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(read)
+        await started.wait()  # the read holds step 1, not yet journaled
+        rejected = await run.attempt("mem.nope", {})
+        mem.hooks.pop("mem.get")
+        wrote = await run.attempt("mem.put", {"key": "b", "value": "1"})
+        release.set()
+    [done] = outcomes
+    assert (done.step, rejected.step, wrote.step) == (1, 2, 3)
+    assert done.journal_error is None
+    states = [(s.seq, s.tool, s.state) for s in run.steps()]
+    assert states == [
+        (1, "mem.get", StepState.SUCCEEDED),
+        (2, "mem.nope", StepState.REJECTED),
+        (3, "mem.put", StepState.SUCCEEDED),
+    ]
+
+
+@pytest.mark.req("CALL-3", "CALL-4")
+async def test_a_write_is_told_only_once_its_outcome_is_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
     run = make_run()
-    calls: list[int] = []
-    await run.call("mem.put", {"key": "a", "value": "1"}, on_read=lambda s, r: calls.append(s))
+    told: list[StepState] = []
+
+    def answer(outcome: CallOutcome) -> None:
+        assert outcome.step is not None
+        told.append(run.journal.get_step(run.id, outcome.step).state)
+
+    await run.attempt("mem.put", {"key": "a", "value": "1"}, answer=answer)
     mem.fault("mem.get", "tool_error", message="backend said no")
-    with pytest.raises(ToolError):
-        await run.call("mem.get", {"key": "a"}, on_read=lambda s, r: calls.append(s))
-    assert calls == []
+    failed = await run.attempt("mem.get", {"key": "a"}, answer=lambda o: told.append(o.state))
+    assert told == [StepState.SUCCEEDED, StepState.FAILED]
+    assert isinstance(failed.error, ToolError)
+    assert failed.error.step == failed.step == 2
     assert [s.state for s in run.steps()] == [StepState.SUCCEEDED, StepState.FAILED]
 
 
-async def test_on_read_failing_still_journals_the_outcome(make_run: MakeRun) -> None:
+@pytest.mark.req("CALL-4")
+async def test_a_failing_answer_still_journals_the_read(make_run: MakeRun) -> None:
     run = make_run()
 
-    def broken(seq: int, result: dict[str, Any]) -> None:
+    def broken(outcome: CallOutcome) -> None:
         raise RuntimeError("the client went away")
 
     with pytest.raises(RuntimeError, match="went away"):
-        await run.call("mem.get", {"key": "a"}, on_read=broken)
+        await run.attempt("mem.get", {"key": "a"}, answer=broken)
     [step] = run.steps()
     assert step.state is StepState.SUCCEEDED
     assert step.result == {"value": None, "exists": False}
 
 
+@pytest.mark.req("CALL-6")
 async def test_succeeded_with_compensation_computed_at_call_time(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -274,6 +429,7 @@ async def test_succeeded_with_compensation_computed_at_call_time(
     }
 
 
+@pytest.mark.req("CALL-6")
 async def test_tool_error_makes_the_step_failed(make_run: MakeRun, mem: MemConnector) -> None:
     mem.fault("mem.put", "tool_error", message="HTTP 409 conflict")
     run = make_run()
@@ -286,6 +442,7 @@ async def test_tool_error_makes_the_step_failed(make_run: MakeRun, mem: MemConne
     assert step.result is None
 
 
+@pytest.mark.req("CALL-6")
 async def test_effect_uncertain_error_makes_the_step_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -299,6 +456,7 @@ async def test_effect_uncertain_error_makes_the_step_uncertain(
     assert step.compensation is None
 
 
+@pytest.mark.req("CALL-6")
 async def test_unexpected_exception_from_a_writing_tool_makes_the_step_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -308,9 +466,10 @@ async def test_unexpected_exception_from_a_writing_tool_makes_the_step_uncertain
         await run.call("mem.put", {"key": "a", "value": "1"})
     [step] = run.steps()
     assert step.state is StepState.UNCERTAIN
-    assert "unexpected error: RuntimeError: boom" in (step.error or "")
+    assert "unexpected error, outcome unknown: RuntimeError: boom" in (step.error or "")
 
 
+@pytest.mark.req("CALL-6")
 async def test_unexpected_exception_through_the_connector_is_uncertain_too(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -321,6 +480,7 @@ async def test_unexpected_exception_through_the_connector_is_uncertain_too(
     assert run.steps()[0].state is StepState.UNCERTAIN
 
 
+@pytest.mark.req("CALL-6")
 async def test_unexpected_exception_from_a_read_only_tool_makes_the_step_failed(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -334,6 +494,7 @@ async def test_unexpected_exception_from_a_read_only_tool_makes_the_step_failed(
     assert "bad read" in (step.error or "")
 
 
+@pytest.mark.req("CALL-6")
 async def test_timeout_on_a_write_makes_the_step_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -346,6 +507,7 @@ async def test_timeout_on_a_write_makes_the_step_uncertain(
     assert "may or may not have taken effect" in (step.error or "")
 
 
+@pytest.mark.req("CALL-6")
 async def test_timeout_on_a_read_makes_the_step_failed(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -358,6 +520,7 @@ async def test_timeout_on_a_read_makes_the_step_failed(
     assert step.state is StepState.FAILED
 
 
+@pytest.mark.req("CALL-7")
 async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_rollback(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -471,6 +634,7 @@ async def test_a_refused_result_names_the_field_but_not_its_value() -> None:
     assert "sk-live" not in str(info.value)
 
 
+@pytest.mark.req("DEP-1")
 async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -490,6 +654,7 @@ async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(
     assert by_seq[d2].requires == []
 
 
+@pytest.mark.req("CALL-5")
 async def test_idempotency_key_in_context_is_the_journaled_key(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -509,6 +674,7 @@ async def test_idempotency_key_in_context_is_the_journaled_key(
     ]
 
 
+@pytest.mark.req("CALL-8")
 async def test_failure_messages_are_journaled_scrubbed(
     make_run: MakeRun, mem: MemConnector, data_dir: Path
 ) -> None:

@@ -12,6 +12,7 @@ import os
 import shutil
 import subprocess
 import sys
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,39 @@ def test_compensation_with_arguments_the_tool_refuses(
     )
     assert proc.returncode == 1
     assert "invalid arguments for note.delete" in proc.stderr.splitlines()[-1]
+
+
+def _serve_with_stderr_on(stderr: int, env: dict[str, str], root: Path) -> int:
+    proc = subprocess.Popen(
+        [script("reversi-connectors"), "serve", "note", "--root", str(root)],
+        stdin=subprocess.DEVNULL,  # the input ends at once: the server stops
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env=env,
+    )
+    return proc.wait(timeout=60)
+
+
+def test_serve_says_what_it_is_on_a_terminal_only(
+    fixture_path: dict[str, str], tmp_path: Path
+) -> None:
+    import pty
+
+    leader, follower = pty.openpty()
+    try:
+        assert _serve_with_stderr_on(follower, fixture_path, tmp_path) == 0
+        os.close(follower)
+        said = b""
+        with suppress(OSError):  # EIO once the terminal's other end is closed and drained
+            while chunk := os.read(leader, 4096):
+                said += chunk
+    finally:
+        os.close(leader)
+    text = said.decode()
+    assert "serving the note connector over MCP on stdin/stdout" in text
+    assert "Ctrl-D" in text
+    assert "Ctrl-C" in text
+    log = tmp_path / "stderr.log"
+    with log.open("wb") as err:
+        assert _serve_with_stderr_on(err.fileno(), fixture_path, tmp_path) == 0
+    assert log.read_text() == ""  # a client's pipe gets no banner

@@ -371,6 +371,8 @@ def test_rollback_end_to_end_through_the_compensator_process(played: Played) -> 
     assert report["complete"] is True
     assert report["status"] == "complete"
     assert report["compensated_now"] == [4]  # 1 and 7 were not compensated twice
+    assert "step 7 note.create: already compensated" in second.stderr
+    assert "step 4 note.flaky: compensated" in second.stderr
     assert [s["step"] for s in report["steps"]] == [7, 6, 5, 4, 3, 2, 1]
     assert list(notes.iterdir()) == []
     assert run_status(played) == "rolled_back"

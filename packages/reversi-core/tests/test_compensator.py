@@ -30,6 +30,7 @@ def py(code: str) -> list[str]:
     return [sys.executable, "-c", code]
 
 
+@pytest.mark.req("CMP-1")
 async def test_exit_zero_with_json_stdout_is_the_result() -> None:
     comp = CommandCompensator(py("print('working...'); print('{\"restored\": true, \"n\": 2}')"))
     assert await comp(CALL) == {"restored": True, "n": 2}
@@ -40,6 +41,7 @@ async def test_exit_zero_with_empty_or_non_json_stdout() -> None:
     assert await CommandCompensator(py("print('done')"))(CALL) == {"output": "done"}
 
 
+@pytest.mark.req("CMP-1")
 async def test_stdin_is_exactly_the_compensation_call() -> None:
     echo = "import sys; sys.stdout.write(sys.stdin.read())"
     result = await CommandCompensator(shlex.join(py(echo)))(CALL)  # a shell-like string works too
@@ -53,6 +55,7 @@ async def test_stdin_is_exactly_the_compensation_call() -> None:
     }
 
 
+@pytest.mark.req("CMP-1")
 async def test_non_zero_exit_is_a_tool_error_with_the_last_stderr_line() -> None:
     code = (
         "import sys; print('{\"ignored\": 1}'); "
@@ -66,6 +69,7 @@ async def test_non_zero_exit_is_a_tool_error_with_the_last_stderr_line() -> None
         await CommandCompensator(py("raise SystemExit(5)"))(CALL)
 
 
+@pytest.mark.req("CMP-1")
 async def test_timeout_is_a_tool_error_and_the_child_is_killed(tmp_path: Path) -> None:
     pid_file = tmp_path / "pid"
     code = (

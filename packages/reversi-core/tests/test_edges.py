@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import posixpath
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -56,6 +57,7 @@ def index() -> EdgeIndex:
     return EdgeIndex.for_manifests([MKDIR, WRITE, COMMENT])
 
 
+@pytest.mark.req("DEP-1")
 def test_repeated_writes_link_only_to_the_previous_one() -> None:
     idx = index()
     for seq in (1, 2, 3):
@@ -63,6 +65,7 @@ def test_repeated_writes_link_only_to_the_previous_one() -> None:
         idx.add(seq, "t.write", {"path": "a.txt" if seq % 2 else "./a.txt"}, {})
 
 
+@pytest.mark.req("DEP-1")
 def test_within_finds_the_directory_through_each_parent() -> None:
     idx = index()
     idx.add(1, "t.mkdir", {"path": "a/b"}, {"created": ["a", "a/b"]})
@@ -73,6 +76,7 @@ def test_within_finds_the_directory_through_each_parent() -> None:
     assert idx.edges(WRITE, {"path": "ab/f.txt"}) == []
 
 
+@pytest.mark.req("DEP-1")
 def test_failed_steps_and_unwatched_tools_are_never_linked() -> None:
     idx = index()
     idx.add(1, "t.write", {"path": "a.txt"}, None)
@@ -83,6 +87,7 @@ def test_failed_steps_and_unwatched_tools_are_never_linked() -> None:
     assert 3 not in idx.entries
 
 
+@pytest.mark.req("DEP-1")
 def test_equals_on_a_result_value() -> None:
     idx = index()
     idx.add(1, "t.create", {}, {"id": "I-1"})
@@ -117,6 +122,7 @@ def _scan(steps: list[tuple[int, str, str, bool]], path: str) -> list[int]:
 
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(_step, max_size=40), st.sampled_from(_PATHS), st.data())
+@pytest.mark.req("DEP-1")
 def test_edges_equal_a_scan_of_the_whole_run(
     steps: list[tuple[str, str, bool]], path: str, data: st.DataObject
 ) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from reversi_core import Durability, JournalError, JournalVersionError, SQLiteJournal, StepState
-from reversi_core.journal import RunStatus
+from reversi_core.journal import RunStatus, StepRecord, open_journal
 from reversi_core.journal.sqlite import JOURNAL_FILENAME, SCHEMA_VERSION
 
 TABLES = {"runs", "steps", "edges", "events"}
@@ -53,6 +53,7 @@ def test_wal_mode_is_on(journal: SQLiteJournal) -> None:
     assert journal._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
+@pytest.mark.req("JNL-2")
 def test_durability_power_sets_synchronous_full(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir, durability="power")
     try:
@@ -77,6 +78,7 @@ def _commit_modes(journal: SQLiteJournal) -> list[str]:
     return modes
 
 
+@pytest.mark.req("JNL-2")
 def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir, durability="power")
     try:
@@ -109,6 +111,76 @@ def test_power_durability_syncs_every_write_step_but_not_each_read(data_dir: Pat
         assert journal.get_step("run_a", read.seq).result == {"v": 1}
     finally:
         journal.close()
+
+
+@pytest.mark.req("CALL-4", "JNL-2")
+def test_a_read_recorded_after_it_answered_is_one_commit_without_an_fsync_under_power(
+    data_dir: Path,
+) -> None:
+    journal = SQLiteJournal.open(data_dir, durability="power")
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        modes = _commit_modes(journal)
+        seq = journal.reserve_step("run_a")
+        assert modes == []  # reserving writes nothing
+        key = SQLiteJournal.forward_key("run_a", seq)
+        journal.record_step(
+            StepRecord(
+                run_id="run_a",
+                seq=seq,
+                tool="mem.get",
+                effect="read_only",
+                permission="x:y",
+                args={"k": "v"},
+                reason=None,
+                state=StepState.SUCCEEDED,
+                idempotency_key=key,
+                started_at=1.0,
+                finished_at=2.0,
+                result={"v": 1},
+                requires=[],
+            )
+        )
+        write = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        assert write.seq == seq + 1  # the reserved number is not handed out again
+        assert modes == ["NORMAL", "FULL"]
+        step = journal.get_step("run_a", seq)
+        assert (step.state, step.result, step.owner) == (StepState.SUCCEEDED, {"v": 1}, None)
+        with pytest.raises(JournalError, match="written by another journal handle"):
+            journal.record_step(step)  # the number is taken now
+    finally:
+        journal.close()
+
+
+@pytest.mark.req("JNL-4")
+def test_storage_errors_reach_callers_as_journal_errors(journal: SQLiteJournal) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    journal._conn.execute("DROP TABLE edges")
+    with pytest.raises(JournalError, match="no such table: edges") as info:
+        journal.list_steps("run_a")
+    assert not isinstance(info.value, sqlite3.Error)
+    assert info.value.__cause__ is None
+    journal._conn.close()
+    with pytest.raises(JournalError, match="closed database"):
+        journal.list_runs()
+
+
+def test_open_journal_opens_a_data_directory_and_refuses_urls_without_echoing_them(
+    data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with open_journal(data_dir) as journal:
+        journal.create_run("run_a", [], None)
+        assert journal.location == str(data_dir)
+    monkeypatch.setenv("REVERSI_DATA", str(data_dir))
+    with open_journal(None, create=False) as journal:
+        assert [r.id for r in journal.list_runs()] == ["run_a"]
+    url = "postgresql://agent:s3cr3t-pw@db.internal:5432/reversi"
+    with pytest.raises(JournalError, match="PostgreSQL journal") as info:
+        open_journal(url)
+    assert "s3cr3t" not in str(info.value)
+    assert "db.internal" not in str(info.value)
+    with pytest.raises(JournalError, match="scheme 'mysql'"):
+        open_journal("mysql://u:p@h/db")
 
 
 def test_a_commit_that_fails_is_rolled_back_and_the_journal_stays_usable(
@@ -146,6 +218,7 @@ class _CommitFailsOnce:
         return getattr(self._conn, name)
 
 
+@pytest.mark.req("JNL-4")
 def test_a_step_whose_intent_fails_to_commit_leaves_no_trace(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir, durability="power")
     try:
@@ -153,8 +226,9 @@ def test_a_step_whose_intent_fails_to_commit_leaves_no_trace(data_dir: Path) -> 
         first = journal.begin_step("run_a", "t", "reversible", "x:y", {}, None, None, [])
         real = journal._conn
         journal._conn = _CommitFailsOnce(real)  # type: ignore[assignment]  # a test double
-        with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        with pytest.raises(JournalError, match="disk is full") as info:
             journal.begin_step("run_a", "t.read", "read_only", "x:y", {}, None, None, [])
+        assert not isinstance(info.value, sqlite3.Error)
         journal._conn = real
         assert not real.in_transaction
         assert journal._light == set()  # no read-only step is waiting for its outcome
@@ -185,6 +259,7 @@ def test_an_error_sqlite_already_rolled_back_is_the_one_raised(journal: SQLiteJo
     assert journal.get_run("run_a").label is None
 
 
+@pytest.mark.req("JNL-2")
 def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir)
     try:
@@ -207,6 +282,7 @@ def test_process_durability_never_syncs_a_step(data_dir: Path) -> None:
         journal.close()
 
 
+@pytest.mark.req("JNL-2")
 def test_durability_process_sets_synchronous_normal_and_is_the_default(data_dir: Path) -> None:
     journal = SQLiteJournal.open(data_dir)
     try:
@@ -235,6 +311,7 @@ def _newer_journal(data_dir: Path, *, wal: bool) -> Path:
 
 
 @pytest.mark.parametrize("wal", [True, False], ids=["wal", "rollback-journal"])
+@pytest.mark.req("JNL-3")
 def test_newer_schema_is_refused_and_the_file_left_unchanged(data_dir: Path, wal: bool) -> None:
     path = _newer_journal(data_dir, wal=wal)
     before = path.read_bytes()

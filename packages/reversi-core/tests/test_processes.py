@@ -56,6 +56,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.req("JNL-1", "CALL-3")
 async def test_killed_process_leaves_an_uncertain_step_that_can_be_resolved(
     tmp_path: Path, registry: Registry
 ) -> None:
@@ -97,6 +98,7 @@ async def test_killed_process_leaves_an_uncertain_step_that_can_be_resolved(
         journal.close()
 
 
+@pytest.mark.req("JNL-1")
 async def test_pending_step_of_a_live_owner_is_left_pending(
     tmp_path: Path, registry: Registry
 ) -> None:
@@ -142,6 +144,7 @@ time.sleep(600)
 """
 
 
+@pytest.mark.req("RB-9")
 async def test_second_rollback_refuses_while_another_process_rolls_back(
     tmp_path: Path, journal: SQLiteJournal, registry: Registry, mem: MemConnector, data_dir: Path
 ) -> None:
@@ -197,6 +200,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.req("RB-7", "JNL-1")
 async def test_rollback_killed_midway_is_finished_by_the_next_without_rerunning(
     tmp_path: Path, registry: Registry
 ) -> None:
@@ -259,6 +263,7 @@ anyio.run(main)
 """
 
 
+@pytest.mark.req("JNL-5")
 async def test_two_processes_writing_one_journal_lose_nothing(
     tmp_path: Path, journal: SQLiteJournal, registry: Registry, mem: MemConnector, data_dir: Path
 ) -> None:

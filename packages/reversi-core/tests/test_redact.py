@@ -5,6 +5,8 @@ from __future__ import annotations
 import urllib.parse
 import uuid
 
+import pytest
+
 from reversi_core import register_secret, scrub
 from reversi_core.redact import REDACTED, Redactor
 
@@ -31,6 +33,7 @@ def test_redactor_replaces_longer_secrets_first() -> None:
     assert redactor.scrub("x abcdefgh y abcd z") == f"x {REDACTED} y {REDACTED} z"
 
 
+@pytest.mark.req("CALL-8")
 def test_scrub_json_recurses_into_dicts_lists_and_keys() -> None:
     redactor = Redactor(["tok-12345"])
     value = {

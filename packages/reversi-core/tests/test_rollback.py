@@ -45,6 +45,7 @@ def states(run: Run) -> dict[int, RollbackState | None]:
     return {s.seq: s.rollback_state for s in run.steps()}
 
 
+@pytest.mark.req("RB-1")
 async def test_steps_are_undone_newest_first(make_run: MakeRun, mem: MemConnector) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})
@@ -68,6 +69,7 @@ async def test_steps_are_undone_newest_first(make_run: MakeRun, mem: MemConnecto
     assert report.complete
 
 
+@pytest.mark.req("RB-1")
 async def test_read_only_failed_and_rejected_steps_are_not_applicable(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -93,6 +95,7 @@ async def test_read_only_failed_and_rejected_steps_are_not_applicable(
     assert "rejected" in (by_seq[3].rollback_reason or "")
 
 
+@pytest.mark.req("RB-2")
 async def test_succeeded_irreversible_step_is_unrecoverable_and_listed(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -113,6 +116,7 @@ async def test_succeeded_irreversible_step_is_unrecoverable_and_listed(
     assert run.record.status is RunStatus.ROLLBACK_INCOMPLETE
 
 
+@pytest.mark.req("RB-2")
 async def test_idempotent_tool_called_by_the_agent_is_unrecoverable(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -126,6 +130,7 @@ async def test_idempotent_tool_called_by_the_agent_is_unrecoverable(
     assert [c for c in mem.calls if c.ctx.compensation] == []
 
 
+@pytest.mark.req("RB-3")
 async def test_unresolved_uncertain_step_is_reported_not_compensated(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -144,6 +149,7 @@ async def test_unresolved_uncertain_step_is_reported_not_compensated(
     assert report.unrecoverable == []
 
 
+@pytest.mark.req("RB-3", "RES-1")
 async def test_resolved_applied_step_is_compensated_on_the_next_rollback(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -167,6 +173,7 @@ async def test_resolved_applied_step_is_compensated_on_the_next_rollback(
     assert [e["kind"] for e in run.journal.list_events(run.id)].count("resolved") == 1
 
 
+@pytest.mark.req("RES-1")
 async def test_resolved_applied_without_result_reports_why(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -182,6 +189,7 @@ async def test_resolved_applied_without_result_reports_why(
     assert report.outstanding[0].state == "compensation_failed"
 
 
+@pytest.mark.req("RB-3")
 async def test_resolved_not_applied_step_is_not_applicable(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -197,6 +205,7 @@ async def test_resolved_not_applied_step_is_not_applicable(
     assert mem.calls_of("mem.restore") == []
 
 
+@pytest.mark.req("RES-1")
 async def test_resolving_an_already_compensated_step_raises(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -213,6 +222,7 @@ async def test_resolving_an_already_compensated_step_raises(
     assert len(mem.calls_of("mem.restore")) == 1  # never undone twice
 
 
+@pytest.mark.req("RES-1")
 async def test_resolving_a_step_that_is_not_uncertain_raises(make_run: MakeRun) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})
@@ -221,6 +231,7 @@ async def test_resolving_a_step_that_is_not_uncertain_raises(make_run: MakeRun) 
     assert run.journal.get_step(run.id, 1).resolution is None
 
 
+@pytest.mark.req("RB-4")
 async def test_required_step_is_deferred_while_its_dependent_stands_then_completes(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -255,6 +266,7 @@ async def test_required_step_is_deferred_while_its_dependent_stands_then_complet
     assert run.record.status is RunStatus.ROLLED_BACK
 
 
+@pytest.mark.req("RB-4")
 async def test_required_step_is_deferred_while_its_dependent_is_uncertain(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -269,6 +281,7 @@ async def test_required_step_is_deferred_while_its_dependent_is_uncertain(
     assert {o.step for o in report.outstanding} == {1, 2}
 
 
+@pytest.mark.req("RB-5")
 async def test_compensation_key_is_the_same_on_every_attempt_and_depends_on_run_and_step(
     make_run: MakeRun, mem: MemConnector, journal: SQLiteJournal, registry: Registry, data_dir: Path
 ) -> None:
@@ -299,6 +312,7 @@ async def test_compensation_key_is_the_same_on_every_attempt_and_depends_on_run_
     assert compensation_key(run.id, 1) != journal.get_step(run.id, 1).idempotency_key
 
 
+@pytest.mark.req("RB-6")
 async def test_compensation_error_is_kept_scrubbed(
     make_run: MakeRun, mem: MemConnector, journal: SQLiteJournal, data_dir: Path
 ) -> None:
@@ -330,6 +344,7 @@ async def test_compensation_error_is_kept_scrubbed(
     assert quoted.encode() not in raw
 
 
+@pytest.mark.req("RB-6")
 async def test_verify_returning_false_is_verification_failed_not_compensated(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -356,6 +371,7 @@ async def test_verify_returning_false_is_verification_failed_not_compensated(
     assert states(run) == {1: RollbackState.COMPENSATED}
 
 
+@pytest.mark.req("RB-6")
 async def test_verify_raising_is_verification_failed(make_run: MakeRun, mem: MemConnector) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})
@@ -369,6 +385,7 @@ async def test_verify_raising_is_verification_failed(make_run: MakeRun, mem: Mem
     assert "RuntimeError: cannot reach the backend to check" in out.reason
 
 
+@pytest.mark.req("RB-7")
 async def test_rollback_is_complete_only_when_every_step_is_compensated_or_not_applicable(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -397,6 +414,7 @@ async def test_rollback_is_complete_only_when_every_step_is_compensated_or_not_a
     assert run2.record.status is RunStatus.ROLLBACK_INCOMPLETE
 
 
+@pytest.mark.req("RB-8")
 async def test_compensations_run_outside_the_agent_scope(
     make_run: MakeRun, mem: MemConnector, registry: Registry
 ) -> None:
@@ -411,6 +429,7 @@ async def test_compensations_run_outside_the_agent_scope(
     assert run.scope == frozenset({"mem:write"})
 
 
+@pytest.mark.req("RB-8")
 async def test_compensations_never_ask_the_approver(make_run: MakeRun, mem: MemConnector) -> None:
     asked: list[str] = []
 
@@ -427,6 +446,7 @@ async def test_compensations_never_ask_the_approver(make_run: MakeRun, mem: MemC
     assert len(mem.calls_of("mem.restore")) == 1
 
 
+@pytest.mark.req("CALL-10")
 async def test_rolled_back_run_takes_no_new_calls(make_run: MakeRun, mem: MemConnector) -> None:
     asked: list[str] = []
 
@@ -449,6 +469,7 @@ async def test_rolled_back_run_takes_no_new_calls(make_run: MakeRun, mem: MemCon
     assert [s.seq for s in run.steps()] == [1]
 
 
+@pytest.mark.req("CALL-10")
 async def test_incompletely_rolled_back_run_takes_no_new_calls(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -462,6 +483,7 @@ async def test_incompletely_rolled_back_run_takes_no_new_calls(
     assert len(run.steps()) == 1
 
 
+@pytest.mark.req("RB-9")
 async def test_second_rollback_in_the_same_process_refuses_while_the_first_runs(
     make_run: MakeRun, mem: MemConnector, registry: Registry, data_dir: Path
 ) -> None:
@@ -497,6 +519,7 @@ async def test_second_rollback_in_the_same_process_refuses_while_the_first_runs(
     assert len(mem.calls_of("mem.restore")) == 2
 
 
+@pytest.mark.req("RB-7")
 async def test_interrupted_rollback_resumes_without_rerunning_done_compensations(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -515,6 +538,7 @@ async def test_interrupted_rollback_resumes_without_rerunning_done_compensations
     assert mem.data == {}
 
 
+@pytest.mark.req("RB-7")
 async def test_cancelled_rollback_resumes_without_rerunning_done_compensations(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
@@ -551,6 +575,7 @@ async def test_progress_callback_sees_each_decision(make_run: MakeRun, mem: MemC
     assert seen == [(2, RollbackState.COMPENSATED), (1, RollbackState.NOT_APPLICABLE)]
 
 
+@pytest.mark.req("RB-6")
 async def test_compensation_timeout_counts_as_failure(make_run: MakeRun, mem: MemConnector) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})

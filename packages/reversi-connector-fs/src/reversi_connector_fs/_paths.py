@@ -3,7 +3,7 @@
 Every path a tool receives is first checked as text by :func:`split`, which returns its
 components or raises ``ToolError(code="path_refused")`` naming the path and the reason:
 
-- an empty path, a NUL byte, or text that cannot be encoded as a file name;
+- an empty path, a NUL byte, or a lone surrogate (text that is not Unicode);
 - an absolute path (leading ``/``);
 - any ``..`` component, wherever it is and wherever it would lead;
 - a name longer than :data:`NAME_MAX` bytes, or a path of :data:`PATH_MAX` bytes or more;
@@ -11,6 +11,13 @@ components or raises ``ToolError(code="path_refused")`` naming the path and the 
 - anything at or under the backup directory when that directory lies inside the root
   (``.`` components and repeated slashes are dropped first, so every spelling of it is
   caught).
+
+Names that are not valid UTF-8 have a JSON-safe spelling (:func:`spell`, read back by
+:func:`from_spelling`): each byte that is not part of a UTF-8 character is written
+``\\xHH`` (two hex digits, ``80`` to ``ff``), and a backslash that comes before ``x``,
+another backslash or such a byte is doubled. Every result spells its names so, and
+every path argument is read so; inside the connector a name is Python's
+``surrogateescape`` form, what ``os.fsdecode`` gives.
 
 Then :meth:`Tree.directory` opens the directories one component at a time, each relative
 to a descriptor of the one before, starting from a descriptor of the root, with
@@ -27,6 +34,7 @@ from __future__ import annotations
 
 import errno
 import os
+import re
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -39,11 +47,13 @@ __all__ = [
     "Tree",
     "describe",
     "failure",
+    "from_spelling",
     "kind",
     "lstat",
     "open_regular",
     "refused",
     "require_regular",
+    "spell",
     "split",
 ]
 
@@ -71,6 +81,49 @@ _CODES = {
     errno.EFBIG: "too_large",
     errno.EROFS: "read_only_file_system",
 }
+
+
+_ESCAPE = re.compile(r"\\(\\|[xX]([89a-fA-F][0-9a-fA-F]))")
+
+
+def _unescape(match: re.Match[str]) -> str:
+    hexa = match.group(2)
+    return "\\" if hexa is None else chr(0xDC00 + int(hexa, 16))
+
+
+def from_spelling(text: str) -> str:
+    """A name or path as the connector spells it (see the module docstring), read back.
+
+    ``\\xHH`` (``HH`` from ``80`` to ``ff``) becomes that byte and ``\\\\`` one backslash;
+    any other backslash stays as it is. Returns the ``os.fsdecode`` form.
+    """
+    if "\\" not in text:
+        return text
+    return _ESCAPE.sub(_unescape, text)
+
+
+def spell(name: str) -> str:
+    """The JSON-safe spelling of ``name`` (an ``os.fsdecode`` string, ``/`` kept).
+
+    Valid UTF-8 without a backslash comes back unchanged.
+    """
+    if "\\" not in name:
+        try:
+            name.encode("utf-8")
+            return name
+        except UnicodeEncodeError:
+            pass
+    out: list[str] = []
+    last = len(name) - 1
+    for i, ch in enumerate(name):
+        code = ord(ch)
+        if 0xDC80 <= code <= 0xDCFF:
+            out.append(f"\\x{code - 0xDC00:02x}")
+        elif ch == "\\" and i < last and (name[i + 1] in "\\xX" or 0xDC80 <= ord(name[i + 1]) <= 0xDCFF):
+            out.append("\\\\")
+        else:
+            out.append(ch)
+    return "".join(out)
 
 
 def describe(path: str) -> str:
@@ -111,7 +164,15 @@ def split(
     if "\x00" in path:
         raise refused(path, "it contains a NUL byte")
     try:
-        encoded = os.fsencode(path)
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        raise refused(
+            path,
+            "it holds a lone surrogate, which is not text; write a byte that is not UTF-8 "
+            "as \\xHH, as fs.list_dir spells such names",
+        ) from None
+    try:
+        encoded = os.fsencode(from_spelling(path))
     except UnicodeEncodeError:
         raise refused(path, "it cannot be encoded as a file name") from None
     if path.startswith("/"):
@@ -124,6 +185,7 @@ def split(
             continue
         if part == "..":
             raise refused(path, "'..' components are not accepted")
+        part = from_spelling(part)
         if len(os.fsencode(part)) > NAME_MAX:
             raise refused(path, f"a name in it is longer than {NAME_MAX} bytes")
         parts.append(part)

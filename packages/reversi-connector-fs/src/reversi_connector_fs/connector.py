@@ -41,7 +41,18 @@ from reversi_core.manifest import Compensation, Effect, Match, Requirement
 
 from ._backups import Backups
 from ._files import copy_fd, same_content, sync_dir, write_all, write_atomically
-from ._paths import Tree, describe, failure, kind, lstat, open_regular, refused, require_regular
+from ._paths import (
+    Tree,
+    describe,
+    failure,
+    from_spelling,
+    kind,
+    lstat,
+    open_regular,
+    refused,
+    require_regular,
+    spell,
+)
 
 __all__ = [
     "DEFAULT_BACKUP_DIR",
@@ -494,7 +505,7 @@ class FsConnector(Connector):
                     code="not_utf8",
                 ) from None
         return {
-            "path": "/".join(parts),
+            "path": spell("/".join(parts)),
             "content": content,
             "encoding": args.encoding,
             "size": len(data),
@@ -530,14 +541,14 @@ class FsConnector(Connector):
                 what = kind(st)
                 entries.append(
                     {
-                        "name": entry.name,
+                        "name": spell(entry.name),
                         "type": what,
                         "size": st.st_size if what == "file" else None,
                     }
                 )
         entries.sort(key=lambda e: str(e["name"]))
         return {
-            "path": "/".join(parts) or ".",
+            "path": spell("/".join(parts)) or ".",
             "entries": entries[:MAX_LIST_ENTRIES],
             "truncated": len(entries) > MAX_LIST_ENTRIES,
         }
@@ -600,9 +611,9 @@ class FsConnector(Connector):
                     self._backups.discard(backup)
                 raise
         return {
-            "path": "/".join(parts),
+            "path": spell("/".join(parts)),
             "existed": before is not None,
-            "backup": backup,
+            "backup": spell(backup) if backup is not None else None,
             "size": len(data),
             "mode": stat.S_IMODE(after.st_mode),
         }
@@ -637,9 +648,9 @@ class FsConnector(Connector):
             require_regular(before, args.path)
             backup = self._backups.save_by_move(dfd, name, args.path)
         return {
-            "path": "/".join(parts),
+            "path": spell("/".join(parts)),
             "existed": True,
-            "backup": backup,
+            "backup": spell(backup),
             "mode": stat.S_IMODE(before.st_mode),
             "size": before.st_size,
         }
@@ -684,7 +695,7 @@ class FsConnector(Connector):
                         f"{created}, and removing them failed too: {undo}"
                     ) from None
             raise error from None
-        return {"path": "/".join(parts), "created": created}
+        return {"path": spell("/".join(parts)), "created": [spell(c) for c in created]}
 
     @tool(
         effect=Effect.REVERSIBLE,
@@ -757,9 +768,9 @@ class FsConnector(Connector):
                     self._backups.discard(replaced)
                 raise
         return {
-            "source": "/".join(sparts),
-            "destination": "/".join(dparts),
-            "replaced_backup": replaced,
+            "source": spell("/".join(sparts)),
+            "destination": spell("/".join(dparts)),
+            "replaced_backup": spell(replaced) if replaced is not None else None,
         }
 
     # -- compensations -------------------------------------------------------------------------
@@ -784,7 +795,7 @@ class FsConnector(Connector):
         """
         parts = self._tree.split(args.path)
         if args.backup is not None:
-            action = self._put_backup(parts, args.path, args.backup)
+            action = self._put_backup(parts, args.path, from_spelling(args.backup))
         else:
             action = "absent"
             name = parts[-1]
@@ -806,7 +817,7 @@ class FsConnector(Connector):
             except ToolError as exc:
                 if exc.code != "not_found":
                     raise
-        return {"path": "/".join(parts), "backup": args.backup, "action": action}
+        return {"path": spell("/".join(parts)), "backup": args.backup, "action": action}
 
     @tool(
         effect=Effect.IDEMPOTENT, permission="fs:write", input=RemoveDirArgs, output=RemoveDirResult
@@ -843,7 +854,7 @@ class FsConnector(Connector):
                 )
             removable.append(parts)
         removed = self._remove_empty(["/".join(p) for p in removable], absent=absent)
-        return {"removed": removed, "absent": absent}
+        return {"removed": [spell(r) for r in removed], "absent": [spell(a) for a in absent]}
 
     @tool(
         effect=Effect.IDEMPOTENT,
@@ -880,7 +891,7 @@ class FsConnector(Connector):
                 f"{describe(args.source)} and {describe(args.destination)} are the same path",
                 code="same_path",
             )
-        backup = args.replaced_backup
+        backup = from_spelling(args.replaced_backup) if args.replaced_backup is not None else None
         if backup is not None:
             self._backups.check_name(backup)
         src = self._probe(sparts, args.source)
@@ -926,7 +937,11 @@ class FsConnector(Connector):
                 "the moved file is gone, so there is nothing to move back",
                 code="not_found",
             )
-        return {"source": "/".join(sparts), "destination": "/".join(dparts), "action": action}
+        return {
+            "source": spell("/".join(sparts)),
+            "destination": spell("/".join(dparts)),
+            "action": action,
+        }
 
     # -- helpers ------------------------------------------------------------------------
 

@@ -22,7 +22,16 @@ from .connector import (
     registry_for,
     tool,
 )
-from .engine import ApprovalDecision, ApprovalRequest, RollbackReport, Run, compensation_key
+from .engine import (
+    REJECTED_ARGS_LIMIT,
+    ApprovalDecision,
+    ApprovalRequest,
+    CallOutcome,
+    RollbackReport,
+    Run,
+    Withheld,
+    compensation_key,
+)
 from .errors import (
     ApprovalDenied,
     CallRejected,
@@ -39,19 +48,31 @@ from .errors import (
     RunClosedError,
     RunStateError,
     ToolError,
+    ToolUnavailableError,
     UnknownToolError,
 )
-from .journal import Durability, RollbackState, RunStatus, SQLiteJournal, StepRecord, StepState
+from .journal import (
+    Durability,
+    Journal,
+    RollbackState,
+    RunStatus,
+    SQLiteJournal,
+    StepRecord,
+    StepState,
+    open_journal,
+)
 from .manifest import Approval, Compensation, Const, Effect, Manifest, Match, Requirement
 from .redact import register_secret, scrub
 from .registry import ManifestDrift, Registry, detect_manifest_drift, schema_hash
 
 __all__ = [
+    "REJECTED_ARGS_LIMIT",
     "Approval",
     "ApprovalDecision",
     "ApprovalDenied",
     "ApprovalRequest",
     "CallContext",
+    "CallOutcome",
     "CallRejected",
     "CliOption",
     "CommandCompensator",
@@ -66,6 +87,7 @@ __all__ = [
     "Effect",
     "EffectUncertainError",
     "InvalidArgumentsError",
+    "Journal",
     "JournalError",
     "JournalVersionError",
     "Manifest",
@@ -87,7 +109,9 @@ __all__ = [
     "StepRecord",
     "StepState",
     "ToolError",
+    "ToolUnavailableError",
     "UnknownToolError",
+    "Withheld",
     "__version__",
     "all_connectors",
     "compensation_key",
@@ -96,6 +120,7 @@ __all__ = [
     "detect_manifest_drift",
     "enabled_from_env",
     "executor_for",
+    "open_journal",
     "register_secret",
     "registry_for",
     "schema_hash",

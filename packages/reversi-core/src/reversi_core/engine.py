@@ -1,10 +1,17 @@
 """The engine: a run of journaled calls and its rollback (the saga of docs/engine.md).
 
-A :class:`Run` belongs to one agent session. :meth:`Run.call` checks the tool, the
-permission scope, the arguments and approval, makes the intent durable, executes, and
-makes the outcome durable. :meth:`Run.rollback` undoes the run's steps newest first,
-honouring ``requires`` edges, and returns a :class:`RollbackReport`.
+A :class:`Run` belongs to one agent session. :meth:`Run.attempt` checks the tool, the
+permission scope, the arguments and approval, journals the call, executes it and
+journals its outcome, and returns a :class:`CallOutcome` whatever happened;
+:meth:`Run.call` is the same and raises the error of a call that did not succeed.
+:meth:`Run.rollback` undoes the run's steps newest first, honouring ``requires`` edges
+(see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`.
 :meth:`Run.resolve` records a person's decision about an uncertain step.
+
+Every refusal is the engine's: an unknown tool, a tool withheld by whoever serves the
+run (:attr:`Run.withheld`), a permission outside the scope, invalid arguments, a denied
+approval, and a run that was rolled back. The requirement ids of docs/engine.md
+(``CALL-1`` ...) name the rules each part of :meth:`Run.attempt` implements.
 
 The engine knows no transport and no terminal: the gateway and the command-line tools
 sit on top of it.
@@ -13,16 +20,36 @@ sit on top of it.
 from __future__ import annotations
 
 import contextlib
+import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from typing import Any
 
-import anyio
-import anyio.lowlevel
-
 from ._edges import EdgeIndex
-from .connector import CallContext, CompensationCall, Compensator
+from ._outcome import (
+    REJECTED_ARGS_LIMIT,
+    AnswerCallback,
+    ApprovalDecision,
+    ApprovalRequest,
+    Approver,
+    CallOutcome,
+    Executor,
+    Withheld,
+    compensation_for,
+    kept_args,
+    run_tool,
+    unicode_problems,
+)
+from ._rollback import (
+    OutstandingStep,
+    ProgressCallback,
+    RollbackReport,
+    Verifier,
+    compensation_key,
+)
+from ._rollback import rollback as _rollback
+from .connector import CallContext, Compensator
 from .errors import (
     ApprovalDenied,
     CallRejected,
@@ -30,69 +57,43 @@ from .errors import (
     InvalidArgumentsError,
     JournalError,
     PermissionDenied,
-    ReversiError,
     RunClosedError,
     RunStateError,
-    ToolError,
+    ToolUnavailableError,
     UnknownToolError,
 )
-from .journal import Journal, RollbackState, RunRecord, RunStatus, StepRecord, StepState
+from .journal import (
+    Journal,
+    RollbackState,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepState,
+    step_idempotency_key,
+)
 from .manifest import (
     Approval,
     Effect,
     Manifest,
-    MappingFailed,
-    evaluate_argument_map,
 )
-from .redact import scrub, scrub_json
+from .redact import scrub
 from .registry import Registry
 
 __all__ = [
+    "REJECTED_ARGS_LIMIT",
     "ApprovalDecision",
     "ApprovalRequest",
     "Approver",
+    "CallOutcome",
     "Executor",
     "OutstandingStep",
     "RollbackReport",
     "Run",
     "Verifier",
+    "Withheld",
     "compensation_key",
     "new_run_id",
 ]
-
-Executor = Callable[[str, dict[str, Any], CallContext], Awaitable[dict[str, Any]]]
-"""Runs a tool: ``(tool, args, ctx) -> JSON result``; raises ToolError / EffectUncertainError."""
-
-
-@dataclass(frozen=True)
-class ApprovalRequest:
-    """What an approver is asked: the tool, its manifest, the arguments and the agent's reason."""
-
-    run_id: str
-    tool: str
-    manifest: Manifest
-    args: dict[str, Any]
-    reason: str | None
-
-
-@dataclass(frozen=True)
-class ApprovalDecision:
-    """An approver's answer, journaled with the step. ``by`` names who answered."""
-
-    approved: bool
-    by: str = "approver"
-    note: str | None = None
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"approved", "by", "note"}``."""
-        return {"approved": self.approved, "by": self.by, "note": self.note}
-
-
-Approver = Callable[[ApprovalRequest], Awaitable[ApprovalDecision | bool]]
-"""Asked before each call of an ``approval: always`` tool; ``True``/``False`` or a decision."""
-
-Verifier = Callable[[StepRecord, dict[str, Any]], Awaitable[bool]]
-"""Called after a compensation with the step and the compensation's result; ``False`` means not undone."""
 
 
 def new_run_id() -> str:
@@ -100,74 +101,14 @@ def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex[:16]}"
 
 
-def compensation_key(run_id: str, seq: int) -> str:
-    """The idempotency key of a step's compensation: derived only from the run and the step."""
-    return f"reversi-{run_id}-{seq}-undo"
-
-
-@dataclass(frozen=True)
-class OutstandingStep:
-    """A step a rollback did not finish: its number, tool, state and why."""
-
-    step: int
-    tool: str
-    state: str
-    reason: str
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"step", "tool", "state", "reason"}``."""
-        return {"step": self.step, "tool": self.tool, "state": self.state, "reason": self.reason}
-
-
-@dataclass
-class RollbackReport:
-    """The outcome of a rollback.
-
-    ``complete`` is true only when every step is ``compensated`` or ``not_applicable``.
-    ``steps`` holds every step newest first as journaled after this attempt;
-    ``outstanding`` the ones still to deal with and why; ``unrecoverable`` those a
-    person must handle (irreversible, or idempotent calls the agent made itself);
-    ``compensated_now`` the steps whose compensation ran in this attempt.
-    """
-
-    run_id: str
-    complete: bool
-    steps: list[StepRecord] = field(default_factory=list)
-    outstanding: list[OutstandingStep] = field(default_factory=list)
-    unrecoverable: list[OutstandingStep] = field(default_factory=list)
-    compensated_now: list[int] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON form: ``{"run_id", "complete", "status", "steps": [...], "outstanding": [...], ...}``."""
-        return {
-            "run_id": self.run_id,
-            "complete": self.complete,
-            "status": "complete" if self.complete else "incomplete",
-            "compensated_now": self.compensated_now,
-            "outstanding": [o.to_json() for o in self.outstanding],
-            "unrecoverable": [o.to_json() for o in self.unrecoverable],
-            "steps": [
-                {
-                    "step": s.seq,
-                    "tool": s.tool,
-                    "state": s.state.value,
-                    "resolution": s.resolution,
-                    "rollback_state": s.rollback_state.value if s.rollback_state else None,
-                    "reason": s.rollback_reason,
-                }
-                for s in self.steps
-            ],
-        }
-
-
-ProgressCallback = Callable[[StepRecord, RollbackState | None, str | None], None]
-
-
 class Run:
     """One agent session's journaled calls (see the module docstring).
 
     Create with :meth:`start` or reopen with :meth:`open`. ``scope`` is the set of
     permissions the agent holds; ``None`` means :meth:`Registry.default_scope`.
+    :meth:`call` (or :meth:`attempt`, which returns failures instead of raising them)
+    makes one journaled call; :meth:`rollback` undoes the run; :meth:`resolve` records a
+    person's finding about an uncertain step.
     """
 
     def __init__(
@@ -185,6 +126,9 @@ class Run:
         self.scope = frozenset(record.scope)
         self.executor = executor
         self.approver = approver
+        self.withheld: Mapping[str, Withheld] = {}
+        """Tools that have a manifest but whose calls are refused anyway (a server in front of
+        a changed connector sets it: drifted or unoffered tools); see :class:`Withheld`."""
         # What later `requires` may point at: loaded from the journal once, then kept up
         # to date by this Run's own calls (a run is served by one process).
         self._index: EdgeIndex | None = None
@@ -237,136 +181,248 @@ class Run:
         *,
         reason: str | None = None,
         execute: Executor | None = None,
+        approver: Approver | None = None,
         timeout: float | None = None,
-        on_read: Callable[[int, dict[str, Any]], None] | None = None,
-    ) -> tuple[int, dict[str, Any]]:
-        """Journal and execute one call; return ``(step, result)``.
+    ) -> CallOutcome:
+        """Journal and execute one call; return its outcome, which unpacks as ``(step, result)``.
 
-        ``execute`` (default: the run's executor) runs the tool; ``timeout`` (seconds)
-        bounds it, and running out on a writing tool makes the step uncertain.
+        The same as :meth:`attempt`, except that a call that did not succeed raises its
+        error (whose ``step`` names the journal step, when one was written):
+        :class:`UnknownToolError`, :class:`ToolUnavailableError`,
+        :class:`PermissionDenied`, :class:`InvalidArgumentsError` or
+        :class:`ApprovalDenied` (step ``rejected``, nothing executed);
+        :class:`~reversi_core.errors.RunClosedError` if the run was rolled back;
+        :class:`ToolError` (step ``failed``); :class:`EffectUncertainError` (step
+        ``uncertain``); :class:`~reversi_core.errors.JournalError` when the journal failed.
+        """
+        outcome = await self.attempt(
+            tool, args, reason=reason, execute=execute, approver=approver, timeout=timeout
+        )
+        if outcome.error is not None:
+            raise outcome.error
+        if outcome.journal_error is not None:
+            raise outcome.journal_error
+        return outcome
 
-        ``on_read(step, result)``, when given, is called for a ``read_only`` tool that
-        succeeded, with the result as it will be journaled, *before* the outcome is
-        written, so that a server can answer its client without waiting for that write
-        (the gateway does). The intent is still journaled before the tool runs. Should
-        the process die in between, the step is found ``pending`` and becomes
-        ``uncertain`` on reopen, which a rollback treats like any read: nothing to undo.
-        A writing tool's result is never handed out before its outcome is durable.
+    async def attempt(
+        self,
+        tool: str,
+        args: dict[str, Any],
+        *,
+        reason: str | None = None,
+        execute: Executor | None = None,
+        approver: Approver | None = None,
+        timeout: float | None = None,
+        answer: AnswerCallback | None = None,
+    ) -> CallOutcome:
+        """Journal and execute one call; return its :class:`CallOutcome`, never raising it.
 
-        Raises :class:`UnknownToolError`, :class:`PermissionDenied`,
-        :class:`InvalidArgumentsError` or :class:`ApprovalDenied` (step ``rejected``,
-        nothing executed); :class:`~reversi_core.errors.RunClosedError` if the run was
-        rolled back; :class:`ToolError` (step ``failed``); :class:`EffectUncertainError`
-        (step ``uncertain``).
+        ``args`` is the call's JSON object; ``reason`` the agent's stated reason,
+        journaled. ``execute`` (default: the run's executor) runs the tool and
+        ``approver`` (default: the run's) is asked about an ``approval: always`` tool,
+        both for this call only. ``timeout`` (seconds) bounds the execution; running out
+        on a writing tool makes the step uncertain.
+
+        A writing tool's intent is committed before it runs and its outcome before this
+        returns (CALL-3, CALL-5). A ``read_only`` tool is journaled in one commit after it
+        answered (CALL-4): ``answer``, when given, is handed its outcome first, so that a
+        server can answer its client before that commit. For every other outcome,
+        ``answer`` is handed it once it is journaled. Either way ``answer`` is called
+        exactly once, with the outcome this method then returns (for a read, the
+        returned one may carry a :attr:`CallOutcome.journal_error` that arose after).
+
+        Only cancellation and bugs of the caller (no executor at all:
+        :class:`RunStateError`) are raised.
         """
         execute = execute or self.executor
         if execute is None:
             raise RunStateError("no executor: pass execute= or create the run with executor=")
-        # A rolled-back run takes no call: begin_step refuses it atomically on the normal
-        # path, and _ensure_open is asked before anything else would be journaled in it
-        # (a rejection) or before an approver would be asked about it.
-        try:
-            manifest = self.registry.get(tool)
-        except UnknownToolError as exc:
-            self._reject(tool, "unknown", "unknown", args, reason, exc, None)
-            raise
-        if manifest.permission not in self.scope:
-            exc2 = PermissionDenied(
-                f"{tool} needs permission {manifest.permission!r}, which this run was not granted",
-                permission=manifest.permission,
-            )
-            self._reject(tool, manifest.effect.value, manifest.permission, args, reason, exc2, None)
-            raise exc2
-        try:
-            self.registry.validate_arguments(tool, args)
-        except InvalidArgumentsError as exc:
-            safe_args = args if isinstance(args, dict) else {"_invalid": repr(args)}
-            self._reject(
-                tool, manifest.effect.value, manifest.permission, safe_args, reason, exc, None
-            )
-            raise
+        outcome = self._refusal(tool, args, reason)
+        if outcome is not None:
+            return _told(outcome, answer)
+        manifest = self.registry.get(tool)
         approval: dict[str, Any] | None = None
         if manifest.approval is Approval.ALWAYS:
-            self._ensure_open()
-            decision = await self._ask_approval(tool, manifest, args, reason)
+            try:
+                self._ensure_open()
+            except (RunClosedError, JournalError) as exc:
+                return _told(CallOutcome(self.id, tool, None, None, error=exc), answer)
+            decision = await self._ask_approval(tool, manifest, args, reason, approver)
             approval = decision.to_json()
             if not decision.approved:
                 why = f"{tool} needs approval and {decision.by} denied it" + (
                     f": {decision.note}" if decision.note else ""
                 )
-                exc3 = ApprovalDenied(why)
-                self._reject(
-                    tool, manifest.effect.value, manifest.permission, args, reason, exc3, approval
-                )
-                raise exc3
+                denied = self._reject(tool, manifest, args, reason, ApprovalDenied(why), approval)
+                return _told(denied, answer)
+        if manifest.effect is Effect.READ_ONLY:
+            return await self._read(manifest, args, reason, approval, execute, timeout, answer)
+        return _told(await self._write(manifest, args, reason, approval, execute, timeout), answer)
+
+    def _refusal(self, tool: str, args: Any, reason: str | None) -> CallOutcome | None:
+        """The rejected outcome of a call refused before approval (CALL-1), or ``None``."""
+        if tool not in self.registry:
+            return self._reject(
+                tool, None, args, reason, UnknownToolError(f"unknown tool {tool!r}")
+            )
+        manifest = self.registry.get(tool)
+        withheld = self.withheld.get(tool)
+        if withheld is not None:
+            error: CallRejected = ToolUnavailableError(withheld.reason, code=withheld.code)
+            return self._reject(tool, manifest, args, reason, error)
+        if manifest.permission not in self.scope:
+            error = PermissionDenied(
+                f"{tool} needs permission {manifest.permission!r}, which this run was not granted",
+                permission=manifest.permission,
+            )
+            return self._reject(tool, manifest, args, reason, error)
+        try:
+            self.registry.validate_arguments(tool, args)
+        except InvalidArgumentsError as exc:
+            return self._reject(tool, manifest, args, reason, exc)
+        problems: list[str] = []
+        unicode_problems(args, "args", problems)
+        if problems:
+            error = InvalidArgumentsError(
+                f"invalid arguments for {tool}: " + "; ".join(problems), problems=problems
+            )
+            return self._reject(tool, manifest, args, reason, error)
+        return None
+
+    async def _write(
+        self,
+        manifest: Manifest,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+        execute: Executor,
+        timeout: float | None,
+    ) -> CallOutcome:
+        """A call of a tool that may change something: intent, execution, outcome."""
+        tool = manifest.name
         index = self._edge_index()
-        step = self.journal.begin_step(
-            self.id,
-            tool,
-            manifest.effect.value,
-            manifest.permission,
-            args,
-            reason,
-            approval,
-            index.edges(manifest, args) if manifest.requires else [],
-        )
+        try:
+            step = self.journal.begin_step(
+                self.id,
+                tool,
+                manifest.effect.value,
+                manifest.permission,
+                args,
+                reason,
+                approval,
+                index.edges(manifest, args) if manifest.requires else [],
+            )
+        except (RunClosedError, JournalError) as exc:
+            return CallOutcome(self.id, tool, None, None, error=exc)
         seq = step.seq
         index.add(seq, tool, args, None)
         ctx = CallContext(
             run_id=self.id, step=seq, idempotency_key=step.idempotency_key, timeout=timeout
         )
         try:
-            if timeout is not None:
-                with anyio.fail_after(timeout):
-                    result = await execute(tool, args, ctx)
-            else:
-                result = await execute(tool, args, ctx)
-        except (ToolError, CallRejected) as exc:
-            # CallRejected here is the tool's own refusal (say, its argument check): nothing ran
-            self._finish(seq, StepState.FAILED, error=scrub(str(exc)))
-            raise
-        except TimeoutError:
-            msg = f"{tool} did not finish within {timeout} s"
-            if manifest.writes:
-                self._finish(
-                    seq, StepState.UNCERTAIN, error=msg + "; it may or may not have taken effect"
-                )
-                raise EffectUncertainError(msg + "; outcome unknown") from None
-            self._finish(seq, StepState.FAILED, error=msg)
-            raise ToolError(msg, code="timeout") from None
-        except EffectUncertainError as exc:
-            self._finish(seq, StepState.UNCERTAIN, error=scrub(str(exc)))
-            raise
-        except BaseException as exc:
-            # Cancellation, a bug, anything unforeseen: for a write the outcome is unknown.
+            state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
+        except BaseException as exc:  # cancelled: the outcome of a write is unknown
             text = scrub(f"{type(exc).__name__}: {exc}")
-            state = StepState.UNCERTAIN if manifest.writes else StepState.FAILED
-            # If even this write fails, the step stays pending and becomes uncertain when
-            # the journal is next opened: nothing is lost.
+            # If even this fails, the step stays pending and becomes uncertain when the
+            # journal is next opened: nothing is lost.
             with contextlib.suppress(JournalError):
-                self._finish(seq, state, error=f"unexpected error: {text}")
-            if isinstance(exc, Exception):
-                if manifest.writes:
-                    raise EffectUncertainError(
-                        f"{tool}: unexpected error, outcome unknown: {text}"
-                    ) from None
-                raise ToolError(f"{tool}: unexpected error: {text}", code="unexpected") from None
+                self._finish(seq, StepState.UNCERTAIN, error=f"unexpected error: {text}")
             raise
-        result = scrub_json(result)
-        compensation, comp_error = self._compensation_for(manifest, args, result)
+        compensation = comp_error = None
+        if result is not None:
+            compensation, comp_error = compensation_for(manifest, args, result)
         try:
-            if on_read is not None and manifest.effect is Effect.READ_ONLY:
-                on_read(seq, result)
-        finally:  # the outcome is journaled even if the callback fails
             self._finish(
                 seq,
-                StepState.SUCCEEDED,
+                state,
                 result=result,
+                error=scrub(str(error)) if error is not None else None,
                 compensation=compensation,
                 compensation_error=comp_error,
             )
-        index.add(seq, tool, args, result)
-        return seq, result
+        except JournalError as exc:
+            lost = EffectUncertainError(
+                f"{tool} was carried out, but its outcome could not be journaled: {exc}. "
+                f"Step {seq} stays pending and is found uncertain once this process stops; "
+                f"then resolve it with 'reversi resolve {self.id} {seq} --applied'."
+                if state is StepState.SUCCEEDED
+                else f"{tool} ran, and its outcome could not be journaled: {exc}"
+            )
+            lost.step = seq
+            return CallOutcome(
+                self.id, tool, seq, StepState.UNCERTAIN, error=lost, journal_error=exc
+            )
+        if result is not None:
+            index.add(seq, tool, args, result)
+        if error is not None:
+            error.step = seq
+        return CallOutcome(self.id, tool, seq, state, result=result, error=error)
+
+    async def _read(
+        self,
+        manifest: Manifest,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+        execute: Executor,
+        timeout: float | None,
+        answer: AnswerCallback | None,
+    ) -> CallOutcome:
+        """A read-only call: executed, told, then journaled in one commit (CALL-4)."""
+        tool = manifest.name
+        index = self._edge_index()
+        try:
+            seq = self.journal.reserve_step(self.id)
+        except (RunClosedError, JournalError) as exc:
+            return _told(CallOutcome(self.id, tool, None, None, error=exc), answer)
+        requires = index.edges(manifest, args) if manifest.requires else []
+        key = step_idempotency_key(self.id, seq)
+        ctx = CallContext(run_id=self.id, step=seq, idempotency_key=key, timeout=timeout)
+        started = time.time()
+
+        def record(state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
+            self.journal.record_step(
+                StepRecord(
+                    run_id=self.id,
+                    seq=seq,
+                    tool=tool,
+                    effect=manifest.effect.value,
+                    permission=manifest.permission,
+                    args=args,
+                    reason=reason,
+                    state=state,
+                    idempotency_key=key,
+                    started_at=started,
+                    finished_at=time.time(),
+                    result=result,
+                    error=error,
+                    approval=approval,
+                    requires=requires,
+                )
+            )
+
+        try:
+            state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
+        except BaseException as exc:  # cancelled: a read changed nothing
+            with contextlib.suppress(JournalError):
+                record(
+                    StepState.FAILED, None, scrub(f"unexpected error: {type(exc).__name__}: {exc}")
+                )
+            raise
+        if error is not None:
+            error.step = seq
+        outcome = CallOutcome(self.id, tool, seq, state, result=result, error=error)
+        try:
+            if answer is not None:
+                answer(outcome)
+        finally:  # journaled even if telling failed
+            try:
+                record(state, result, scrub(str(error)) if error is not None else None)
+            except JournalError as exc:
+                outcome = replace(outcome, journal_error=exc)
+        if state is StepState.SUCCEEDED and tool in index.watched:
+            index.add(seq, tool, args, result)
+        return outcome
 
     def _finish(
         self,
@@ -394,24 +450,33 @@ class Run:
     def _reject(
         self,
         tool: str,
-        effect: str,
-        permission: str,
+        manifest: Manifest | None,
         args: Any,
         reason: str | None,
-        exc: Exception,
-        approval: dict[str, Any] | None,
-    ) -> None:
-        self._ensure_open()
-        self.journal.record_rejected(
-            self.id,
-            tool,
-            effect,
-            permission,
-            args if isinstance(args, dict) else {"_invalid": repr(args)},
-            reason,
-            scrub(str(exc)),
-            approval,
-        )
+        exc: CallRejected,
+        approval: dict[str, Any] | None = None,
+    ) -> CallOutcome:
+        """Journal a refusal as a ``rejected`` step, unless the run takes no calls (CALL-1).
+
+        Returns the rejected outcome, whose error carries the step number; or, for a run
+        that was rolled back or a journal that failed, an outcome with no step.
+        """
+        try:
+            self._ensure_open()
+            seq = self.journal.record_rejected(
+                self.id,
+                tool,
+                manifest.effect.value if manifest else "unknown",
+                manifest.permission if manifest else "unknown",
+                kept_args(args),
+                reason,
+                scrub(str(exc)),
+                approval,
+            )
+        except (RunClosedError, JournalError) as closed:
+            return CallOutcome(self.id, tool, None, None, error=closed)
+        exc.step = seq
+        return CallOutcome(self.id, tool, seq, StepState.REJECTED, error=exc)
 
     def _ensure_open(self) -> None:
         """Raise :class:`RunClosedError` if the run has been (or is being) rolled back."""
@@ -423,15 +488,21 @@ class Run:
             )
 
     async def _ask_approval(
-        self, tool: str, manifest: Manifest, args: dict[str, Any], reason: str | None
+        self,
+        tool: str,
+        manifest: Manifest,
+        args: dict[str, Any],
+        reason: str | None,
+        approver: Approver | None,
     ) -> ApprovalDecision:
-        if self.approver is None:
+        approver = approver or self.approver
+        if approver is None:
             return ApprovalDecision(
                 False,
                 by="no approver",
                 note="this run has no approver; approve such calls through a client that can be asked",
             )
-        answer = await self.approver(ApprovalRequest(self.id, tool, manifest, args, reason))
+        answer = await approver(ApprovalRequest(self.id, tool, manifest, args, reason))
         if isinstance(answer, ApprovalDecision):
             return answer
         return ApprovalDecision(bool(answer))
@@ -445,18 +516,6 @@ class Run:
                     index.add(earlier.seq, earlier.tool, earlier.args, earlier.result)
             self._index = index
         return self._index
-
-    @staticmethod
-    def _compensation_for(
-        manifest: Manifest, args: dict[str, Any], result: dict[str, Any] | None
-    ) -> tuple[dict[str, Any] | None, str | None]:
-        if manifest.compensation is None:
-            return None, None
-        try:
-            comp_args = evaluate_argument_map(manifest.compensation, args, result)
-        except MappingFailed as exc:
-            return None, str(exc)
-        return {"tool": manifest.compensation.tool, "args": comp_args}, None
 
     # -- resolution ------------------------------------------------------------------
 
@@ -486,7 +545,7 @@ class Run:
         if applied:
             manifest = self.registry.get(record.tool) if record.tool in self.registry else None
             if manifest is not None and manifest.compensation is not None:
-                compensation, comp_error = self._compensation_for(manifest, record.args, result)
+                compensation, comp_error = compensation_for(manifest, record.args, result)
                 if comp_error is not None and result is None:
                     comp_error += (
                         "; the step was uncertain, so there is no result: resolve it again with "
@@ -518,152 +577,18 @@ class Run:
         :class:`~reversi_core.errors.RollbackInProgressError` when another live process
         is rolling back the same run.
         """
-        self.journal.start_rollback(self.id)
-        complete = False
-        report = RollbackReport(run_id=self.id, complete=False)
-        try:
-            steps = self.journal.list_steps(self.id)
-            by_seq = {s.seq: s for s in steps}
-            dependents: dict[int, list[int]] = {}
-            for s in steps:
-                for r in s.requires:
-                    dependents.setdefault(r, []).append(s.seq)
-            for step in sorted(steps, key=lambda s: s.seq, reverse=True):
-                state, reason = await self._undo_one(
-                    step, by_seq, dependents, compensate, verify, compensation_timeout, report
-                )
-                by_seq[step.seq] = self.journal.get_step(self.id, step.seq)
-                if progress is not None:
-                    progress(by_seq[step.seq], state, reason)
-                # a cancellation (Ctrl-C in the CLI) stops the rollback here, between
-                # compensations, never inside one
-                await anyio.lowlevel.checkpoint()
-            final = [by_seq[s] for s in sorted(by_seq, reverse=True)]
-            report.steps = final
-            for s in final:
-                if s.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
-                    continue
-                entry = OutstandingStep(
-                    s.seq,
-                    s.tool,
-                    s.rollback_state.value if s.rollback_state else s.state.value,
-                    s.rollback_reason or s.error or "outstanding",
-                )
-                report.outstanding.append(entry)
-                if s.rollback_state is RollbackState.UNRECOVERABLE:
-                    report.unrecoverable.append(entry)
-            complete = not report.outstanding
-            report.complete = complete
-        finally:
-            self.journal.finish_rollback(self.id, complete)
-        return report
-
-    def _stands(self, s: StepRecord) -> bool:
-        return s.may_have_applied and s.rollback_state not in (
-            RollbackState.COMPENSATED,
-            RollbackState.NOT_APPLICABLE,
-        )
-
-    async def _undo_one(
-        self,
-        step: StepRecord,
-        by_seq: dict[int, StepRecord],
-        dependents: dict[int, list[int]],
-        compensate: Compensator,
-        verify: Verifier | None,
-        timeout: float | None,
-        report: RollbackReport,
-    ) -> tuple[RollbackState | None, str | None]:
-        def record(
-            state: RollbackState | None, reason: str | None
-        ) -> tuple[RollbackState | None, str | None]:
-            if step.rollback_state != state or step.rollback_reason != reason:
-                self.journal.set_rollback_state(self.id, step.seq, state, reason)
-            return state, reason
-
-        if step.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
-            return step.rollback_state, step.rollback_reason  # done in an earlier attempt
-        if step.state in (StepState.REJECTED, StepState.FAILED):
-            return record(
-                RollbackState.NOT_APPLICABLE, f"step {step.state.value}: nothing was changed"
-            )
-        if step.effect == Effect.READ_ONLY.value:
-            return record(RollbackState.NOT_APPLICABLE, "read-only: nothing to undo")
-        if step.state in (StepState.UNCERTAIN, StepState.PENDING):
-            if step.resolution == "not_applied":
-                return record(RollbackState.NOT_APPLICABLE, "resolved as not applied")
-            if step.resolution is None:
-                why = (
-                    "still running in another process"
-                    if step.state is StepState.PENDING
-                    else "outcome uncertain"
-                )
-                return record(
-                    None,
-                    f"{why}: {step.error or 'unknown'}; resolve it with "
-                    f"'reversi resolve {self.id} {step.seq} --applied|--not-applied', then roll back again",
-                )
-        # The step (may have) applied. Can it be undone?
-        if step.compensation is None:
-            if step.compensation_error:
-                return record(RollbackState.COMPENSATION_FAILED, step.compensation_error)
-            if step.effect == Effect.IRREVERSIBLE.value:
-                return record(
-                    RollbackState.UNRECOVERABLE, "irreversible: a person must undo it by hand"
-                )
-            return record(
-                RollbackState.UNRECOVERABLE,
-                f"{step.effect} call made by the agent has no compensation: a person must undo it by hand",
-            )
-        standing = [d for d in dependents.get(step.seq, []) if self._stands(by_seq[d])]
-        if standing:
-            return record(
-                RollbackState.DEFERRED,
-                "required by step(s) "
-                + ", ".join(map(str, sorted(standing)))
-                + " that still stand",
-            )
-        call = CompensationCall(
-            tool=step.compensation["tool"],
-            args=step.compensation["args"],
-            idempotency_key=compensation_key(self.id, step.seq),
-            run_id=self.id,
-            step=step.seq,
-        )
-        self.journal.add_event(
+        return await _rollback(
+            self.journal,
             self.id,
-            step.seq,
-            "compensation_started",
-            {"tool": call.tool, "idempotency_key": call.idempotency_key},
+            compensate=compensate,
+            verify=verify,
+            progress=progress,
+            compensation_timeout=compensation_timeout,
         )
-        try:
-            if timeout is not None:
-                # Shielded: an interrupted rollback lets the compensation in flight finish
-                # (within its time limit) and journals its outcome before stopping, so a
-                # compensation that ran is never forgotten.
-                with anyio.fail_after(timeout, shield=True):
-                    result = await compensate(call)
-            else:
-                result = await compensate(call)
-        except TimeoutError:
-            return record(
-                RollbackState.COMPENSATION_FAILED, f"{call.tool} did not finish within {timeout} s"
-            )
-        except Exception as exc:
-            text = str(exc) if isinstance(exc, ReversiError) else f"{type(exc).__name__}: {exc}"
-            return record(RollbackState.COMPENSATION_FAILED, scrub(f"{call.tool} failed: {text}"))
-        if verify is not None:
-            try:
-                ok = await verify(step, result if isinstance(result, dict) else {})
-            except Exception as exc:
-                return record(
-                    RollbackState.VERIFICATION_FAILED,
-                    scrub(f"verify raised {type(exc).__name__}: {exc}"),
-                )
-            if not ok:
-                return record(
-                    RollbackState.VERIFICATION_FAILED,
-                    f"{call.tool} ran but verification says the step is not undone",
-                )
-        report.compensated_now.append(step.seq)
-        return record(RollbackState.COMPENSATED, None)
+
+
+def _told(outcome: CallOutcome, answer: AnswerCallback | None) -> CallOutcome:
+    """Hand ``outcome`` to ``answer`` (when given) and return it."""
+    if answer is not None:
+        answer(outcome)
+    return outcome

@@ -19,12 +19,16 @@ is one of these. Connectors map transport and vendor errors into this tree; no r
     │   ├── UnknownToolError        no manifest for the tool
     │   ├── PermissionDenied        the run's scope lacks the tool's permission
     │   ├── InvalidArgumentsError   arguments do not satisfy the input schema
+    │   ├── ToolUnavailableError    the tool has a manifest but is withheld (drifted, not offered)
     │   └── ApprovalDenied          approval was required and not given
     ├── ToolError                   the tool ran and failed; the backend did not change
     └── EffectUncertainError        a write may or may not have been applied
 
 ``ToolError`` and ``EffectUncertainError`` are deliberately siblings: code that catches
 ``ToolError`` to retry must never swallow an uncertain outcome by accident.
+
+An error that :meth:`reversi_core.engine.Run.call` journaled as a step (a rejection, a
+failure, an uncertain outcome) carries that step's number in ``step``.
 """
 
 from __future__ import annotations
@@ -47,12 +51,19 @@ __all__ = [
     "RunClosedError",
     "RunStateError",
     "ToolError",
+    "ToolUnavailableError",
     "UnknownToolError",
 ]
 
 
 class ReversiError(Exception):
-    """Base class of every error Reversi raises."""
+    """Base class of every error Reversi raises.
+
+    ``step`` is the number of the journal step the error was recorded as, or ``None``
+    when it was not recorded as a step (set by the engine).
+    """
+
+    step: int | None = None
 
 
 class ConfigurationError(ReversiError):
@@ -120,6 +131,18 @@ class InvalidArgumentsError(CallRejected):
     def __init__(self, message: str, *, problems: list[str] | None = None) -> None:
         super().__init__(message)
         self.problems = problems or []
+
+
+class ToolUnavailableError(CallRejected):
+    """The tool has a manifest but its calls are withheld; ``code`` says why.
+
+    ``code`` is ``"drifted"`` (the server's input schema differs from the manifest) or
+    ``"not_offered"`` (the server does not offer the tool).
+    """
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 class ApprovalDenied(CallRejected):

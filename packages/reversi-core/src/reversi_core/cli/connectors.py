@@ -15,6 +15,7 @@ import re
 import sys
 import textwrap
 from collections.abc import Sequence
+from functools import partial
 from typing import Any
 
 import anyio
@@ -48,12 +49,13 @@ exit status:
      certify: a connector has no certification fixture (it would fail every check)
   2  usage or bad input: unknown connector, a credential passed as a flag,
      malformed JSON on stdin, a connector that cannot be configured
+130  interrupted (Ctrl-C)
 
 Credentials are read from the environment only, never from flags.
 """
 
 _SECRET_FLAG = re.compile(r"token|api[-_]?key|password|passwd|secret|credential", re.IGNORECASE)
-_VALUE_OPTIONS = {"--format"}
+_VALUE_OPTIONS = {"--format", "--max-message-bytes"}
 
 
 def _declared_options(argv: Sequence[str]) -> tuple[list[CliOption], list[CliOption]]:
@@ -108,6 +110,14 @@ def build_parser(argv: Sequence[str] = ()) -> Parser:
     )
     serve.add_argument("name", metavar="NAME", help="connector name (see 'manifests all')")
     _add_connector_options(serve, serve_options)
+    serve.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=16 * 1024 * 1024,
+        metavar="N",
+        help="longest JSON-RPC message (one line) accepted, in bytes (default 16 MiB); "
+        "a longer one is refused",
+    )
 
     manifests = sub.add_parser(
         "manifests",
@@ -139,10 +149,11 @@ def build_parser(argv: Sequence[str] = ()) -> Parser:
         "certify",
         help="print the twelve certification checks and where the suite enforces them",
         description="Print the twelve certification checks, what each verifies and where the "
-        "certification suite (certification/ in the source repository) enforces it: the "
-        "check's function and its pytest test id. For one connector, also the checks its "
-        "fixture declares not applicable, with the reasons. Runs nothing; run the suite with "
-        "'nox -s certify' or 'python -m pytest certification'.",
+        "certification suite enforces it: the check's function and its pytest test id. For "
+        "one connector, also the checks its fixture declares not applicable, with the "
+        "reasons. Runs nothing. The suite is not in the installed wheels: it is the "
+        "certification/ folder of a checkout of the Reversi source repository, where "
+        "'nox -s certify -- NAME' runs it.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -271,7 +282,17 @@ def _cmd_serve(args: Any) -> int:
         connector = cls.from_env(os.environ, **_options(args))
     except ConfigurationError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    anyio.run(serve_stdio, connector)
+    if args.max_message_bytes < 1024:
+        raise CliError("--max-message-bytes must be at least 1024", EXIT_USAGE)
+    if sys.stderr.isatty():
+        print(
+            f"{PROG}: serving the {args.name} connector over MCP on stdin/stdout: this is meant "
+            "for an MCP client (or reversi-gateway) to start, not to type into. "
+            "Stop it with Ctrl-D (end of input) or Ctrl-C.",
+            file=sys.stderr,
+            flush=True,
+        )
+    anyio.run(partial(serve_stdio, connector, max_message_bytes=args.max_message_bytes))
     return EXIT_OK
 
 
@@ -384,8 +405,9 @@ def _cmd_certify(args: Any) -> int:
         lines.append("no connectors are installed (entry-point group reversi.connectors)")
     lines += [
         "",
-        "Run the suite: nox -s certify [-- NAME]   (or: python -m pytest certification)",
-        "Results: docs/certification.md",
+        "The suite is not part of the installed wheels. In a checkout of the Reversi source",
+        "repository, where the files above are: nox -s certify -- NAME (or: python -m pytest",
+        "certification --connector=NAME); the latest results are in docs/certification.md there.",
     ]
     print("\n".join(lines))
     return EXIT_OK if complete else EXIT_FAILED

@@ -4,7 +4,7 @@
 
     reversi-gateway --manifests DIR --data DIR --upstream-cmd CMD [--upstream-arg ARG]...
                     [--scope PERMISSION]... [--approve TOOL]... [--durability process|power]
-                    [--call-timeout SECONDS]
+                    [--call-timeout SECONDS] [--start-timeout SECONDS] [--max-message-bytes N]
 
 Exit status: 0 when the client closed the session; 2 for a bad command line, an invalid
 manifest set or an unusable data directory (one line on stderr naming the problem); 1
@@ -41,6 +41,9 @@ DEFAULT_CALL_TIMEOUT = 120.0
 
 DEFAULT_START_TIMEOUT = 30.0
 """Seconds the upstream may take to start (``--start-timeout``)."""
+
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+"""Longest JSON-RPC line accepted from the client (``--max-message-bytes``)."""
 
 
 def build_parser() -> Parser:
@@ -117,6 +120,14 @@ def build_parser() -> Parser:
         metavar="SECONDS",
         help=f"how long the upstream may take to start (default {DEFAULT_START_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=DEFAULT_MAX_MESSAGE_BYTES,
+        metavar="N",
+        help=f"longest JSON-RPC message (one line) accepted from the client, in bytes "
+        f"(default {DEFAULT_MAX_MESSAGE_BYTES}: 16 MiB); a longer one is refused",
+    )
     return parser
 
 
@@ -142,6 +153,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--call-timeout must be a positive number of seconds", 2)
     if args.start_timeout <= 0:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
+    if args.max_message_bytes < 1024:
+        raise CliError("--max-message-bytes must be at least 1024", 2)
     return args
 
 
@@ -182,6 +195,7 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
         start_timeout=args.start_timeout,
         pre_approved=frozenset(args.approve),
         upstream_env=dict(os.environ),
+        max_message_bytes=args.max_message_bytes,
     )
 
 

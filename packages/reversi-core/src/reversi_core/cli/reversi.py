@@ -15,10 +15,8 @@ import os
 import shlex
 import shutil
 import signal
-import sqlite3
 import sys
 from collections.abc import Callable, Sequence
-from datetime import datetime
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -40,18 +38,30 @@ from ..errors import (
     RunStateError,
 )
 from ..journal import (
+    Journal,
     RollbackState,
     RunRecord,
-    RunStatus,
-    SQLiteJournal,
     StepRecord,
     StepState,
+    open_journal,
     resolve_data_dir,
 )
 from ..manifest import Effect, Manifest
 from ..redact import scrub
 from ..registry import Registry
 from ._common import CliError, Parser, fail, reader_went_away
+from ._render import (
+    STATUS_STYLE,
+    print_json,
+    print_report,
+    resolve_hint,
+    rollback_label,
+    rollback_text,
+    state_text,
+    step_details,
+    unresolved,
+    when,
+)
 
 __all__ = [
     "EXIT_BUSY",
@@ -84,34 +94,11 @@ exit status:
      or was written by a newer reversi-core
   4  another process is rolling back the same run right now
   5  internal error (a bug: please report it)
+130  interrupted (Ctrl-C); the journal keeps what was done, and running the
+     same rollback again continues
 
 The data directory is --data DIR, else $REVERSI_DATA, else ./reversi-data.
 """
-
-_STATUS_STYLE = {
-    RunStatus.OPEN: "cyan",
-    RunStatus.ROLLING_BACK: "magenta",
-    RunStatus.ROLLED_BACK: "green",
-    RunStatus.ROLLBACK_INCOMPLETE: "bold red",
-}
-
-_ROLLBACK_STYLE = {
-    RollbackState.COMPENSATED: "green",
-    RollbackState.NOT_APPLICABLE: "dim",
-    RollbackState.COMPENSATION_FAILED: "bold red",
-    RollbackState.VERIFICATION_FAILED: "bold red",
-    RollbackState.DEFERRED: "yellow",
-    RollbackState.UNRECOVERABLE: "bold red",
-}
-
-_STATE_STYLE = {
-    StepState.SUCCEEDED: "green",
-    StepState.FAILED: "red",
-    StepState.REJECTED: "dim",
-    StepState.PENDING: "magenta",
-    StepState.UNCERTAIN: "bold yellow",
-}
-
 
 # -- parsing ------------------------------------------------------------------------------
 
@@ -225,83 +212,33 @@ def build_parser() -> Parser:
 # -- shared helpers -------------------------------------------------------------------------
 
 
-def _open_journal(args: argparse.Namespace) -> SQLiteJournal:
+def _open_journal(args: argparse.Namespace) -> Journal:
     try:
-        return SQLiteJournal.open(resolve_data_dir(args.data), create=False)
+        return open_journal(resolve_data_dir(args.data), create=False)
     except JournalError as exc:
-        raise CliError(str(exc), EXIT_JOURNAL) from None
+        message = str(exc)
+        if not args.data and not os.environ.get("REVERSI_DATA"):
+            message += " (the default data directory; pass --data DIR or set REVERSI_DATA)"
+        raise CliError(message, EXIT_JOURNAL) from None
 
 
-def _get_run(journal: SQLiteJournal, run_id: str) -> RunRecord:
+def _get_run(journal: Journal, run_id: str) -> RunRecord:
     try:
         return journal.get_run(run_id)
     except JournalError:
         raise CliError(
-            f"no run {run_id!r} in {journal.path} (see 'reversi runs')", EXIT_USAGE
+            f"no run {run_id!r} in the journal of {journal.location} (see 'reversi runs')",
+            EXIT_USAGE,
         ) from None
 
 
-def _get_step(journal: SQLiteJournal, run_id: str, seq: int) -> StepRecord:
+def _get_step(journal: Journal, run_id: str, seq: int) -> StepRecord:
     try:
         return journal.get_step(run_id, seq)
     except JournalError:
         raise CliError(
             f"run {run_id} has no step {seq} (see 'reversi show {run_id}')", EXIT_USAGE
         ) from None
-
-
-def _when(ts: float | None) -> str:
-    if ts is None:
-        return ""
-    return datetime.fromtimestamp(ts).astimezone().isoformat(sep=" ", timespec="seconds")
-
-
-def _print_json(value: Any) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-def _data_flag(args: argparse.Namespace) -> str:
-    return f" --data {shlex.quote(args.data)}" if args.data else ""
-
-
-def _state_text(step: StepRecord) -> Text:
-    if step.state is StepState.UNCERTAIN:
-        if step.resolution:
-            return Text(f"uncertain → {step.resolution.replace('_', ' ')}", style="yellow")
-        return Text("⚠ UNCERTAIN", style=_STATE_STYLE[step.state])
-    return Text(step.state.value, style=_STATE_STYLE.get(step.state, ""))
-
-
-def _rollback_text(step: StepRecord) -> Text:
-    if step.rollback_state is None:
-        return Text("")
-    return Text(step.rollback_state.value, style=_ROLLBACK_STYLE.get(step.rollback_state, ""))
-
-
-def _unresolved(steps: Sequence[StepRecord]) -> list[StepRecord]:
-    """Uncertain steps a person should resolve: a read-only one changed nothing either way."""
-    return [
-        s
-        for s in steps
-        if s.state is StepState.UNCERTAIN
-        and s.resolution is None
-        and s.effect != Effect.READ_ONLY.value
-    ]
-
-
-def _resolve_hint(
-    console: Console, run_id: str, steps: Sequence[StepRecord], args: argparse.Namespace
-) -> None:
-    if not steps:
-        return
-    console.print(
-        f"\n[bold yellow]⚠ {len(steps)} uncertain step(s):[/] the call may or may not have taken "
-        "effect. Check the backend, then record what you found:"
-    )
-    for s in steps:
-        cmd = f"reversi resolve {run_id} {s.seq} --applied|--not-applied{_data_flag(args)}"
-        console.print(f"  step {s.seq} {escape(s.tool)}:  [bold]{escape(cmd)}[/]", soft_wrap=True)
-    console.print("A rollback leaves uncertain steps alone until they are resolved.")
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -311,7 +248,7 @@ def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
     with _open_journal(args) as journal:
         runs = journal.list_runs()
     if args.json:
-        _print_json([r.to_json() for r in runs])
+        print_json([r.to_json() for r in runs])
         return EXIT_OK
     if not runs:
         out.print(f"no runs in {escape(str(resolve_data_dir(args.data)))}")
@@ -325,8 +262,8 @@ def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
     for r in runs:
         table.add_row(
             r.id,
-            _when(r.started_at),
-            Text(r.status.value, style=_STATUS_STYLE.get(r.status, "")),
+            when(r.started_at),
+            Text(r.status.value, style=STATUS_STYLE.get(r.status, "")),
             str(r.step_count),
             escape(r.label or ""),
         )
@@ -334,34 +271,21 @@ def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
     return EXIT_OK
 
 
-def _step_details(step: StepRecord) -> str:
-    parts = []
-    if step.error:
-        parts.append(f"[red]error:[/] {escape(step.error)}")
-    if step.compensation_error:
-        parts.append(f"[red]no compensation:[/] {escape(step.compensation_error)}")
-    if step.rollback_reason:
-        parts.append(f"[yellow]rollback:[/] {escape(step.rollback_reason)}")
-    if step.reason:
-        parts.append(f"[dim]agent: {escape(step.reason)}[/]")
-    return "\n".join(parts)
-
-
 def _cmd_show(args: argparse.Namespace, out: Console) -> int:
     with _open_journal(args) as journal:
         run = _get_run(journal, args.run)
         steps = journal.list_steps(args.run)
     if args.json:
-        _print_json({"run": run.to_json(), "steps": [s.to_json() for s in steps]})
+        print_json({"run": run.to_json(), "steps": [s.to_json() for s in steps]})
         return EXIT_OK
     out.print(f"[bold]run {escape(run.id)}[/]" + (f"  ({escape(run.label)})" if run.label else ""))
-    out.print(f"  status:   [{_STATUS_STYLE.get(run.status, '')}]{run.status.value}[/]")
-    out.print(f"  started:  {_when(run.started_at)}")
+    out.print(f"  status:   [{STATUS_STYLE.get(run.status, '')}]{run.status.value}[/]")
+    out.print(f"  started:  {when(run.started_at)}")
     if run.rollback_started_at:
         out.print(
-            f"  rollback: started {_when(run.rollback_started_at)}"
+            f"  rollback: started {when(run.rollback_started_at)}"
             + (
-                f", last finished {_when(run.rollback_finished_at)}"
+                f", last finished {when(run.rollback_finished_at)}"
                 if run.rollback_finished_at
                 else ""
             )
@@ -382,15 +306,15 @@ def _cmd_show(args: argparse.Namespace, out: Console) -> int:
     if needs:
         table.add_column("requires", no_wrap=True)
     for s in steps:
-        row: list[Any] = [str(s.seq), f"{escape(s.tool)}\n[dim]{s.effect}[/]", _state_text(s)]
+        row: list[Any] = [str(s.seq), f"{escape(s.tool)}\n[dim]{s.effect}[/]", state_text(s)]
         if rolled:
-            row.append(_rollback_text(s))
-        row.append(_step_details(s))
+            row.append(rollback_text(s))
+        row.append(step_details(s))
         if needs:
             row.append(", ".join(map(str, s.requires)))
         table.add_row(*row)
     out.print(table)
-    _resolve_hint(out, run.id, _unresolved(steps), args)
+    resolve_hint(out, run.id, unresolved(steps), args)
     return EXIT_OK
 
 
@@ -409,46 +333,6 @@ def _check_command(cmd: str) -> None:
             raise CliError(f"compensator command {exe} is not an executable file", EXIT_USAGE)
     elif shutil.which(exe) is None:
         raise CliError(f"compensator command {exe!r} is not on PATH", EXIT_USAGE)
-
-
-def _print_report(out: Console, report: RollbackReport, args: argparse.Namespace) -> None:
-    table = Table(title=f"rollback of {escape(report.run_id)}", title_justify="left")
-    table.add_column("step", justify="right", no_wrap=True)
-    table.add_column("tool", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    table.add_column("rollback", no_wrap=True)
-    table.add_column("reason")
-    for s in report.steps:
-        rollback = (
-            _rollback_text(s) if s.rollback_state else Text("outstanding", style="bold yellow")
-        )
-        table.add_row(
-            str(s.seq), escape(s.tool), _state_text(s), rollback, escape(s.rollback_reason or "")
-        )
-    out.print(table)
-    if report.unrecoverable:
-        out.print("\n[bold red]Unrecoverable[/] (a person must undo these by hand):")
-        for o in report.unrecoverable:
-            out.print(f"  step {o.step} {escape(o.tool)}: {escape(o.reason)}")
-    uncertain = _unresolved(report.steps)
-    skip = {o.step for o in report.unrecoverable} | {s.seq for s in uncertain}
-    others = [o for o in report.outstanding if o.step not in skip]
-    if others:
-        out.print("\n[bold yellow]Outstanding:[/]")
-        for o in others:
-            out.print(f"  step {o.step} {escape(o.tool)} ({o.state}): {escape(o.reason)}")
-    _resolve_hint(out, report.run_id, uncertain, args)
-    if report.complete:
-        out.print(
-            f"\n[bold green]rollback complete[/]: {len(report.compensated_now)} compensation(s) "
-            "ran now; every step is undone or had nothing to undo."
-        )
-    else:
-        out.print(
-            f"\n[bold red]rollback incomplete[/]: {len(report.outstanding)} step(s) outstanding. "
-            "Deal with them and run the same command again; compensations that already "
-            "succeeded are not repeated."
-        )
 
 
 async def _interruptible_rollback(
@@ -486,19 +370,21 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
         # The journal holds every compensation call already computed, so the rollback
         # needs no manifests: an empty registry is enough.
         run = Run.open(journal, Registry({}), args.run)
+        earlier = {
+            s.seq
+            for s in journal.list_steps(args.run)
+            if s.rollback_state is RollbackState.COMPENSATED
+        }
         with err.status(f"rolling back {escape(args.run)}…") as status:
 
             def progress(step: StepRecord, state: RollbackState | None, reason: str | None) -> None:
-                label = state.value if state else "outstanding"
-                style = _ROLLBACK_STYLE.get(state, "") if state else "yellow"
-                err.print(
-                    f"  step {step.seq} {escape(step.tool)}: [{style}]{label}[/]"
-                    + (
-                        f" ({escape(reason)})"
-                        if reason and state is not RollbackState.NOT_APPLICABLE
-                        else ""
-                    )
+                line = Text.assemble(
+                    f"  step {step.seq} {step.tool}: ",
+                    rollback_label(state, earlier=step.seq in earlier),
                 )
+                if reason and state is not RollbackState.NOT_APPLICABLE:
+                    line.append(f" ({reason})")
+                err.print(line)
                 status.update(f"rolling back {escape(args.run)}: step {step.seq} done…")
 
             try:
@@ -516,9 +402,9 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
             except RollbackInProgressError as exc:
                 raise CliError(str(exc), EXIT_BUSY) from None
     if args.json:
-        _print_json(report.to_json())
+        print_json(report.to_json())
     else:
-        _print_report(out, report, args)
+        print_report(out, report, args)
     return EXIT_OK if report.complete else EXIT_INCOMPLETE
 
 
@@ -596,7 +482,7 @@ def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
         except RunStateError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
     if args.json:
-        _print_json(resolved.to_json())
+        print_json(resolved.to_json())
         return EXIT_OK
     how = "applied" if applied else "not applied"
     out.print(
@@ -650,8 +536,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(PROG, str(exc), exc.code)
     except JournalError as exc:
         return fail(PROG, str(exc), EXIT_JOURNAL)
-    except sqlite3.Error as exc:
-        return fail(PROG, f"journal error: {exc}", EXIT_JOURNAL)
     except BrokenPipeError:
         return reader_went_away()
     except KeyboardInterrupt:

@@ -18,6 +18,7 @@ __all__ = [
     "StepRecord",
     "StepState",
     "resolve_data_dir",
+    "step_idempotency_key",
 ]
 
 DEFAULT_DATA_DIR = "./reversi-data"
@@ -28,6 +29,11 @@ def resolve_data_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     if explicit:
         return Path(explicit)
     return Path(os.environ.get("REVERSI_DATA") or DEFAULT_DATA_DIR)
+
+
+def step_idempotency_key(run_id: str, seq: int) -> str:
+    """The idempotency key of a step's forward call: ``reversi-<run>-<step>``, stable for the step."""
+    return f"reversi-{run_id}-{seq}"
 
 
 class Durability(StrEnum):
@@ -175,7 +181,15 @@ class StepRecord:
 
 
 class Journal(Protocol):
-    """What the engine needs from a journal store. Every write is durable on return."""
+    """What the engine needs from a journal store. Every write is durable on return.
+
+    Every method raises :class:`~reversi_core.errors.JournalError` (or a subclass) when
+    the store fails, never the store's own exception type (``sqlite3.Error``, a
+    database driver's error), so that callers handle one error whatever the store.
+    """
+
+    location: str
+    """Where the journal is, for messages: a data directory, or a URL without its password."""
 
     def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
         """Record a new open run."""
@@ -246,6 +260,24 @@ class Journal(Protocol):
         """Durably record a step's outcome."""
         ...
 
+    def reserve_step(self, run_id: str) -> int:
+        """A step number for a call journaled only once it answered (a read-only one).
+
+        Nothing is written. The number is not handed out again by this journal handle;
+        :meth:`record_step` writes the step under it. Raises
+        :class:`~reversi_core.errors.RunClosedError` if the run is not open and
+        :class:`~reversi_core.errors.JournalError` if it is unknown.
+        """
+        ...
+
+    def record_step(self, step: StepRecord) -> None:
+        """Write a finished step, reserved with :meth:`reserve_step`, in one commit.
+
+        Raises :class:`~reversi_core.errors.JournalError` when it cannot be written
+        (among others when another handle wrote a step under the same number).
+        """
+        ...
+
     def resolve_step(
         self,
         run_id: str,
@@ -286,4 +318,12 @@ class Journal(Protocol):
 
     def close(self) -> None:
         """Release the store."""
+        ...
+
+    def __enter__(self) -> Journal:
+        """The journal itself; :meth:`close` is called on leaving the block."""
+        ...
+
+    def __exit__(self, *exc: object) -> None:
+        """:meth:`close`."""
         ...

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import stat
 import threading
@@ -27,76 +26,43 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, JournalVersionError, RollbackInProgressError, RunClosedError
+from ..errors import JournalError, RollbackInProgressError, RunClosedError
 from ..redact import scrub, scrub_json
 from ._base import (
     Durability,
+    Journal,
     RollbackState,
     RunRecord,
     RunStatus,
     StepRecord,
     StepState,
+    step_idempotency_key,
+)
+from ._owner import owner_alive, owner_pid, process_owner
+from ._schema import (
+    MIGRATIONS,
+    RUN_COLUMNS,
+    SCHEMA_VERSION,
+    STEP_COLUMNS,
+    dumps,
+    run_from_row,
+    step_from_row,
+)
+from ._sqlite_file import (
+    JOURNAL_FILENAME,
+    Transaction,
+    connect,
+    journal_errors,
+    migrate,
+    prepare_file,
 )
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
 
-JOURNAL_FILENAME = "journal.sqlite3"
-
-MIGRATIONS: list[str] = [
-    # 1: runs, steps, edges, events
-    """
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        started_at REAL NOT NULL,
-        status TEXT NOT NULL,
-        scope TEXT NOT NULL,
-        label TEXT,
-        rollback_owner TEXT,
-        rollback_started_at REAL,
-        rollback_finished_at REAL
-    );
-    CREATE TABLE steps (
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        seq INTEGER NOT NULL,
-        tool TEXT NOT NULL,
-        effect TEXT NOT NULL,
-        permission TEXT NOT NULL,
-        args TEXT NOT NULL,
-        reason TEXT,
-        state TEXT NOT NULL,
-        idempotency_key TEXT NOT NULL,
-        owner TEXT,
-        started_at REAL NOT NULL,
-        finished_at REAL,
-        result TEXT,
-        error TEXT,
-        compensation TEXT,
-        compensation_error TEXT,
-        approval TEXT,
-        resolution TEXT,
-        rollback_state TEXT,
-        rollback_reason TEXT,
-        PRIMARY KEY (run_id, seq)
-    );
-    CREATE TABLE edges (
-        run_id TEXT NOT NULL,
-        seq INTEGER NOT NULL,
-        requires_seq INTEGER NOT NULL,
-        PRIMARY KEY (run_id, seq, requires_seq)
-    );
-    CREATE TABLE events (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL,
-        seq INTEGER,
-        at REAL NOT NULL,
-        kind TEXT NOT NULL,
-        detail TEXT NOT NULL
-    );
-    CREATE INDEX steps_pending ON steps(state) WHERE state = 'pending';
-    CREATE INDEX events_run ON events(run_id, id);
-    """,
-]
-SCHEMA_VERSION = len(MIGRATIONS)
+_STORE_METHODS = tuple(
+    name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
+)
+"""The methods of the :class:`~reversi_core.journal.Journal` protocol."""
 
 # Rollbacks running in this process, by (journal file, run id). The rollback lock in the
 # journal names its owner by process, so two rollbacks of one run inside one process
@@ -106,111 +72,7 @@ _ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
 _ACTIVE_LOCK = threading.Lock()
 
 
-def _process_start_time(pid: int) -> str:
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
-            data = fh.read()
-        return data.rsplit(")", 1)[1].split()[19]
-    except (OSError, IndexError):
-        return "?"
-
-
-def process_owner(pid: int | None = None) -> str:
-    """``host:pid:start`` for ``pid`` (default: this process)."""
-    pid = os.getpid() if pid is None else pid
-    return f"{socket.gethostname()}:{pid}:{_process_start_time(pid)}"
-
-
-def _owner_alive(owner: str | None) -> bool:
-    if not owner:
-        return False
-    try:
-        host, pid_s, start = owner.rsplit(":", 2)
-        pid = int(pid_s)
-    except ValueError:
-        return False
-    if host != socket.gethostname():
-        return True  # cannot tell for another host: assume alive, never guess
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
-    return start == "?" or _process_start_time(pid) == start
-
-
-def _newer_message(path: Path, version: int) -> str:
-    return (
-        f"journal {path} has schema version {version}, newer than the "
-        f"{SCHEMA_VERSION} this reversi-core understands; upgrade reversi-core"
-    )
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-"""Compact JSON, made once (``json.dumps`` with options builds an encoder per call)."""
-
-
-def _dumps(value: Any) -> str | None:
-    if value is None:
-        return None
-    return _ENCODER.encode(scrub_json(value))
-
-
-def _loads(text: str | None) -> Any:
-    return None if text is None else json.loads(text)
-
-
-class _Transaction:
-    """``BEGIN IMMEDIATE`` ... ``COMMIT`` (or ``ROLLBACK``) under the journal's lock.
-
-    A plain class rather than ``contextlib.contextmanager``: it runs twice per call on
-    the gateway's hot path, and the generator machinery costs more than the rest of the
-    Python around the two commits.
-    """
-
-    __slots__ = ("_conn", "_light", "_lock")
-
-    def __init__(self, conn: sqlite3.Connection, lock: threading.RLock, light: bool) -> None:
-        self._conn = conn
-        self._lock = lock
-        self._light = light
-
-    def __enter__(self) -> sqlite3.Connection:
-        self._lock.acquire()
-        try:
-            if self._light:
-                self._conn.execute("PRAGMA synchronous=NORMAL")
-            try:
-                self._conn.execute("BEGIN IMMEDIATE")
-            except BaseException:
-                if self._light:
-                    self._conn.execute("PRAGMA synchronous=FULL")
-                raise
-        except BaseException:
-            self._lock.release()
-            raise
-        return self._conn
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        try:
-            if kind is None:
-                try:
-                    self._conn.execute("COMMIT")
-                except BaseException:
-                    if self._conn.in_transaction:  # a failed COMMIT leaves it open
-                        self._conn.execute("ROLLBACK")
-                    raise
-            elif self._conn.in_transaction:  # SQLite may have rolled back by itself already
-                self._conn.execute("ROLLBACK")
-        finally:
-            try:
-                if self._light:
-                    self._conn.execute("PRAGMA synchronous=FULL")
-            finally:
-                self._lock.release()
-
-
+@journal_errors(_STORE_METHODS)
 class SQLiteJournal:
     """The embedded journal (see the module docstring).
 
@@ -222,6 +84,8 @@ class SQLiteJournal:
         self._conn = conn
         self._lock = threading.RLock()
         self.path = path
+        self.location = str(path.parent)
+        """The data directory, as :func:`~reversi_core.journal.open_journal` takes it."""
         self.durability = durability
         self._owner = process_owner()
         # next step number per run, as this handle last wrote it (checked by the primary key)
@@ -248,64 +112,8 @@ class SQLiteJournal:
         :class:`JournalVersionError` when the file's schema is newer than this build.
         """
         durability = Durability(durability)
-        data = Path(data_dir)
-        path = data / JOURNAL_FILENAME
-        if not data.exists():
-            if not create:
-                raise JournalError(
-                    f"data directory {data} does not exist (pass --data DIR or set REVERSI_DATA)"
-                )
-            try:
-                data.mkdir(mode=0o700, parents=True)
-            except OSError as exc:
-                raise JournalError(f"cannot create data directory {data}: {exc.strerror}") from None
-        if not data.is_dir():
-            raise JournalError(f"data directory {data} is not a directory")
-        if not os.access(data, os.R_OK | os.X_OK):
-            raise JournalError(f"data directory {data} is not readable")
-        if not path.exists():
-            if not create:
-                raise JournalError(
-                    f"no journal in {data} (expected {path.name}); nothing has run here"
-                )
-            try:
-                fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
-                os.close(fd)
-            except FileExistsError:
-                pass
-            except OSError as exc:
-                raise JournalError(f"cannot create journal {path}: {exc.strerror}") from None
-        elif not os.access(path, os.R_OK):
-            raise JournalError(f"journal {path} is not readable")
-        elif not create and path.stat().st_size == 0:
-            raise JournalError(f"{path} is empty: it is not a Reversi journal")
-        if path.exists() and not (os.access(path, os.W_OK) and os.access(data, os.W_OK)):
-            raise JournalError(
-                f"journal {path} (or its directory) is not writable; Reversi needs write access "
-                "even to read it (WAL mode, crash recovery)"
-            )
-        try:
-            conn = sqlite3.connect(
-                str(path), timeout=busy_timeout, isolation_level=None, check_same_thread=False
-            )
-        except sqlite3.DatabaseError as exc:
-            raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
-        try:
-            # Refuse a newer file before anything writes to it (switching to WAL rewrites
-            # the header of a file in rollback-journal mode).
-            version = conn.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise JournalVersionError(_newer_message(path, version))
-            conn.execute("PRAGMA journal_mode=WAL").fetchone()
-            sync = "FULL" if durability is Durability.POWER else "NORMAL"
-            conn.execute(f"PRAGMA synchronous={sync}")
-            conn.execute("PRAGMA foreign_keys=ON")
-        except sqlite3.DatabaseError as exc:
-            conn.close()
-            raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
-        except BaseException:
-            conn.close()
-            raise
+        path = prepare_file(Path(data_dir), create)
+        conn = connect(path, durability, busy_timeout)
         journal = cls(conn, path, durability)
         try:
             journal._migrate()
@@ -322,18 +130,18 @@ class SQLiteJournal:
                 os.chmod(side, 0o600)
         return journal
 
-    def _tx(self, *, light: bool = False) -> _Transaction:
+    def _tx(self, *, light: bool = False) -> Transaction:
         """One write transaction (``with self._tx() as c:``), committed at the end of the
         block and rolled back if it raises. ``light``: commit without waiting for the
         disk even under ``power`` durability (see :meth:`_is_light`)."""
-        return _Transaction(self._conn, self._lock, light)
+        return Transaction(self._conn, self._lock, light)
 
     def _is_light(self, effect: str) -> bool:
         """Whether a step of ``effect`` is journaled without an fsync of its own.
 
-        Under ``power`` durability, a read-only step's intent and outcome are committed
-        to the write-ahead log as under ``process`` durability: a crash of the process
-        loses neither, and the next step that writes (or a checkpoint) flushes them to
+        Under ``power`` durability, a read-only step (one commit, after it answered) is
+        committed to the write-ahead log as under ``process`` durability: a crash of the
+        process does not lose it, and the next step that writes (or a checkpoint) flushes them to
         the disk with its own fsync, as the log is one file written in order. Only a
         power cut right after reads can drop the record of those reads, which changed
         nothing and are never compensated; every step that can change something is on
@@ -343,18 +151,7 @@ class SQLiteJournal:
 
     def _migrate(self) -> None:
         with self._tx() as c:
-            version = c.execute("PRAGMA user_version").fetchone()[0]
-            if version > SCHEMA_VERSION:
-                raise JournalVersionError(_newer_message(self.path, version))
-            if version == 0:
-                tables = c.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-                if tables:
-                    raise JournalError(f"{self.path} holds tables but no Reversi schema version")
-            for number in range(version, SCHEMA_VERSION):
-                for statement in MIGRATIONS[number].split(";"):
-                    if statement.strip():
-                        c.execute(statement)
-                c.execute(f"PRAGMA user_version={number + 1}")
+            migrate(c, self.path)
 
     def _recover(self) -> None:
         now = time.time()
@@ -362,9 +159,9 @@ class SQLiteJournal:
             for run_id, seq, owner in c.execute(
                 "SELECT run_id, seq, owner FROM steps WHERE state = 'pending'"
             ).fetchall():
-                if _owner_alive(owner):
+                if owner_alive(owner):
                     continue
-                pid = owner.rsplit(":", 2)[1] if owner else "?"
+                pid = owner_pid(owner)
                 c.execute(
                     "UPDATE steps SET state = 'uncertain', finished_at = ?, error = ? "
                     "WHERE run_id = ? AND seq = ? AND state = 'pending'",
@@ -380,7 +177,7 @@ class SQLiteJournal:
             for run_id, owner in c.execute(
                 "SELECT id, rollback_owner FROM runs WHERE status = 'rolling_back'"
             ).fetchall():
-                if not _owner_alive(owner):
+                if not owner_alive(owner):
                     c.execute(
                         "UPDATE runs SET status = 'rollback_incomplete', rollback_owner = NULL WHERE id = ?",
                         (run_id,),
@@ -397,77 +194,28 @@ class SQLiteJournal:
             )
         return self.get_run(run_id)
 
-    _RUN_COLUMNS = (
-        "r.id, r.started_at, r.status, r.scope, r.label, r.rollback_started_at, "
-        "r.rollback_finished_at, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
-    )
-
-    @staticmethod
-    def _run(row: tuple[Any, ...]) -> RunRecord:
-        return RunRecord(
-            id=row[0],
-            started_at=row[1],
-            status=RunStatus(row[2]),
-            scope=json.loads(row[3]),
-            label=row[4],
-            rollback_started_at=row[5],
-            rollback_finished_at=row[6],
-            step_count=row[7],
-        )
-
     def get_run(self, run_id: str) -> RunRecord:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {self._RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
+                f"SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
             ).fetchone()
         if row is None:
             raise JournalError(f"no run {run_id!r} in {self.path}")
-        return self._run(row)
+        return run_from_row(row)
 
     def list_runs(self) -> list[RunRecord]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {self._RUN_COLUMNS} FROM runs r ORDER BY r.started_at, r.id"
+                f"SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at, r.id"
             ).fetchall()
-        return [self._run(r) for r in rows]
+        return [run_from_row(r) for r in rows]
 
     # -- steps -------------------------------------------------------------------
-
-    _STEP_COLUMNS = (
-        "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, owner, "
-        "started_at, finished_at, result, error, compensation, compensation_error, approval, "
-        "resolution, rollback_state, rollback_reason"
-    )
-
-    def _step(self, row: tuple[Any, ...], requires: list[int]) -> StepRecord:
-        return StepRecord(
-            run_id=row[0],
-            seq=row[1],
-            tool=row[2],
-            effect=row[3],
-            permission=row[4],
-            args=json.loads(row[5]),
-            reason=row[6],
-            state=StepState(row[7]),
-            idempotency_key=row[8],
-            owner=row[9],
-            started_at=row[10],
-            finished_at=row[11],
-            result=_loads(row[12]),
-            error=row[13],
-            compensation=_loads(row[14]),
-            compensation_error=row[15],
-            approval=_loads(row[16]),
-            resolution=row[17],
-            rollback_state=RollbackState(row[18]) if row[18] else None,
-            rollback_reason=row[19],
-            requires=requires,
-        )
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
         with self._lock:
             rows = self._conn.execute(
-                f"SELECT {self._STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
             edges: dict[int, list[int]] = {}
             for seq, req in self._conn.execute(
@@ -475,12 +223,12 @@ class SQLiteJournal:
                 (run_id,),
             ):
                 edges.setdefault(seq, []).append(req)
-        return [self._step(r, edges.get(r[1], [])) for r in rows]
+        return [step_from_row(r, edges.get(r[1], [])) for r in rows]
 
     def get_step(self, run_id: str, seq: int) -> StepRecord:
         with self._lock:
             row = self._conn.execute(
-                f"SELECT {self._STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
                 (run_id, seq),
             ).fetchone()
             reqs = [
@@ -492,12 +240,9 @@ class SQLiteJournal:
             ]
         if row is None:
             raise JournalError(f"run {run_id!r} has no step {seq}")
-        return self._step(row, reqs)
+        return step_from_row(row, reqs)
 
-    @staticmethod
-    def forward_key(run_id: str, seq: int) -> str:
-        """The idempotency key of a step's forward call: stable for the run and step."""
-        return f"reversi-{run_id}-{seq}"
+    forward_key = staticmethod(step_idempotency_key)
 
     def _next_seq(self, c: sqlite3.Connection, run_id: str) -> int:
         row = c.execute(
@@ -523,10 +268,10 @@ class SQLiteJournal:
         approval: dict[str, Any] | None,
     ) -> int:
         now = time.time()
-        with self._tx() as c:
+        with self._lock, self._tx() as c:  # the RLock: _tx takes it again
             self._require_run(c, run_id)
-            seq = self._next_seq(c, run_id)
-            self._seq_hint[run_id] = seq + 1
+            # past every number this handle handed out, a read's in flight included
+            seq = max(self._seq_hint.get(run_id, 0), self._next_seq(c, run_id))
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, started_at, finished_at, error, approval) "
@@ -537,15 +282,16 @@ class SQLiteJournal:
                     tool,
                     effect,
                     permission,
-                    _dumps(args),
+                    dumps(args),
                     reason,
                     self.forward_key(run_id, seq),
                     now,
                     now,
                     scrub(error),
-                    _dumps(approval),
+                    dumps(approval),
                 ),
             )
+            self._seq_hint[run_id] = seq + 1
         return seq
 
     def begin_step(
@@ -560,8 +306,8 @@ class SQLiteJournal:
         requires: list[int],
     ) -> StepRecord:
         now = time.time()
-        args_json = _dumps(args)
-        approval_json = _dumps(approval)
+        args_json = dumps(args)
+        approval_json = dumps(approval)
         edges = sorted(set(requires))
         light = self._is_light(effect)
         with self._lock:
@@ -592,8 +338,9 @@ class SQLiteJournal:
                             ),
                         )
                     except sqlite3.IntegrityError:
-                        # another handle wrote this step number meanwhile: recount and retry
-                        self._seq_hint.pop(run_id, None)
+                        # another handle wrote this step number meanwhile: recount, past
+                        # the numbers this handle reserved for reads in flight, and retry
+                        self._seq_hint[run_id] = max(seq + 1, self._next_seq(c, run_id))
                         continue
                     break
                 else:  # two other writers took the number twice in a row
@@ -657,9 +404,9 @@ class SQLiteJournal:
                 (
                     state.value,
                     time.time(),
-                    _dumps(result),
+                    dumps(result),
                     scrub(error) if error else None,
-                    _dumps(compensation),
+                    dumps(compensation),
                     scrub(compensation_error) if compensation_error else None,
                     run_id,
                     seq,
@@ -670,6 +417,59 @@ class SQLiteJournal:
                 # an event, do not overwrite what a person may already have resolved.
                 self._event(c, run_id, seq, "late_outcome", {"state": state.value, "error": error})
         self._light.discard((run_id, seq))
+
+    def reserve_step(self, run_id: str) -> int:
+        with self._lock:
+            row = self._conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None:
+                raise JournalError(f"no run {run_id!r} in {self.path}")
+            if row[0] != RunStatus.OPEN:
+                raise RunClosedError(
+                    f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."
+                )
+            seq = self._seq_hint.get(run_id) or self._next_seq(self._conn, run_id)
+            self._seq_hint[run_id] = seq + 1
+        return seq
+
+    def record_step(self, step: StepRecord) -> None:
+        light = self._is_light(step.effect)
+        edges = sorted(set(step.requires))
+        try:
+            with self._tx(light=light) as c:
+                c.execute(
+                    "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
+                    "idempotency_key, started_at, finished_at, result, error, compensation, "
+                    "compensation_error, approval) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        step.run_id,
+                        step.seq,
+                        step.tool,
+                        step.effect,
+                        step.permission,
+                        dumps(step.args),
+                        step.reason,
+                        step.state.value,
+                        step.idempotency_key,
+                        step.started_at,
+                        step.finished_at,
+                        dumps(step.result),
+                        scrub(step.error) if step.error else None,
+                        dumps(step.compensation),
+                        scrub(step.compensation_error) if step.compensation_error else None,
+                        dumps(step.approval),
+                    ),
+                )
+                if edges:
+                    c.executemany(
+                        "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
+                        [(step.run_id, step.seq, r) for r in edges],
+                    )
+        except sqlite3.IntegrityError:
+            raise JournalError(
+                f"step {step.seq} of run {step.run_id} was written by another journal handle "
+                f"meanwhile; the record of this {step.tool} call is lost"
+            ) from None
 
     def resolve_step(
         self,
@@ -687,8 +487,8 @@ class SQLiteJournal:
                 "WHERE run_id = ? AND seq = ?",
                 (
                     "applied" if applied else "not_applied",
-                    _dumps(result),
-                    _dumps(compensation),
+                    dumps(result),
+                    dumps(compensation),
                     scrub(compensation_error) if compensation_error else None,
                     run_id,
                     seq,
@@ -723,8 +523,8 @@ class SQLiteJournal:
             if row is None:
                 raise JournalError(f"no run {run_id!r} in {self.path}")
             status, owner = row
-            if status == RunStatus.ROLLING_BACK and owner != self._owner and _owner_alive(owner):
-                pid = owner.rsplit(":", 2)[1]
+            if status == RunStatus.ROLLING_BACK and owner != self._owner and owner_alive(owner):
+                pid = owner_pid(owner)
                 raise RollbackInProgressError(
                     f"run {run_id} is being rolled back by another process (pid {pid}); "
                     "this rollback refused to run at the same time. Try again when it ends."
@@ -774,7 +574,7 @@ class SQLiteJournal:
     ) -> None:
         c.execute(
             "INSERT INTO events (run_id, seq, at, kind, detail) VALUES (?, ?, ?, ?, ?)",
-            (run_id, seq, time.time(), kind, _dumps(detail)),
+            (run_id, seq, time.time(), kind, dumps(detail)),
         )
 
     def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:

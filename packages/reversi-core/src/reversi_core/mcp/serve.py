@@ -24,12 +24,12 @@ Every message and result is scrubbed of registered secrets. See ``docs/mcp.md``.
 from __future__ import annotations
 
 import json
-from typing import Any
+import sys
+from typing import Any, TextIO
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
-from mcp.server.stdio import stdio_server
 
 from ..__about__ import __version__
 from ..connector import CallContext, Connector
@@ -44,8 +44,11 @@ from ..errors import (
 )
 from ..manifest import Effect, Manifest
 from ..redact import scrub, scrub_json
+from ._sdkio import serve_sdk_stdio
+from ._wire import DEFAULT_MAX_MESSAGE_BYTES
 
 __all__ = [
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "ERROR_SCHEMA",
     "IDEMPOTENCY_KEY_META",
     "OUTCOME_META",
@@ -288,11 +291,25 @@ def build_server(connector: Connector) -> Server[Any]:
     )
 
 
-async def serve_stdio(connector: Connector) -> None:
-    """Serve ``connector`` on stdin/stdout until the client closes stdin; then close it."""
+async def serve_stdio(
+    connector: Connector,
+    *,
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    errlog: TextIO | None = None,
+) -> None:
+    """Serve ``connector`` on stdin/stdout until the client closes stdin; then close it.
+
+    The framing rules of docs/mcp.md apply: every malformed line is answered (and said
+    on ``errlog``, default stderr), a line over ``max_message_bytes`` bytes is dropped
+    and refused, and a result that cannot be encoded is answered ``-32603``.
+    """
     server = build_server(connector)
+    err = errlog or sys.stderr
+
+    def say(message: str) -> None:
+        print(f"reversi-connectors serve {connector.name}: {scrub(message)}", file=err, flush=True)
+
     try:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        await serve_sdk_stdio(server, say=say, max_message_bytes=max_message_bytes)
     finally:
         await connector.aclose()

@@ -1,0 +1,175 @@
+"""How ``reversi`` draws runs, steps and rollback reports for people (rich), and JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+from rich.text import Text
+
+from ..engine import RollbackReport
+from ..journal import RollbackState, RunStatus, StepRecord, StepState
+from ..manifest import Effect
+
+__all__ = [
+    "ROLLBACK_STYLE",
+    "STATE_STYLE",
+    "STATUS_STYLE",
+    "data_flag",
+    "print_json",
+    "print_report",
+    "resolve_hint",
+    "rollback_label",
+    "rollback_text",
+    "state_text",
+    "step_details",
+    "unresolved",
+    "when",
+]
+
+STATUS_STYLE = {
+    RunStatus.OPEN: "cyan",
+    RunStatus.ROLLING_BACK: "magenta",
+    RunStatus.ROLLED_BACK: "green",
+    RunStatus.ROLLBACK_INCOMPLETE: "bold red",
+}
+
+ROLLBACK_STYLE = {
+    RollbackState.COMPENSATED: "green",
+    RollbackState.NOT_APPLICABLE: "dim",
+    RollbackState.COMPENSATION_FAILED: "bold red",
+    RollbackState.VERIFICATION_FAILED: "bold red",
+    RollbackState.DEFERRED: "yellow",
+    RollbackState.UNRECOVERABLE: "bold red",
+}
+
+STATE_STYLE = {
+    StepState.SUCCEEDED: "green",
+    StepState.FAILED: "red",
+    StepState.REJECTED: "dim",
+    StepState.PENDING: "magenta",
+    StepState.UNCERTAIN: "bold yellow",
+}
+
+
+def when(ts: float | None) -> str:
+    if ts is None:
+        return ""
+    return datetime.fromtimestamp(ts).astimezone().isoformat(sep=" ", timespec="seconds")
+
+
+def print_json(value: Any) -> None:
+    print(json.dumps(value, indent=2, ensure_ascii=False))
+
+
+def data_flag(args: argparse.Namespace) -> str:
+    return f" --data {shlex.quote(args.data)}" if args.data else ""
+
+
+def state_text(step: StepRecord) -> Text:
+    if step.state is StepState.UNCERTAIN:
+        if step.resolution:
+            return Text(f"uncertain → {step.resolution.replace('_', ' ')}", style="yellow")
+        return Text("⚠ UNCERTAIN", style=STATE_STYLE[step.state])
+    return Text(step.state.value, style=STATE_STYLE.get(step.state, ""))
+
+
+def rollback_text(step: StepRecord) -> Text:
+    if step.rollback_state is None:
+        return Text("")
+    return Text(step.rollback_state.value, style=ROLLBACK_STYLE.get(step.rollback_state, ""))
+
+
+def rollback_label(state: RollbackState | None, *, earlier: bool = False) -> Text:
+    """A rollback state for the report: ``outstanding`` for none, and ``already
+    compensated`` for a step compensated by an earlier rollback (``earlier``)."""
+    if state is None:
+        return Text("outstanding", style="bold yellow")
+    if state is RollbackState.COMPENSATED and earlier:
+        return Text("already compensated", style="dim green")
+    return Text(state.value, style=ROLLBACK_STYLE.get(state, ""))
+
+
+def unresolved(steps: Sequence[StepRecord]) -> list[StepRecord]:
+    """Uncertain steps a person should resolve: a read-only one changed nothing either way."""
+    return [
+        s
+        for s in steps
+        if s.state is StepState.UNCERTAIN
+        and s.resolution is None
+        and s.effect != Effect.READ_ONLY.value
+    ]
+
+
+def resolve_hint(
+    console: Console, run_id: str, steps: Sequence[StepRecord], args: argparse.Namespace
+) -> None:
+    if not steps:
+        return
+    console.print(
+        f"\n[bold yellow]⚠ {len(steps)} uncertain step(s):[/] the call may or may not have taken "
+        "effect. Check the backend, then record what you found:"
+    )
+    for s in steps:
+        cmd = f"reversi resolve {run_id} {s.seq} --applied|--not-applied{data_flag(args)}"
+        console.print(f"  step {s.seq} {escape(s.tool)}:  [bold]{escape(cmd)}[/]", soft_wrap=True)
+    console.print("A rollback leaves uncertain steps alone until they are resolved.")
+
+
+def step_details(step: StepRecord) -> str:
+    parts = []
+    if step.error:
+        parts.append(f"[red]error:[/] {escape(step.error)}")
+    if step.compensation_error:
+        parts.append(f"[red]no compensation:[/] {escape(step.compensation_error)}")
+    if step.rollback_reason:
+        parts.append(f"[yellow]rollback:[/] {escape(step.rollback_reason)}")
+    if step.reason:
+        parts.append(f"[dim]agent: {escape(step.reason)}[/]")
+    return "\n".join(parts)
+
+
+def print_report(out: Console, report: RollbackReport, args: argparse.Namespace) -> None:
+    table = Table(title=f"rollback of {escape(report.run_id)}", title_justify="left")
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("tool", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    table.add_column("rollback", no_wrap=True)
+    table.add_column("reason")
+    now = set(report.compensated_now)
+    for s in report.steps:
+        rollback = rollback_label(s.rollback_state, earlier=s.seq not in now)
+        table.add_row(
+            str(s.seq), escape(s.tool), state_text(s), rollback, escape(s.rollback_reason or "")
+        )
+    out.print(table)
+    if report.unrecoverable:
+        out.print("\n[bold red]Unrecoverable[/] (a person must undo these by hand):")
+        for o in report.unrecoverable:
+            out.print(f"  step {o.step} {escape(o.tool)}: {escape(o.reason)}")
+    uncertain = unresolved(report.steps)
+    skip = {o.step for o in report.unrecoverable} | {s.seq for s in uncertain}
+    others = [o for o in report.outstanding if o.step not in skip]
+    if others:
+        out.print("\n[bold yellow]Outstanding:[/]")
+        for o in others:
+            out.print(f"  step {o.step} {escape(o.tool)} ({o.state}): {escape(o.reason)}")
+    resolve_hint(out, report.run_id, uncertain, args)
+    if report.complete:
+        out.print(
+            f"\n[bold green]rollback complete[/]: {len(report.compensated_now)} compensation(s) "
+            "ran now; every step is undone or had nothing to undo."
+        )
+    else:
+        out.print(
+            f"\n[bold red]rollback incomplete[/]: {len(report.outstanding)} step(s) outstanding. "
+            "Deal with them and run the same command again; compensations that already "
+            "succeeded are not repeated."
+        )

@@ -1,0 +1,146 @@
+"""The SQLite journal's schema, its migrations, and how rows become records."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from .._json import dumps_text
+from ..redact import scrub_json
+from ._base import RollbackState, RunRecord, RunStatus, StepRecord, StepState
+
+__all__ = [
+    "MIGRATIONS",
+    "RUN_COLUMNS",
+    "SCHEMA_VERSION",
+    "STEP_COLUMNS",
+    "dumps",
+    "loads",
+    "run_from_row",
+    "step_from_row",
+]
+
+MIGRATIONS: list[str] = [
+    # 1: runs, steps, edges, events
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        started_at REAL NOT NULL,
+        status TEXT NOT NULL,
+        scope TEXT NOT NULL,
+        label TEXT,
+        rollback_owner TEXT,
+        rollback_started_at REAL,
+        rollback_finished_at REAL
+    );
+    CREATE TABLE steps (
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        seq INTEGER NOT NULL,
+        tool TEXT NOT NULL,
+        effect TEXT NOT NULL,
+        permission TEXT NOT NULL,
+        args TEXT NOT NULL,
+        reason TEXT,
+        state TEXT NOT NULL,
+        idempotency_key TEXT NOT NULL,
+        owner TEXT,
+        started_at REAL NOT NULL,
+        finished_at REAL,
+        result TEXT,
+        error TEXT,
+        compensation TEXT,
+        compensation_error TEXT,
+        approval TEXT,
+        resolution TEXT,
+        rollback_state TEXT,
+        rollback_reason TEXT,
+        PRIMARY KEY (run_id, seq)
+    );
+    CREATE TABLE edges (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        requires_seq INTEGER NOT NULL,
+        PRIMARY KEY (run_id, seq, requires_seq)
+    );
+    CREATE TABLE events (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL,
+        seq INTEGER,
+        at REAL NOT NULL,
+        kind TEXT NOT NULL,
+        detail TEXT NOT NULL
+    );
+    CREATE INDEX steps_pending ON steps(state) WHERE state = 'pending';
+    CREATE INDEX events_run ON events(run_id, id);
+    """,
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def dumps(value: Any) -> str | None:
+    """``value`` (scrubbed of registered secrets) as compact JSON text, or ``None``.
+
+    Any Python string can be stored, a lone surrogate read from a peer's JSON included
+    (:func:`reversi_core._json.dumps_text` spells it in ASCII): it reads back unchanged.
+    """
+    if value is None:
+        return None
+    return dumps_text(scrub_json(value))
+
+
+def loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+RUN_COLUMNS = (
+    "r.id, r.started_at, r.status, r.scope, r.label, r.rollback_started_at, "
+    "r.rollback_finished_at, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+)
+
+
+def run_from_row(row: tuple[Any, ...]) -> RunRecord:
+    """A run record from a row of :data:`RUN_COLUMNS`."""
+    return RunRecord(
+        id=row[0],
+        started_at=row[1],
+        status=RunStatus(row[2]),
+        scope=json.loads(row[3]),
+        label=row[4],
+        rollback_started_at=row[5],
+        rollback_finished_at=row[6],
+        step_count=row[7],
+    )
+
+
+STEP_COLUMNS = (
+    "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, owner, "
+    "started_at, finished_at, result, error, compensation, compensation_error, approval, "
+    "resolution, rollback_state, rollback_reason"
+)
+
+
+def step_from_row(row: tuple[Any, ...], requires: list[int]) -> StepRecord:
+    """A step record from a row of :data:`STEP_COLUMNS` and its ``requires`` edges."""
+    return StepRecord(
+        run_id=row[0],
+        seq=row[1],
+        tool=row[2],
+        effect=row[3],
+        permission=row[4],
+        args=json.loads(row[5]),
+        reason=row[6],
+        state=StepState(row[7]),
+        idempotency_key=row[8],
+        owner=row[9],
+        started_at=row[10],
+        finished_at=row[11],
+        result=loads(row[12]),
+        error=row[13],
+        compensation=loads(row[14]),
+        compensation_error=row[15],
+        approval=loads(row[16]),
+        resolution=row[17],
+        rollback_state=RollbackState(row[18]) if row[18] else None,
+        rollback_reason=row[19],
+        requires=requires,
+    )
