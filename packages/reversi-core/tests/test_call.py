@@ -107,15 +107,15 @@ async def test_after_a_rollback_every_refusal_says_the_run_was_rolled_back(
     run.withheld = {"mem.put": Withheld("drifted", "mem.put drifted")}
     report = await run.rollback(compensate=compensator_for([mem]))
     assert report.complete
-    for tool, args in (
+    for name, args in (
         ("mem.put", {"key": "a", "value": "1"}),  # withheld
         ("mem.publish", {"message": "hi"}),  # outside the scope
         ("mem.nope", {}),  # unknown
         ("mem.put", {"key": 3}),  # invalid arguments
         ("mem.get", {"key": "a"}),  # allowed
     ):
-        outcome = await run.attempt(tool, args)
-        assert isinstance(outcome.error, RunClosedError), tool
+        outcome = await run.attempt(name, args)
+        assert isinstance(outcome.error, RunClosedError), name
         assert "rolled back" in str(outcome.error)
         assert outcome.step is None
     assert run.steps() == []
