@@ -77,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         live_on_test_backend,
         load_fixture,
         record_live,
+        resolve_variables,
         run_live,
     )
 
@@ -101,9 +102,15 @@ def main(argv: list[str] | None = None) -> int:
     record = scenario.record and not args.no_record
     folder = args.cassettes or ROOT / "packages" / f"reversi-connector-{args.name}" / "tests" / "cassettes"
     cassette = folder / f"{scenario.name}.yaml"
-    data = args.data or Path(tempfile.mkdtemp(prefix=f"reversi-live-{args.name}-"))
+    if not args.test_backend:
+        try:  # before anything is printed or made: name every variable that is missing
+            resolve_variables(cls, scenario, os.environ)
+        except MissingLiveVariables as exc:
+            return _fail(str(exc), 2)
     where = "its test backend" if args.test_backend else "the backend its environment names"
     print(f"{args.name}: live scenario {scenario.name!r} against {where}: {scenario.summary}")
+    data = args.data or Path(tempfile.mkdtemp(prefix=f"reversi-live-{args.name}-"))
+    journal = data / "journal"  # where live_on_test_backend keeps it too
 
     def log(line: str) -> None:
         print(f"  {line}")
@@ -121,27 +128,24 @@ def main(argv: list[str] | None = None) -> int:
         elif record:
             outcome = asyncio.run(
                 record_live(
-                    cls, scenario, dict(os.environ), cassette, data_dir=data, against="the vendor", log=log
+                    cls, scenario, dict(os.environ), cassette, data_dir=journal, against="the vendor", log=log
                 )
             )
         else:
-            outcome = asyncio.run(run_live(cls, scenario, dict(os.environ), data_dir=data, log=log))
-    except MissingLiveVariables as exc:
-        shutil.rmtree(data, ignore_errors=True)
-        return _fail(str(exc), 2)
+            outcome = asyncio.run(run_live(cls, scenario, dict(os.environ), data_dir=journal, log=log))
     except ConfigurationError as exc:
-        shutil.rmtree(data, ignore_errors=True)
+        _discard(data, args.data)
         return _fail(str(exc), 2)
-    except CassetteRejected as exc:
+    except CassetteRejected as exc:  # the scenario itself passed and rolled back
+        _discard(data, args.data)
         return _fail(str(exc), 1)
     except Exception as exc:
         return _fail(
             f"{args.name}: the live scenario failed: {type(exc).__name__}: {exc}\n"
-            f"  its journal is in {data} (reversi runs --data {data})",
+            f"  its journal is kept in {journal} (reversi runs --data {journal})",
             1,
         )
-    if args.data is None:
-        shutil.rmtree(data, ignore_errors=True)
+    _discard(data, args.data)
     steps = f"{outcome.steps} calls in {', '.join(outcome.runs)}, rolled back"
     print(f"{args.name}: passed: {steps}")
     if outcome.cassette is not None:
@@ -155,6 +159,12 @@ def main(argv: list[str] | None = None) -> int:
     else:
         print(f"  nothing to record: {args.name} does not speak HTTP")
     return 0
+
+
+def _discard(data: Path, given: Path | None) -> None:
+    """Remove the journal's temporary folder (never one the caller named)."""
+    if given is None:
+        shutil.rmtree(data, ignore_errors=True)
 
 
 if __name__ == "__main__":

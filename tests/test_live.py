@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import ast
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
-import pytest
+import anyio
+import yaml
 
 from reversi_connector_github import GithubConnector
-from reversi_connector_github.testing import CERTIFICATION_TOKEN, LIVE
-from reversi_core.testing import replay_cassette, secret_forms
+from reversi_connector_github.testing import CERTIFICATION_TOKEN, LIVE, FakeGitHub, seed_example
+from reversi_core.journal import SQLiteJournal, StepState
+from reversi_core.testing import FakeServer, replay_cassette, secret_forms
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "scripts" / "live.py"
@@ -67,8 +70,7 @@ def test_an_unknown_connector_is_refused() -> None:
     assert "no connector named 'nosuch' is installed" in proc.stderr
 
 
-@pytest.mark.anyio
-async def test_github_recorded_against_its_fake_holds_no_credential_and_replays(tmp_path: Path) -> None:
+def test_github_recorded_against_its_fake_holds_no_credential_and_replays(tmp_path: Path) -> None:
     proc = live("github", "--test-backend", "--cassettes", str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cassette = tmp_path / f"{LIVE.name}.yaml"
@@ -78,8 +80,53 @@ async def test_github_recorded_against_its_fake_holds_no_credential_and_replays(
         assert form not in text
     assert text.count("Bearer <GITHUB_TOKEN>") == 14
     assert sorted(p.name for p in tmp_path.iterdir()) == [cassette.name]  # no partial file left
-    report = await replay_cassette(GithubConnector, LIVE, cassette)
+    report = anyio.run(replay_cassette, GithubConnector, LIVE, cassette)
     assert report.exchanges == 14
+
+
+def test_against_the_vendor_the_environment_names_it_records_or_keeps_the_journal(
+    tmp_path: Path,
+) -> None:
+    """The maintainer's path, with a fake GitHub standing in for api.github.com: the
+    variables alone say where to go. A scenario that fails writes no cassette and
+    keeps its journal."""
+    token = "ghp_maintainersOwnToken_0123456789abcd"
+    fake = FakeGitHub(token=token)
+    seed_example(fake)
+    with FakeServer(fake) as server:
+        env = {
+            "GITHUB_TOKEN": token,
+            "GITHUB_BASE_URL": fake.base_url(server),
+            "REVERSI_LIVE_GITHUB_REPO": "octo/hello",
+        }
+        done = live("github", "--cassettes", str(tmp_path / "ok"), **env)
+        refused = live(
+            "github", "--cassettes", str(tmp_path / "bad"), **{**env, "GITHUB_TOKEN": "ghp_revoked_000000"}
+        )
+    assert done.returncode == 0, done.stdout + done.stderr
+    cassette = tmp_path / "ok" / f"{LIVE.name}.yaml"
+    meta = yaml.safe_load(cassette.read_text())["metadata"]["reversi"]
+    assert meta["recorded_against"] == "the vendor"
+    assert meta["variables"] == {
+        "REVERSI_LIVE_GITHUB_REPO": "octo/hello",
+        "REVERSI_LIVE_GITHUB_BRANCH": "main",
+    }
+    assert token not in cassette.read_text()
+    assert token not in done.stdout + done.stderr
+    assert refused.returncode == 1
+    assert "the live scenario failed: ToolError: github: POST /repos/octo/hello/issues failed: HTTP 401" in (
+        refused.stderr
+    )
+    kept = Path(refused.stderr.split("its journal is kept in ", 1)[1].split(" ", 1)[0])
+    try:
+        with SQLiteJournal.open(kept, create=False) as journal:
+            (run,) = journal.list_runs()
+            assert [(s.tool, s.state) for s in journal.list_steps(run.id)] == [
+                ("github.create_issue", StepState.FAILED)
+            ]
+    finally:
+        shutil.rmtree(kept.parent)
+    assert not (tmp_path / "bad").exists() or list((tmp_path / "bad").iterdir()) == []
 
 
 def test_the_live_session_is_never_part_of_a_default_or_ci_run() -> None:

@@ -128,6 +128,7 @@ _AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
 _BASIC = re.compile(r"Basic\s+([A-Za-z0-9+/_-]+=*)")
 _PLACEHOLDER = re.compile(r"<[^<>\s]+>")
 _PERCENT = re.compile(r"%[0-9A-F]{2}")
+_MAX_CONSEQUENCE = 300  # characters of a scenario's error shown after a request that did not match
 
 
 # -- the declaration -------------------------------------------------------------------
@@ -835,9 +836,9 @@ def _unmatched_problem(exc: Any) -> str:
     similar = getattr(exc, "similar_requests", None) or []
     if similar:
         recorded, _matched, failed = similar[0]
-        why = "; ".join(f"{name}: {' '.join(str(message).split())}" for name, message in failed)
+        why = "; ".join(f"{name}: {message}" for name, message in failed)
         text += f" (closest recorded: {_shown(recorded)}, differing in {why})"
-    return text
+    return text.replace("\n", "\n    ")
 
 
 def _cassette_metadata(cassette: Path, scenario: LiveScenario) -> dict[str, Any]:
@@ -926,7 +927,10 @@ async def replay_cassette(
                 problems.append(f"the connector never sent {_shown(request)} (recorded exchange {index + 1})")
         exchanges = len(recorded)
     if failure is not None:
-        problems.append(f"the scenario failed: {type(failure).__name__}: {failure}")
+        said = f"{type(failure).__name__}: {failure}"
+        if transport.unmatched:  # a consequence of the requests above: its first line will do
+            said = said.split("\n", 1)[0][:_MAX_CONSEQUENCE] + " ..."
+        problems.append(f"the scenario failed: {said}")
     if problems:
         raise CassetteMismatch(cassette, problems)
     return ReplayReport(cassette, exchanges, transport.sent)
