@@ -334,6 +334,23 @@ class LiveContext:
         if not condition:
             raise LiveCheckFailed(f"expected {what}")
 
+    async def roll_back_leftovers(self) -> None:
+        """After a failed scenario, roll back every run still open or incomplete (best effort).
+
+        Nothing is raised: each outcome is logged, and so is where the journal is kept.
+        """
+        for run in self._runs:
+            if run.record.status not in (RunStatus.OPEN, RunStatus.ROLLBACK_INCOMPLETE):
+                continue
+            try:
+                report = await run.rollback(compensate=self._compensate)
+            except Exception as exc:  # reported, never raised: the scenario's own error wins
+                self.log(f"cleanup: the rollback of {run.id} failed: {type(exc).__name__}: {exc}")
+                continue
+            state = "complete" if report.complete else "INCOMPLETE"
+            self.log(f"cleanup: rolled back {run.id} ({state})")
+        self.log(f"the journal is kept in {self.data_dir}: `reversi show RUN_ID --data {self.data_dir}`")
+
     def close(self) -> None:
         """Close the journal."""
         self.journal.close()
@@ -623,7 +640,7 @@ async def _perform(scenario: LiveScenario, context: LiveContext) -> None:
         await scenario.run(context)
     except BaseException:
         if not context.replaying:
-            await _clean_up(context)
+            await context.roll_back_leftovers()
         raise
     if not context.runs:
         raise LiveCheckFailed("the scenario started no run: a live scenario goes through the engine")
@@ -633,22 +650,6 @@ async def _perform(scenario: LiveScenario, context: LiveContext) -> None:
             raise LiveCheckFailed(
                 f"the scenario left {run.id} {status.value}: a live scenario rolls back every run it starts"
             )
-
-
-async def _clean_up(context: LiveContext) -> None:
-    """Best effort after a failed scenario: roll back every run still open or incomplete."""
-    for run in context.runs:
-        if run.record.status in (RunStatus.OPEN, RunStatus.ROLLBACK_INCOMPLETE):
-            try:
-                report = await run.rollback(compensate=context._compensate)
-            except Exception as exc:  # reported, never raised: the scenario's own error wins
-                context.log(f"cleanup: the rollback of {run.id} failed: {type(exc).__name__}: {exc}")
-                continue
-            state = "complete" if report.complete else "INCOMPLETE"
-            context.log(f"cleanup: rolled back {run.id} ({state})")
-    context.log(
-        f"the journal is kept in {context.data_dir}: `reversi show RUN_ID --data {context.data_dir}`"
-    )
 
 
 def _steps(context: LiveContext) -> int:
