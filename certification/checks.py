@@ -17,13 +17,16 @@ Rollback checks use the real engine (:class:`reversi_core.Run`) over a real
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
+import time
 import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import anyio
+from jsonschema import Draft202012Validator
 
 from reversi_core import (
     CallContext,
@@ -36,13 +39,22 @@ from reversi_core import (
     detect_manifest_drift,
     schema_hash,
 )
+from reversi_core.connector import CompensationCall, Compensator
 from reversi_core.engine import Executor, RollbackReport, Verifier
 from reversi_core.errors import ManifestError
 from reversi_core.journal import StepRecord
 from reversi_core.manifest import Effect, Manifest
-from reversi_core.testing import Fault
+from reversi_core.testing import WRITE_METHODS, Failure, Fault
 
-from .runner import CheckFailed, NotApplicableHere, Scene, Subject, scenario
+from .runner import (
+    CheckFailed,
+    NotApplicableHere,
+    Scene,
+    Subject,
+    difference,
+    scenario,
+    shorten,
+)
 
 __all__ = [
     "check_compensation_failure",
@@ -86,28 +98,6 @@ def leaks(text: str, credential: str | None) -> bool:
     return any(form in text for form in forms)
 
 
-def difference(before: Any, after: Any, limit: int = 6) -> str:
-    """A short account of where two fingerprints differ."""
-    if isinstance(before, dict) and isinstance(after, dict):
-        keys = sorted(set(before) | set(after), key=str)
-        changed = [str(k) for k in keys if before.get(k) != after.get(k)]
-        more = f" and {len(changed) - limit} more" if len(changed) > limit else ""
-        inner = []
-        for key in changed[:limit]:
-            b, a = before.get(key), after.get(key)
-            if isinstance(b, dict) and isinstance(a, dict):
-                inner.append(f"{key}: {difference(b, a, 3)}")
-            else:
-                inner.append(f"{key}: {_short(b)} -> {_short(a)}")
-        return "; ".join(inner) + more
-    return f"{_short(before)} -> {_short(after)}"
-
-
-def _short(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= 80 else text[:77] + "..."
-
-
 def label(tool: str, index: int) -> str:
     return f"{tool} example {index + 1}"
 
@@ -131,6 +121,13 @@ def needs_faults(scene: Scene, purpose: str) -> Any:
             "with the reason"
         )
     return faults
+
+
+def stayed_inside(scene: Scene, what: str) -> None:
+    """Fail when ``what`` changed anything outside the backend (the fixture's ``outside``)."""
+    changed = scene.left_outside()
+    if changed is not None:
+        raise fail(f"{what} changed what lies outside the backend: {difference(*changed)}")
 
 
 def realised(scene: Scene, fault: Fault) -> str:
@@ -307,13 +304,36 @@ def must_apply(check: str, subject: Subject) -> str | None:
 # -- 1. forward success ----------------------------------------------------------------
 
 
+def described_by(manifest: Manifest) -> Callable[[Any], list[str]]:
+    """``problems(result)``: where ``result`` departs from the tool's ``output_schema``.
+
+    Checked with a JSON Schema validator, as an MCP client checks ``structuredContent``,
+    not with the connector's pydantic model. Fails when the tool declares no output schema.
+    """
+    if manifest.output_schema is None:
+        raise fail(f"{manifest.name} declares no output schema (every tool declares its result)")
+    validator = Draft202012Validator(manifest.output_schema)
+
+    def problems(result: Any) -> list[str]:
+        return [
+            f"{e.json_path}: {e.message}"
+            for e in sorted(validator.iter_errors(result), key=lambda e: e.json_path)
+        ]
+
+    return problems
+
+
 async def check_forward_success(subject: Subject) -> str:
-    """Every tool succeeds on each example; read-only ones change nothing and send no write."""
+    """Every tool succeeds on each example with a result its output schema describes.
+
+    Read-only tools also change nothing and send no write.
+    """
     manifests = subject.manifests
     unknown = sorted(set(subject.fixture.examples) - set(manifests))
     if unknown:
         raise fail(f"examples name tools the connector does not have: {', '.join(unknown)}")
     first_examples(subject, sorted(manifests))
+    described = {tool: described_by(manifest) for tool, manifest in manifests.items()}
     count = 0
     for tool, manifest in sorted(manifests.items()):
         for index, example in enumerate(subject.examples(tool)):
@@ -333,7 +353,14 @@ async def check_forward_success(subject: Subject) -> str:
                     raise fail(
                         f"{label(tool, index)} returned a result that is not JSON: {exc}"
                     ) from None
+                departures = described[tool](result)
+                if departures:
+                    raise fail(
+                        f"{label(tool, index)} returned a result its output schema does not "
+                        "describe: " + "; ".join(departures[:3])
+                    )
                 after = scene.fingerprint()
+                stayed_inside(scene, label(tool, index))
                 if manifest.effect is Effect.READ_ONLY:
                     if after != before:
                         raise fail(
@@ -395,6 +422,18 @@ def _refusal(
     return None
 
 
+def _for_the_declared_reason(what: str, failure: Failure, exc: BaseException) -> None:
+    """Fail unless the refusal carries the code (and status) the :class:`Failure` declares."""
+    code = getattr(exc, "code", None)
+    status = getattr(exc, "status", None)
+    if code != failure.code or (failure.status is not None and status != failure.status):
+        got = (f"HTTP {status}, " if failure.status is not None else "") + f"code {code!r}"
+        raise fail(
+            f"{what} was refused for another reason than the fixture declares: {got}, "
+            f"expected {failure.expects()}: {exc}"
+        )
+
+
 async def check_forward_failure(subject: Subject) -> str:
     """Declared failing calls, and (with faults) an injected 422 on every tool, are clean refusals."""
     failures = subject.fixture.failures
@@ -405,22 +444,24 @@ async def check_forward_failure(subject: Subject) -> str:
         raise fail(f"failures name tools the connector does not have: {', '.join(unknown)}")
     count = 0
     for tool, examples in sorted(failures.items()):
-        for index, example in enumerate(examples):
+        for index, failure in enumerate(examples):
             async with scenario(subject, f"ff-{tool}-{index}") as scene:
-                args = await scene.prepare(example)
+                args = await scene.prepare(failure.args)
                 before = scene.fingerprint()
                 what = f"failing {label(tool, index)}"
                 try:
                     result = await scene.call(tool, args)
                 except Exception as exc:
                     _refusal(subject, what, exc)
+                    _for_the_declared_reason(what, failure, exc)
                 else:
-                    raise fail(f"{what} succeeded: {_short(result)}")
+                    raise fail(f"{what} succeeded: {shorten(result)}")
                 after = scene.fingerprint()
                 if after != before:
                     raise fail(
                         f"{what} was refused but changed the backend: {difference(before, after)}"
                     )
+                stayed_inside(scene, f"{what}, although refused,")
                 count += 1
     count_injected = 0
     refusal = Injection(INJECTED_REFUSAL)
@@ -446,7 +487,7 @@ async def check_forward_failure(subject: Subject) -> str:
                 if scene.fingerprint() != before:
                     raise fail(f"{tool} under {under} changed the backend")
                 count_injected += 1
-    return f"{count} declared refusals" + (
+    return f"{count} declared refusals, each with its declared code" + (
         f", {count_injected} injected {refusal}" if count_injected else ""
     )
 
@@ -595,12 +636,72 @@ async def check_compensation_success(subject: Subject) -> str | NotApplicableHer
 # -- 6. compensation failure -----------------------------------------------------------
 
 
+def recorded(scene: Scene, calls: list[CompensationCall]) -> Compensator:
+    """The scene's compensator, keeping every :class:`CompensationCall` it is given."""
+    compensate: Compensator = scene.compensator()
+
+    async def keep(call: CompensationCall) -> dict[str, Any]:
+        calls.append(call)
+        return await compensate(call)
+
+    return keep
+
+
+def _undo_keys(
+    scene: Scene,
+    tool: str,
+    undo: str,
+    attempts: list[tuple[str, list[CompensationCall], list[Any]]],
+) -> bool:
+    """Every attempt of ``tool``'s undo carried one key; for a keyed vendor, the backend got it.
+
+    ``attempts`` is ``(name, compensation calls, requests the backend recorded)`` for the
+    failed attempt and the retried one. Returns whether the backend's copy was checked.
+    """
+    keys = [(name, call.idempotency_key) for name, calls, _ in attempts for call in calls]
+    for name, calls, _ in attempts:
+        if not calls:
+            raise fail(f"the {name} rollback of {tool} never called the compensation {undo}")
+    key = keys[0][1]
+    if not key:
+        raise fail(f"the compensation {undo} undoing {tool} was given no idempotency key")
+    for name, other in keys:
+        if other != key:
+            raise fail(
+                f"the {name} attempt of {undo} undoing {tool} was given idempotency key "
+                f"{other!r}, the failed one {key!r}: every attempt of a step's compensation "
+                "must carry the same key, derived only from the run and the step"
+            )
+    fixture = scene.subject.fixture
+    where = fixture.idempotency_key_in
+    if undo not in fixture.sends_idempotency_key or where is None:
+        return False
+    for name, _, requests in attempts:
+        sent = [r for r in requests if str(r.method).upper() in WRITE_METHODS]
+        if not sent and name == "retried":
+            raise fail(
+                f"{undo} sends the idempotency key, but the backend recorded no write request "
+                f"of its retried attempt undoing {tool}"
+            )
+        for request in sent:
+            got = where.read(request)
+            if got != key:
+                raise fail(
+                    f"the backend received {where} {got!r} in {request.method} {request.path} "
+                    f"of the {name} attempt of {undo} undoing {tool}, not the compensation's "
+                    f"idempotency key {key!r}: a compensation must send ctx.idempotency_key, "
+                    "never a fresh key"
+                )
+    return True
+
+
 async def check_compensation_failure(subject: Subject) -> str | NotApplicableHere:
-    """An undo that fails: compensation_failed, rollback incomplete; after the fault, a retry completes."""
+    """A failing undo: compensation_failed, incomplete; then a retry under the same key completes."""
     targets = subject.tools(*UNDOABLE)
     if not targets:
         return NotApplicableHere("no tool has a compensation")
     first_examples(subject, targets)
+    received = 0
     for tool in targets:
         async with scenario(subject, f"compfail-{tool}") as scene:
             _registry_or_fail(scene)
@@ -611,8 +712,11 @@ async def check_compensation_failure(subject: Subject) -> str | NotApplicableHer
             planned = run.journal.get_step(run.id, seq).compensation
             if planned is None:
                 raise fail(f"{tool} succeeded but no compensation was computed for it")
+            failed: list[CompensationCall] = []
+            sent = len(scene.requests)
             with undo_fault(scene, planned["tool"], planned["args"]):
-                first = await run.rollback(compensate=scene.compensator())
+                first = await run.rollback(compensate=recorded(scene, failed))
+            failed_requests = scene.requests[sent:]
             step = step_of(first, seq)
             if first.complete or step.rollback_state is not RollbackState.COMPENSATION_FAILED:
                 state = step.rollback_state.value if step.rollback_state else None
@@ -622,17 +726,26 @@ async def check_compensation_failure(subject: Subject) -> str | NotApplicableHer
                 )
             if leaks(step.rollback_reason or "", subject.fixture.credential):
                 raise fail(f"the failure reason of {planned['tool']} carries the credential")
-            second = await run.rollback(compensate=scene.compensator())
+            retried: list[CompensationCall] = []
+            sent = len(scene.requests)
+            second = await run.rollback(compensate=recorded(scene, retried))
+            retried_requests = scene.requests[sent:]
             step = step_of(second, seq)
             if not second.complete or step.rollback_state is not RollbackState.COMPENSATED:
                 raise fail(
                     f"after the fault cleared, rolling back {tool} again did not complete: "
                     f"{step.rollback_reason}"
                 )
+            attempts = [("failed", failed, failed_requests), ("retried", retried, retried_requests)]
+            received += _undo_keys(scene, tool, planned["tool"], attempts)
             norm = normaliser(subject, tool)
             if norm(scene.fingerprint()) != norm(before):
                 raise fail(f"after the retried rollback of {tool} the backend is not as before")
-    return f"{len(targets)} tools: failed undo, then a completed retry"
+    where = subject.fixture.idempotency_key_in
+    return (
+        f"{len(targets)} tools: failed undo, then a completed retry with the same idempotency key"
+        + (f", received by the backend in {where}" if received else "")
+    )
 
 
 # -- 7. verification failure -----------------------------------------------------------
@@ -706,48 +819,158 @@ async def check_permission_denial(subject: Subject) -> str:
 # -- 9. timeout ------------------------------------------------------------------------
 
 
+LONG_DEFAULTS = 300.0
+"""Seconds of the default limits the timeout check builds a connector with (``build_with_timeout``)."""
+
+
+def short_limit(subject: Subject) -> float:
+    """The call's own limit the timeout check gives: half the fixture's ``call_timeout``."""
+    return subject.fixture.call_timeout / 2
+
+
+def patience(limit: float) -> float:
+    """How long the timeout check waits for a connector whose limit is ``limit`` seconds."""
+    return limit * 2 + 1.0
+
+
+def within(scene: Scene, seconds: float) -> Executor:
+    """An executor that gives each call a limit of its own: ``CallContext.timeout = seconds``.
+
+    The engine itself is given no limit (its own would make every write uncertain
+    whatever the connector does): only the connector can honour this one.
+    """
+
+    async def execute(name: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        return await scene.connector.call(name, args, dataclasses.replace(ctx, timeout=seconds))
+
+    return execute
+
+
+async def _gives_up(
+    subject: Subject,
+    scene: Scene,
+    tool: str,
+    manifest: Manifest,
+    wait: float,
+    how: str,
+    call_limit: float | None = None,
+) -> None:
+    """Through the engine, ``tool`` against a silent backend must give up within ``wait`` seconds.
+
+    ``how`` says, for the messages, which limit the connector had to honour; with
+    ``call_limit``, the call is given that limit of its own (:func:`within`).
+    """
+    args = await scene.prepare(subject.examples(tool)[0])
+    run = scene.run()
+    execute = within(scene, call_limit) if call_limit is not None else None
+    raised: BaseException | None = None
+    with armed_on_effect(scene, Fault.hang(seconds=wait + 5.0), manifest):
+        with anyio.move_on_after(wait) as scope:
+            try:
+                await run.call(tool, args, execute=execute)
+            except Exception as exc:
+                raised = exc
+    if scope.cancelled_caught:
+        lacks = (
+            "has no timeout of its own"
+            if call_limit is None
+            else "does not honour the call's own limit (CallContext.timeout)"
+        )
+        raise fail(
+            f"{tool} was still waiting for a silent backend after {wait:.1f} s ({how}): the "
+            f"connector {lacks}"
+        )
+    if raised is None:
+        raise fail(f"{tool} succeeded although the backend never answered ({how})")
+    step = run.steps()[-1]
+    if writes(manifest):
+        if not isinstance(raised, EffectUncertainError) or step.state is not StepState.UNCERTAIN:
+            raise fail(
+                f"{tool} writes, and a silent backend must leave it uncertain ({how}); got "
+                f"{type(raised).__name__} (step {step.state.value}): {raised}"
+            )
+    elif not isinstance(raised, ToolError) or step.state is not StepState.FAILED:
+        raise fail(
+            f"{tool} only reads, and a silent backend must give a plain ToolError ({how}); got "
+            f"{type(raised).__name__} (step {step.state.value}): {raised}"
+        )
+    if leaks(str(raised), subject.fixture.credential):
+        raise fail(f"the timeout error of {tool} carries the credential ({how})")
+
+
+async def _builds_with_the_defaults_asked_for(subject: Subject, short: float) -> None:
+    """The fixture's ``build_with_timeout`` really sets the connector's defaults.
+
+    Built with defaults a little longer than the check waits for a call's own limit,
+    and given no limit of the call's, the first tool must outlast that wait against a
+    silent backend, then give up by itself. Otherwise a builder that ignores its
+    ``seconds`` (keeping the fixture's short limits) would let a connector deaf to
+    ``CallContext.timeout`` pass.
+    """
+    tool, manifest = sorted(subject.manifests.items())[0]
+    defaults = patience(short) + 0.5
+    asked = f"built by build_with_timeout(handle, {defaults:g}) and called with no limit"
+    async with scenario(subject, f"timeout-defaults-{tool}", default_timeout=defaults) as scene:
+        args = await scene.prepare(subject.examples(tool)[0])
+        started = time.monotonic()
+        gave_up: Exception | None = None
+        with armed_on_effect(scene, Fault.hang(seconds=patience(defaults) + 5.0), manifest):
+            with anyio.move_on_after(patience(defaults)) as scope:
+                try:
+                    await scene.call(tool, args)
+                except Exception as exc:
+                    gave_up = exc
+        took = time.monotonic() - started
+    if gave_up is None and not scope.cancelled_caught:
+        raise fail(f"{tool} succeeded although the backend never answered ({asked})")
+    if scope.cancelled_caught:
+        raise fail(
+            f"{asked}, {tool} was still waiting for a silent backend after {took:.1f} s: the "
+            "connector has no timeout of its own, or the fixture does not give it the "
+            "default limits it is asked for"
+        )
+    if took < patience(short):
+        raise fail(
+            f"{asked}, {tool} gave up on a silent backend after {took:.1f} s, before those "
+            "defaults ran out: the fixture does not give the connector the default limits "
+            "it is asked for"
+        )
+
+
 async def check_timeout(subject: Subject) -> str:
-    """A silent backend: the connector gives up by itself, uncertain for a write, ToolError for a read."""
+    """A silent backend: every tool gives up by itself, within its defaults and within the call's own limit."""
     manifests = subject.manifests
     first_examples(subject, sorted(manifests))
     limit = subject.fixture.call_timeout
-    guard = limit * 2 + 1.0
+    short = short_limit(subject)
+    if subject.fixture.build_with_timeout is None:
+        raise fail(
+            "the fixture has no build_with_timeout(handle, seconds), so the check cannot build "
+            "the connector with long defaults and see it honour a call's shorter limit"
+        )
     for tool, manifest in sorted(manifests.items()):
         async with scenario(subject, f"timeout-{tool}") as scene:
-            args = await scene.prepare(subject.examples(tool)[0])
-            run = scene.run()
-            raised: BaseException | None = None
-            with armed_on_effect(scene, Fault.hang(seconds=guard + 5.0), manifest):
-                with anyio.move_on_after(guard) as scope:
-                    try:
-                        await run.call(tool, args)
-                    except Exception as exc:
-                        raised = exc
-            if scope.cancelled_caught:
-                raise fail(
-                    f"{tool} was still waiting for a silent backend after {guard:.1f} s (its "
-                    f"declared limit is {limit} s): the connector has no timeout of its own"
-                )
-            if raised is None:
-                raise fail(f"{tool} succeeded although the backend never answered")
-            step = run.steps()[-1]
-            if writes(manifest):
-                if (
-                    not isinstance(raised, EffectUncertainError)
-                    or step.state is not StepState.UNCERTAIN
-                ):
-                    raise fail(
-                        f"{tool} writes, and a silent backend must leave it uncertain; got "
-                        f"{type(raised).__name__} (step {step.state.value}): {raised}"
-                    )
-            elif not isinstance(raised, ToolError) or step.state is not StepState.FAILED:
-                raise fail(
-                    f"{tool} only reads, and a silent backend must give a plain ToolError; got "
-                    f"{type(raised).__name__} (step {step.state.value}): {raised}"
-                )
-            if leaks(str(raised), subject.fixture.credential):
-                raise fail(f"the timeout error of {tool} carries the credential")
-    return f"{len(manifests)} tools gave up on a silent backend (limit {limit} s)"
+            await _gives_up(
+                subject, scene, tool, manifest, patience(limit), f"its declared limit is {limit} s"
+            )
+    await _builds_with_the_defaults_asked_for(subject, short)
+    for tool, manifest in sorted(manifests.items()):
+        async with scenario(
+            subject, f"timeout-call-{tool}", default_timeout=LONG_DEFAULTS
+        ) as scene:
+            await _gives_up(
+                subject,
+                scene,
+                tool,
+                manifest,
+                patience(short),
+                f"the call's own limit was {short:g} s, its defaults {LONG_DEFAULTS:g} s",
+                call_limit=short,
+            )
+    return (
+        f"{len(manifests)} tools gave up on a silent backend (limit {limit} s), and within "
+        f"a call's own {short:g} s limit when built with {LONG_DEFAULTS:g} s defaults"
+    )
 
 
 # -- 10. redaction ---------------------------------------------------------------------
@@ -818,9 +1041,9 @@ async def check_redaction(subject: Subject) -> str:
                                 ) from None
                 inspect(scene)
     for tool, examples in sorted(subject.fixture.failures.items()):
-        for index, example in enumerate(examples):
+        for index, failure in enumerate(examples):
             async with scenario(subject, f"redact-ff-{tool}-{index}") as scene:
-                args = await scene.prepare(example)
+                args = await scene.prepare(failure.args)
                 try:
                     await scene.call(tool, args)
                 except ReversiError as exc:

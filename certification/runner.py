@@ -106,11 +106,23 @@ class Scene:
     directory: Path
     results: dict[str, dict[str, Any]] = field(default_factory=dict)
     journal: SQLiteJournal | None = None
+    surroundings: Any = None
+    """What surrounded the backend when the scenario began (the fixture's ``outside``)."""
 
     # -- the backend ----------------------------------------------------------------
 
     def fingerprint(self) -> Any:
         return self.subject.fixture.fingerprint(self.handle)
+
+    def outside(self) -> Any:
+        """What surrounds the backend now (``None`` when the fixture has no ``outside``)."""
+        hook = self.subject.fixture.outside
+        return hook(self.handle) if hook is not None else None
+
+    def left_outside(self) -> tuple[Any, Any] | None:
+        """``(before, now)`` when what surrounds the backend changed in this scenario, else ``None``."""
+        now = self.outside()
+        return None if now == self.surroundings else (self.surroundings, now)
 
     @property
     def faults(self) -> Any:
@@ -169,23 +181,71 @@ class Scene:
 
 
 @asynccontextmanager
-async def scenario(subject: Subject, label: str, *, seed: bool = True) -> AsyncIterator[Scene]:
-    """A fresh backend (seeded unless ``seed`` is false) and the connector built on it."""
+async def scenario(
+    subject: Subject, label: str, *, seed: bool = True, default_timeout: float | None = None
+) -> AsyncIterator[Scene]:
+    """A fresh backend (seeded unless ``seed`` is false) and the connector built on it.
+
+    With ``default_timeout`` (seconds), the connector is built by the fixture's
+    ``build_with_timeout`` with those default limits, else by its ``build``. A scenario
+    whose body ends normally raises :class:`CheckFailed` when what surrounds the backend
+    (the fixture's ``outside``) changed during it.
+    """
     directory = subject.new_dir(label)
     fixture = subject.fixture
     with fixture.backend(directory / "backend") as handle:
         if seed and fixture.seed is not None:
             fixture.seed(handle)
-        connector = fixture.build(handle)
+        if default_timeout is None:
+            connector = fixture.build(handle)
+        elif fixture.build_with_timeout is None:
+            raise CheckFailed(
+                "the fixture has no build_with_timeout(handle, seconds), so the connector cannot "
+                "be built with given default limits (add it: docs/certification-guide.md)"
+            )
+        else:
+            connector = fixture.build_with_timeout(handle, default_timeout)
         scene = Scene(subject, handle, connector, directory)
+        scene.surroundings = scene.outside()
         try:
             yield scene
+            changed = scene.left_outside()
+            if changed is not None:
+                raise CheckFailed(
+                    f"something outside the backend changed during the scenario {label!r} "
+                    f"(the fixture's outside()): {difference(*changed)}"
+                )
         finally:
             try:
                 await connector.aclose()
             finally:
                 if scene.journal is not None:
                     scene.journal.close()
+
+
+# -- comparing fingerprints ----------------------------------------------------------
+
+
+def difference(before: Any, after: Any, limit: int = 6) -> str:
+    """A short account of where two fingerprints differ."""
+    if isinstance(before, dict) and isinstance(after, dict):
+        keys = sorted(set(before) | set(after), key=str)
+        changed = [str(k) for k in keys if before.get(k) != after.get(k)]
+        more = f" and {len(changed) - limit} more" if len(changed) > limit else ""
+        inner = []
+        for key in changed[:limit]:
+            b, a = before.get(key), after.get(key)
+            if isinstance(b, dict) and isinstance(a, dict):
+                inner.append(f"{key}: {difference(b, a, 3)}")
+            else:
+                inner.append(f"{key}: {shorten(b)} -> {shorten(a)}")
+        return "; ".join(inner) + more
+    return f"{shorten(before)} -> {shorten(after)}"
+
+
+def shorten(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= 80 else text[:77] + "..."
 
 
 # -- running one check ---------------------------------------------------------------

@@ -165,7 +165,37 @@ def test_inspector_lists_the_gateway_tools_from_an_mcp_servers_config(tmp_path: 
     assert write["annotations"]["openWorldHint"] is False
     assert write["_meta"]["reversi/effect"] == "reversible"
     assert {"path", "content"} <= set(write["inputSchema"]["required"])
+    for tool in tools.values():  # a result, or the error object of a failed call
+        assert tool["outputSchema"]["type"] == "object", tool["name"]
+        assert len(tool["outputSchema"]["anyOf"]) == 2, tool["name"]
     assert list(root.iterdir()) == []
+    assert lingering(str(root)) == []
+
+
+@pytest.mark.slow
+def test_the_inspector_accepts_a_failed_call_against_the_tools_output_schema(
+    tmp_path: Path,
+) -> None:
+    # The TypeScript SDK checks structuredContent against the outputSchema even when
+    # isError is true (SDK 1.x, Client.callTool); the call fails its whole command when it
+    # does not match, so a clean exit with the error object is the proof.
+    root = tmp_path / "root"
+    root.mkdir()
+    called = inspect(
+        script("reversi-gateway"),
+        *gateway_args(tmp_path, root),
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "fs.read_file",
+        "--tool-arg",
+        "path=missing.txt",
+    )
+    assert called["isError"] is True, called
+    assert called["_meta"]["reversi/outcome"] == "failed"
+    error = called["structuredContent"]["error"]
+    assert (error["type"], error["code"]) == ("tool_error", "not_found")
+    assert "missing.txt" in error["message"]
     assert lingering(str(root)) == []
 
 

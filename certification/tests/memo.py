@@ -14,7 +14,12 @@ statuses (a database, a message broker): its refusals carry only the vendor's ow
 (:data:`VENDOR_CODES`), which its fixture declares in ``error_codes``, the way the
 postgres fixture declares SQLSTATEs.
 
-The fake service (all routes need ``Authorization: Bearer <TOKEN>``, else 401):
+The fake service (all routes need ``Authorization: Bearer <TOKEN>``, else 401) takes an
+``Idempotency-Key`` header on writes, as Stripe does
+(https://docs.stripe.com/api/idempotent_requests): a write repeated with a key it saw
+gets the first answer again, without acting twice; the same key on a different request
+is refused (422 ``idempotency_key_reused``). The connector sends the call's key on every
+write, so its fixture lists every writing tool in ``sends_idempotency_key``. Routes:
 
 - ``GET /notes/{id}``: the note, or 404;
 - ``POST /notes`` ``{"text"}``: 201 with the new note; 422 for an empty text;
@@ -27,25 +32,29 @@ The fake service (all routes need ``Authorization: Bearer <TOKEN>``, else 401):
 from __future__ import annotations
 
 import copy
+import dataclasses
 import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, WithJsonSchema
 
 from reversi_core import CallContext, Compensation, Connector, Match, Requirement, ToolError, tool
 from reversi_core.http import HttpClient, Timeouts, url_path
 from reversi_core.manifest import Effect
 from reversi_core.testing import (
+    WRITE_METHODS,
     CertificationFixture,
     Dependency,
     ExampleContext,
+    Failure,
     FakeApp,
     FakeRequest,
     FakeResponse,
     FakeServer,
+    IdempotencyKeyIn,
 )
 
 TOKEN = "memo-certification-token-5f2a9c"
@@ -53,6 +62,9 @@ TOKEN = "memo-certification-token-5f2a9c"
 
 LIMIT = 0.3
 """Seconds the memo connectors built by the fixture wait for an answer."""
+
+KEY_HEADER = "Idempotency-Key"
+"""The request header in which the memo service takes a write's idempotency key."""
 
 VENDOR_CODES: Mapping[int, str] = {
     401: "MEMO-AUTH",
@@ -72,6 +84,8 @@ class MemoApp(FakeApp):
     def __init__(self) -> None:
         super().__init__()
         self.notes: dict[str, dict[str, Any]] = {}
+        self.answered: dict[str, tuple[tuple[str, str, bytes], FakeResponse]] = {}
+        """The first answer to each idempotency key, with the request it answered."""
         self._ids = itertools.count(1)
         self.add_route("GET", "/notes/{id}", self.get_note)
         self.add_route("POST", "/notes", self.create_note)
@@ -83,7 +97,26 @@ class MemoApp(FakeApp):
     def dispatch(self, request: FakeRequest) -> FakeResponse:
         if request.headers.get("authorization") != f"Bearer {TOKEN}":
             return FakeResponse(401, json={"code": "unauthorized", "message": "Bad credentials"})
-        return super().dispatch(request)
+        key = request.headers.get(KEY_HEADER)
+        if key is None or request.method not in WRITE_METHODS:
+            return super().dispatch(request)
+        sent = (request.method, request.path, request.body)
+        with self.lock:
+            if key in self.answered:
+                first, answer = self.answered[key]
+                if first != sent:
+                    return FakeResponse(
+                        422,
+                        json={
+                            "code": "idempotency_key_reused",
+                            "message": "the key was used with another request",
+                        },
+                    )
+                return answer
+            answer = super().dispatch(request)
+            if answer.status < 500:
+                self.answered[key] = (sent, answer)
+            return answer
 
     @staticmethod
     def missing() -> FakeResponse:
@@ -151,6 +184,47 @@ class NoteTag(BaseModel):
     tag: str
 
 
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Note(_Result):
+    """Result of memo.get_note: the note as the service keeps it."""
+
+    id: str
+    text: str
+    tags: list[str]
+    views: int
+
+
+class Created(_Result):
+    """Result of memo.create_note."""
+
+    id: str
+
+
+class Deleted(_Result):
+    """Result of memo.delete_note."""
+
+    id: str
+    deleted: bool
+
+
+class Tagged(_Result):
+    """Result of memo.tag_note."""
+
+    id: str
+    tag: str
+
+
+class Untagged(_Result):
+    """Result of memo.untag_note."""
+
+    id: str
+    tag: str
+    removed: bool
+
+
 CREATED_HERE = Requirement(
     tool="memo.create_note", match=[Match(this="args.id", earlier="result.id")]
 )
@@ -172,6 +246,7 @@ class MemoConnector(Connector):
             headers={"Authorization": f"Bearer {token}"},
             secrets=[token],
             timeouts=timeouts or Timeouts(connect=LIMIT, read=LIMIT, total=LIMIT),
+            idempotency_header=KEY_HEADER,
         )
 
     @classmethod
@@ -184,7 +259,7 @@ class MemoConnector(Connector):
     def limits(self, ctx: CallContext) -> Timeouts:
         return self.http.timeouts.capped_at(ctx.timeout)
 
-    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId)
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=Note)
     async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Read a note."""
         resp = await self.http.request(
@@ -196,22 +271,28 @@ class MemoConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note."""
         resp = await self.http.request(
-            "POST", "/notes", json={"text": args.text}, timeouts=self.limits(ctx)
+            "POST",
+            "/notes",
+            json={"text": args.text},
+            idempotency_key=ctx.idempotency_key,
+            timeouts=self.limits(ctx),
         )
         return {"id": (resp.json or {})["id"]}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note; one already gone is success."""
         resp = await self.http.request(
             "DELETE",
             url_path("/notes/{id}", id=args.id),
             ok_statuses={404},
+            idempotency_key=ctx.idempotency_key,
             timeouts=self.limits(ctx),
         )
         return {"id": args.id, "deleted": resp.status != 404}
@@ -220,6 +301,7 @@ class MemoConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NoteTag,
+        output=Tagged,
         compensation=Compensation(
             tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
         ),
@@ -231,17 +313,19 @@ class MemoConnector(Connector):
             "POST",
             url_path("/notes/{id}/tags", id=args.id),
             json={"tag": args.tag},
+            idempotency_key=ctx.idempotency_key,
             timeouts=self.limits(ctx),
         )
         return {"id": args.id, "tag": args.tag}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteTag)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteTag, output=Untagged)
     async def untag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
         """Remove a tag; one already gone is success."""
         resp = await self.http.request(
             "DELETE",
             url_path("/notes/{id}/tags/{tag}", id=args.id, tag=args.tag),
             ok_statuses={404},
+            idempotency_key=ctx.idempotency_key,
             timeouts=self.limits(ctx),
         )
         return {"id": args.id, "tag": args.tag, "removed": resp.status != 404}
@@ -289,12 +373,23 @@ def memo_fixture(
     """The fixture of ``cls`` (the good connector or a broken variant) against the fake.
 
     A connector that answers in vendor codes (``cls.vendor_codes``) gets the fixture's
-    ``error_codes`` declaring :data:`VENDOR_CODES`.
+    ``error_codes`` declaring :data:`VENDOR_CODES`, and its failing examples expect
+    those codes where the service's status has one.
     """
+
+    def refused(args: Mapping[str, Any], code: str, status: int) -> Failure:
+        if cls.vendor_codes and status in VENDOR_CODES:
+            return Failure(args, code=VENDOR_CODES[status])
+        return Failure(args, code=code, status=status)
+
+    def build_with_timeout(server: FakeServer, seconds: float) -> MemoConnector:
+        return cls(server.url, TOKEN, Timeouts(connect=seconds, read=seconds, total=seconds))
+
     return CertificationFixture(
         backend=memo_backend,
         seed=seed,
-        build=lambda server: cls(server.url, TOKEN),
+        build=lambda server: build_with_timeout(server, call_timeout),
+        build_with_timeout=build_with_timeout,
         fingerprint=fingerprint,
         examples={
             "memo.get_note": [{"id": "n0"}],
@@ -304,15 +399,22 @@ def memo_fixture(
             "memo.untag_note": [_a_tag],
         },
         failures={
-            "memo.get_note": [{"id": "missing"}],
-            "memo.create_note": [{"text": ""}],
-            "memo.tag_note": [{"id": "n0", "tag": "old"}],
+            "memo.get_note": [refused({"id": "missing"}, "not_found", 404)],
+            "memo.create_note": [refused({"text": ""}, "invalid", 422)],
+            "memo.tag_note": [
+                refused({"id": "n0", "tag": "old"}, "exists", 422),
+                refused({"id": "missing", "tag": "t"}, "not_found", 404),
+            ],
         },
         dependencies=[
             Dependency("memo.create_note", {"text": "x"}, "memo.tag_note", _tag_the_new_note)
         ],
         credential=TOKEN,
         call_timeout=call_timeout,
+        sends_idempotency_key=frozenset(
+            {"memo.create_note", "memo.delete_note", "memo.tag_note", "memo.untag_note"}
+        ),
+        idempotency_key_in=IdempotencyKeyIn(header=KEY_HEADER),
         error_codes={st: {code} for st, code in VENDOR_CODES.items()} if cls.vendor_codes else {},
     )
 
@@ -323,10 +425,25 @@ def memo_fixture(
 class BrokenReaderWrites(MemoConnector):
     """get_note is declared read_only but also records a view (a POST)."""
 
-    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId)
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=Note)
     async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Read a note, and count the view."""
         await self.http.request("POST", url_path("/notes/{id}/views", id=args.id))
+        return await super().get_note(args, ctx)
+
+
+class LyingNote(Note):
+    """The note, with a hand-written JSON Schema for ``views`` that says it is a string."""
+
+    views: Annotated[int, WithJsonSchema({"type": "string"})]
+
+
+class BrokenResultSchemaLies(MemoConnector):
+    """get_note's result model tells MCP clients ``views`` is a string; it is an integer."""
+
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=LyingNote)
+    async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Read a note (its advertised result schema is wrong)."""
         return await super().get_note(args, ctx)
 
 
@@ -337,20 +454,21 @@ class BrokenSwallowsRefusal(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note, hiding errors."""
         try:
             return await super().create_note(args, ctx)
-        except ToolError as exc:
-            return {"id": "", "error": str(exc)}
+        except ToolError:
+            return {"id": ""}
 
 
 class BrokenRepeatFails(MemoConnector):
     """delete_note fails when the note is already gone, so a repeated undo fails."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note (a missing one is an error)."""
         await self.http.request("DELETE", url_path("/notes/{id}", id=args.id))
@@ -364,6 +482,7 @@ class BrokenLosesUncertainty(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
@@ -375,7 +494,7 @@ class BrokenLosesUncertainty(MemoConnector):
 class BrokenUndoDoesNothing(MemoConnector):
     """delete_note reports success without asking the service to delete anything."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Pretend to delete a note."""
         return {"id": args.id, "deleted": True}
@@ -388,6 +507,7 @@ class BrokenCompensationArgs(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"note": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
@@ -398,7 +518,7 @@ class BrokenCompensationArgs(MemoConnector):
 class BrokenUndoIgnoresErrors(MemoConnector):
     """delete_note swallows every error, so a failed undo is reported as done."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note, ignoring failures."""
         try:
@@ -429,6 +549,56 @@ class BrokenNoTimeout(MemoConnector):
         return self.http.timeouts
 
 
+class BrokenWriteIgnoresCallLimit(MemoConnector):
+    """create_note waits as long as the client's defaults allow, whatever limit the call gives.
+
+    Its reads honour the call's limit; only a connector built with long defaults and
+    called with a short limit shows the write's wait.
+    """
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NewNote,
+        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+    )
+    async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
+        """Create a note (with the client's default limits only)."""
+        resp = await self.http.request(
+            "POST", "/notes", json={"text": args.text}, idempotency_key=ctx.idempotency_key
+        )
+        return {"id": (resp.json or {})["id"]}
+
+
+class BrokenFreshUndoKey(MemoConnector):
+    """delete_note does not pass the call's idempotency key on: the HTTP layer makes a fresh one.
+
+    Each attempt of an undo then reaches the service under a new key, so a retried
+    rollback could act twice where the vendor deduplicates by key.
+    """
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note (under a key of the HTTP layer's making)."""
+        return await super().delete_note(args, dataclasses.replace(ctx, idempotency_key=None))
+
+
+class BrokenOneCodePerStatus(MemoConnector):
+    """Every 422 is reported with the code ``invalid``: 'already tagged' reads as a malformed request."""
+
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
+        try:
+            return await super().call(name, args, ctx)
+        except ToolError as exc:
+            if exc.status != 422:
+                raise
+            raise ToolError(
+                f"{name}: HTTP 422: the request was invalid", status=422, code="invalid"
+            ) from None
+
+
 class BrokenLeaksToken(MemoConnector):
     """Errors name the token "to help debugging"."""
 
@@ -444,23 +614,44 @@ class BrokenLeaksToken(MemoConnector):
 
 
 class BrokenMissingEdge(MemoConnector):
-    """tag_note's requires compares the note id with the earlier result's text: never equal."""
+    """tag_note's requires compares the note id with the earlier call's text: never equal."""
 
     @tool(
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NoteTag,
+        output=Tagged,
+        compensation=Compensation(
+            tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
+        ),
+        requires=[
+            Requirement(tool="memo.create_note", match=[Match(this="args.id", earlier="args.text")])
+        ],
+    )
+    async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
+        """Tag a note (with a requires that never matches)."""
+        return await super().tag_note(args, ctx)
+
+
+class BrokenEdgeOnNoField(MemoConnector):
+    """tag_note's requires reads ``result.note_id``, a field create_note's result does not have."""
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NoteTag,
+        output=Tagged,
         compensation=Compensation(
             tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
         ),
         requires=[
             Requirement(
-                tool="memo.create_note", match=[Match(this="args.id", earlier="result.text")]
+                tool="memo.create_note", match=[Match(this="args.id", earlier="result.note_id")]
             )
         ],
     )
     async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
-        """Tag a note (with a requires that never matches)."""
+        """Tag a note (with a requires on a result field that does not exist)."""
         return await super().tag_note(args, ctx)
 
 

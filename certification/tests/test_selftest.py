@@ -1,8 +1,10 @@
 """The suite against deliberately broken connectors: every check can fail, and says why.
 
 The checks are called as plain functions (through ``runner.run_check``) on fixtures of
-the synthetic ``memo`` connector of memo.py, not through the discovered matrix. The
-well-behaved :class:`~certification.tests.memo.MemoConnector` passes all twelve; each
+the synthetic ``memo`` connector of memo.py (and of the fs-like ``shelf`` of shelf.py),
+not through the discovered matrix. The well-behaved
+:class:`~certification.tests.memo.MemoConnector` passes all twelve, and
+:class:`~certification.tests.shelf.ShelfConnector` every one that applies to it; each
 entry of :data:`BROKEN` names a check, a variant with one defect, and words the failure
 must contain. ``test_certification.py`` requires an entry for every check.
 """
@@ -18,14 +20,27 @@ from typing import Any, ClassVar
 import pytest
 
 from certification import runner
-from certification.tests import memo
-from reversi_core.testing import CHECKS, FakeServer, Fault, Faults
+from certification.tests import memo, shelf
+from reversi_core import Connector
+from reversi_core.testing import CHECKS, Failure, FakeServer, Fault, Faults, IdempotencyKeyIn
 
-BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
-    "forward_success": [(memo.BrokenReaderWrites, "is read_only but changed the backend")],
+BROKEN: dict[str, list[tuple[type[Connector], str]]] = {
+    "forward_success": [
+        (memo.BrokenReaderWrites, "is read_only but changed the backend"),
+        (
+            memo.BrokenResultSchemaLies,
+            "returned a result its output schema does not describe: $.views: 0 is not of type",
+        ),
+    ],
     "forward_failure": [
         (memo.BrokenSwallowsRefusal, "succeeded"),
         (memo.BrokenCodeUnnamed, "does not name its code MEMO-INVALID"),
+        (
+            memo.BrokenOneCodePerStatus,
+            "refused for another reason than the fixture declares: HTTP 422, code 'invalid', "
+            "expected HTTP 422, code 'exists'",
+        ),
+        (shelf.BrokenShelfEscapes, "although refused, changed what lies outside the backend"),
     ],
     "duplicate_call": [(memo.BrokenRepeatFails, "failed when called twice")],
     "retry": [
@@ -36,16 +51,29 @@ BROKEN: dict[str, list[tuple[type[memo.MemoConnector], str]]] = {
         (memo.BrokenUndoDoesNothing, "the undo changed nothing"),
         (memo.BrokenCompensationArgs, "do not form a registry"),
     ],
-    "compensation_failure": [(memo.BrokenUndoIgnoresErrors, "yet the step is compensated")],
+    "compensation_failure": [
+        (memo.BrokenUndoIgnoresErrors, "yet the step is compensated"),
+        (memo.BrokenFreshUndoKey, "not the compensation's idempotency key"),
+    ],
     "verification_failure": [(memo.BrokenUndoDoesNothing, "does not restore the prior state")],
     "permission_denial": [
         (memo.BrokenHidesStatus, "ToolError.status is None, expected 401"),
         (memo.BrokenCodeForDenial, "'MEMO-AUTH' is not one of MEMO-DENIED"),
         (memo.BrokenCodeUnnamed, "does not name its code MEMO-AUTH"),
     ],
-    "timeout": [(memo.BrokenNoTimeout, "has no timeout of its own")],
+    "timeout": [
+        (memo.BrokenNoTimeout, "has no timeout of its own"),
+        (
+            memo.BrokenWriteIgnoresCallLimit,
+            "memo.create_note was still waiting for a silent backend after 1.3 s (the call's "
+            "own limit was 0.15 s, its defaults 300 s): the connector does not honour",
+        ),
+    ],
     "redaction": [(memo.BrokenLeaksToken, "carries the credential")],
-    "dependency_block": [(memo.BrokenMissingEdge, "recorded no edge")],
+    "dependency_block": [
+        (memo.BrokenMissingEdge, "recorded no edge"),
+        (memo.BrokenEdgeOnNoField, "'result.note_id' is not in the output schema"),
+    ],
     "manifest_drift": [(memo.BrokenSchemaDrifts, "disagree for memo.get_note")],
 }
 """``{check: [(broken connector, words its failure must contain)]}``."""
@@ -57,7 +85,11 @@ CASES = [
 ]
 
 
-def subject(cls: type[memo.MemoConnector], tmp_path: Path, **kwargs: float) -> runner.Subject:
+def subject(cls: type[Connector], tmp_path: Path, **kwargs: float) -> runner.Subject:
+    """The subject of a memo connector (``kwargs`` go to its fixture), or of a shelf one."""
+    if issubclass(cls, shelf.ShelfConnector):
+        return runner.Subject("shelf", cls, shelf.shelf_fixture(cls), tmp_path)
+    assert issubclass(cls, memo.MemoConnector)
     return runner.Subject("memo", cls, memo.memo_fixture(cls, **kwargs), tmp_path)
 
 
@@ -69,9 +101,21 @@ async def test_the_good_connector_passes(check: str, tmp_path: Path) -> None:
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("check", CHECKS)
+async def test_the_good_shelf_passes_every_check_that_applies(check: str, tmp_path: Path) -> None:
+    good = subject(shelf.ShelfConnector, tmp_path)
+    outcome = await runner.run_check(check, good)
+    declared = good.fixture.reason(check)
+    if declared is not None or check == "dependency_block":
+        assert outcome.status == "not_applicable", outcome.detail
+    else:
+        assert outcome.status == "pass", outcome.detail
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize(("check", "cls", "words"), CASES)
 async def test_a_broken_connector_fails(
-    check: str, cls: type[memo.MemoConnector], words: str, tmp_path: Path
+    check: str, cls: type[Connector], words: str, tmp_path: Path
 ) -> None:
     outcome = await runner.run_check(check, subject(cls, tmp_path))
     assert outcome.status == "fail", f"{cls.__name__} passed {check}: {outcome.detail}"
@@ -242,3 +286,164 @@ def test_a_one_word_reason_is_refused() -> None:
     with pytest.raises(ValueError, match="in a sentence"):
         NotApplicable("x")
     assert NotApplicable("the demo connector holds no credential at all").reason
+
+
+# -- the stricter declarations: keys, call limits, expected codes, what lies outside ----
+
+
+@pytest.mark.anyio
+async def test_a_retried_undo_under_a_fresh_key_fails_even_when_the_connector_is_good(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An engine that gave each attempt of an undo its own key is caught from the keys the
+    compensator receives, before the backend's copy is looked at."""
+    import itertools
+
+    from reversi_core import engine
+
+    attempt = itertools.count(1)
+    monkeypatch.setattr(
+        engine, "compensation_key", lambda run_id, seq: f"reversi-{run_id}-{seq}-{next(attempt)}"
+    )
+    outcome = await runner.run_check("compensation_failure", subject(memo.MemoConnector, tmp_path))
+    assert outcome.status == "fail"
+    assert "the retried attempt of memo.delete_note undoing memo.create_note" in outcome.detail
+    assert "must carry the same key, derived only from the run and the step" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_the_backends_copy_of_the_key_is_read_where_the_fixture_says(tmp_path: Path) -> None:
+    """Declared in a body field the memo service never sees, the key is missing from every
+    request: the check reads the place declared, not a header it guesses."""
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    elsewhere = dataclasses.replace(
+        good.fixture, idempotency_key_in=IdempotencyKeyIn(field="idempotency_key")
+    )
+    outcome = await runner.run_check(
+        "compensation_failure", dataclasses.replace(good, fixture=elsewhere)
+    )
+    assert outcome.status == "fail"
+    assert "the backend received body field idempotency_key None in DELETE" in outcome.detail
+
+
+def test_the_key_is_read_from_a_header_or_a_body_field() -> None:
+    from reversi_core.testing import FakeRequest
+
+    request = FakeRequest(
+        "POST",
+        "/refunds",
+        "/refunds",
+        {"idempotency-key": "k-1"},
+        body=b'{"idempotency_key": "k-2"}',
+        json={"idempotency_key": "k-2"},
+    )
+    assert IdempotencyKeyIn(header="Idempotency-Key").read(request) == "k-1"
+    assert IdempotencyKeyIn(field="idempotency_key").read(request) == "k-2"
+    form = FakeRequest("POST", "/v1/refunds", "/v1/refunds", {}, body=b"idempotency_key=k-3")
+    assert IdempotencyKeyIn(field="idempotency_key").read(form) == "k-3"
+    assert IdempotencyKeyIn(header="X-Key").read(request) is None
+    for bad in ({}, {"header": "A", "field": "b"}, {"header": " "}):
+        with pytest.raises(ValueError, match="exactly one"):
+            IdempotencyKeyIn(**bad)
+
+
+def test_tools_that_send_keys_need_the_place_of_the_key() -> None:
+    import dataclasses
+
+    good = memo.memo_fixture()
+    with pytest.raises(ValueError, match="idempotency_key_in must say where"):
+        dataclasses.replace(good, idempotency_key_in=None)
+    with pytest.raises(ValueError, match="sends_idempotency_key names no tool"):
+        dataclasses.replace(good, sends_idempotency_key=frozenset())
+
+
+@pytest.mark.anyio
+async def test_a_builder_that_ignores_its_default_limits_fails_the_timeout_check(
+    tmp_path: Path,
+) -> None:
+    """build_with_timeout keeping the short limits would let a connector deaf to the call's
+    limit pass: the check sees the defaults it asked for run out too soon."""
+    import dataclasses
+
+    deaf = subject(memo.BrokenWriteIgnoresCallLimit, tmp_path)
+    build = deaf.fixture.build
+    lying = dataclasses.replace(
+        deaf.fixture, build_with_timeout=lambda server, seconds: build(server)
+    )
+    outcome = await runner.run_check("timeout", dataclasses.replace(deaf, fixture=lying))
+    assert outcome.status == "fail"
+    assert "before those defaults ran out: the fixture does not give the connector" in (
+        outcome.detail
+    )
+
+
+@pytest.mark.anyio
+async def test_the_timeout_check_needs_a_builder_with_default_limits(tmp_path: Path) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    without = dataclasses.replace(good.fixture, build_with_timeout=None)
+    outcome = await runner.run_check("timeout", dataclasses.replace(good, fixture=without))
+    assert outcome.status == "fail"
+    assert "the fixture has no build_with_timeout(handle, seconds)" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_a_failing_example_refused_with_another_status_fails(tmp_path: Path) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    wrong = dataclasses.replace(
+        good.fixture,
+        failures={"memo.get_note": [Failure({"id": "missing"}, code="not_found", status=410)]},
+    )
+    outcome = await runner.run_check("forward_failure", dataclasses.replace(good, fixture=wrong))
+    assert outcome.status == "fail"
+    assert "HTTP 404, code 'not_found', expected HTTP 410, code 'not_found'" in outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("failures", "words"),
+    [
+        (
+            {"memo.get_note": [{"id": "missing"}]},
+            r"is a dict; wrap it in Failure\(args, code=...\)",
+        ),
+        ({"memo.get_note": Failure({"id": "x"}, code="not_found")}, "a list of Failure"),
+    ],
+)
+def test_a_failing_example_must_declare_its_code(failures: Any, words: str) -> None:
+    import dataclasses
+
+    with pytest.raises(ValueError, match=words):
+        dataclasses.replace(memo.memo_fixture(), failures=failures)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "words"),
+    [
+        ({"code": ""}, "needs the error code"),
+        ({"code": "not_found", "status": 200}, "not an HTTP error status"),
+        ({"code": "not_found", "status": True}, "not an HTTP error status"),
+    ],
+)
+def test_a_malformed_failure_is_refused(kwargs: dict[str, Any], words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        Failure({"id": "x"}, **kwargs)
+
+
+@pytest.mark.anyio
+async def test_every_scenario_ends_with_what_surrounds_the_backend_unchanged(
+    tmp_path: Path,
+) -> None:
+    """Whatever the check, a change beside the root is caught when its scenario ends."""
+    good = subject(shelf.ShelfConnector, tmp_path)
+    with pytest.raises(runner.CheckFailed, match="something outside the backend changed") as caught:
+        async with runner.scenario(good, "touches-beside") as scene:
+            (scene.handle.beside / "sentinel.txt").write_text("changed\n", encoding="utf-8")
+    assert "beside/sentinel.txt" in str(caught.value)
+    async with runner.scenario(good, "touches-the-root") as scene:
+        (scene.handle.root / "inside.txt").write_text("fine\n", encoding="utf-8")
+        assert scene.left_outside() is None

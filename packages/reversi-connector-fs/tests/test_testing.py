@@ -43,6 +43,56 @@ def test_seed_and_fingerprint(tmp_path: Path) -> None:
         assert changed["tree"]["readme.txt"] != seeded["tree"]["readme.txt"]
 
 
+def test_outside_sees_the_sentinel_tree_beside_the_root_and_nothing_in_it(tmp_path: Path) -> None:
+    with fs_backend(tmp_path) as backend:
+        backend.seed()
+        around = backend.outside()
+        assert {"beside/sentinel.txt", "beside/keep/inner.txt", "beside/empty", "aside"} <= set(
+            around
+        )
+        assert not any(path.startswith("root") for path in around)
+        assert certification_fixture().outside is not None
+        (backend.root / "readme.txt").write_text("changed inside\n")
+        (backend.root / "new.txt").write_text("new inside\n")
+        assert backend.outside() == around
+        (backend.beside / "sentinel.txt").write_text("changed outside\n")
+        assert backend.outside()["beside/sentinel.txt"] != around["beside/sentinel.txt"]
+        (tmp_path / "escaped.txt").write_text("next to the root\n")
+        assert "escaped.txt" in backend.outside()
+
+
+@pytest.mark.anyio
+async def test_every_writing_tool_has_failures_leaving_the_root_both_ways(tmp_path: Path) -> None:
+    """For each writing tool: a '..' path and an absolute one, aimed at the sentinel tree."""
+    from types import SimpleNamespace
+
+    from reversi_core.manifest import Effect
+
+    fixture = certification_fixture()
+    writing = {m.name for m in FsConnector.manifests() if m.effect is not Effect.READ_ONLY}
+    with fs_backend(tmp_path) as backend:
+        for tool in sorted(writing):
+            ways = set()
+            for failure in fixture.failures[tool]:
+                given = failure.args
+                args = await given(SimpleNamespace(handle=backend)) if callable(given) else given
+                paths = [
+                    str(p)
+                    for v in args.values()
+                    for p in (v if isinstance(v, list) else [v])
+                    if isinstance(p, str)
+                ]
+                leaving = {
+                    way
+                    for way, prefix in (("..", "../beside/"), ("absolute", f"{backend.beside}/"))
+                    if any(p.startswith(prefix) for p in paths)
+                }
+                if leaving:
+                    assert failure.code == "path_refused", (tool, args)
+                ways |= leaving
+            assert ways == {"..", "absolute"}, tool
+
+
 async def _undo_fails_then_works(
     backend: FsBackend, connector: FsConnector, tool: str, args: dict[str, Any], code: str
 ) -> None:

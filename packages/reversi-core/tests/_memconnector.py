@@ -16,8 +16,9 @@ Tools (permission in brackets):
 
 Faults (:meth:`MemConnector.fault`): ``tool_error``, ``uncertain``, ``unexpected``
 (a ``RuntimeError``), ``hang``, ``interrupt`` (``KeyboardInterrupt``), ``bad_result``
-(the tool runs and returns ``{}``), optionally only for calls whose args contain
-``when`` and only ``times`` times. ``hooks[tool]`` runs inside the tool before it acts.
+(the tool runs and returns ``{}``, which the result models of the tools that return
+fields refuse), optionally only for calls whose args contain ``when`` and only ``times``
+times. ``hooks[tool]`` runs inside the tool before it acts.
 
 The module is importable by a child process too: put its directory on ``sys.path``.
 """
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from reversi_core import (
     CallContext,
@@ -78,6 +79,41 @@ class PathArgs(BaseModel):
 
 class PublishArgs(BaseModel):
     message: str
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class PutResult(_Result):
+    previous: str | None
+    existed: bool
+
+
+class KeyResult(_Result):
+    key: str
+
+
+class BumpResult(_Result):
+    before: int
+    after: int
+
+
+class PathResult(_Result):
+    path: str
+
+
+class IdResult(_Result):
+    id: int
+
+
+class GetResult(_Result):
+    value: str | None
+    exists: bool
+
+
+class NoResult(_Result):
+    """An empty result: ``{}``."""
 
 
 @dataclass
@@ -185,6 +221,7 @@ class MemConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="mem:write",
         input=PutArgs,
+        output=PutResult,
         compensation=RESTORE,
         requires=[
             Requirement(
@@ -203,6 +240,7 @@ class MemConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="mem:write",
         input=PutArgs,
+        output=PutResult,
         compensation=RESTORE,
         approval=Approval.ALWAYS,
     )
@@ -212,7 +250,7 @@ class MemConnector(Connector):
         result = self._put(args)
         return {} if bad else result
 
-    @tool(effect=Effect.IDEMPOTENT, permission="mem:restore", input=RestoreArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="mem:restore", input=RestoreArgs, output=KeyResult)
     async def restore(self, args: RestoreArgs, ctx: CallContext) -> dict[str, Any]:
         """Put a key back as it was."""
         if await self._enter("mem.restore", args, ctx):
@@ -227,6 +265,7 @@ class MemConnector(Connector):
         effect=Effect.COMPENSABLE,
         permission="mem:write",
         input=BumpArgs,
+        output=BumpResult,
         compensation=Compensation(
             tool="mem.set_counter", argument_map={"name": "args.name", "value": "result.before"}
         ),
@@ -238,7 +277,7 @@ class MemConnector(Connector):
         self.counters[args.name] = before + args.by
         return {} if bad else {"before": before, "after": before + args.by}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="mem:restore", input=SetCounterArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="mem:restore", input=SetCounterArgs, output=NoResult)
     async def set_counter(self, args: SetCounterArgs, ctx: CallContext) -> dict[str, Any]:
         """Set a counter."""
         if await self._enter("mem.set_counter", args, ctx):
@@ -250,6 +289,7 @@ class MemConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="mem:write",
         input=PathArgs,
+        output=PathResult,
         compensation=Compensation(tool="mem.rmdir", argument_map={"path": "args.path"}),
     )
     async def mkdir(self, args: PathArgs, ctx: CallContext) -> dict[str, Any]:
@@ -260,7 +300,7 @@ class MemConnector(Connector):
         self.dirs.add(args.path)
         return {} if bad else {"path": args.path}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="mem:restore", input=PathArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="mem:restore", input=PathArgs, output=NoResult)
     async def rmdir(self, args: PathArgs, ctx: CallContext) -> dict[str, Any]:
         """Remove an empty directory."""
         if await self._enter("mem.rmdir", args, ctx):
@@ -270,7 +310,7 @@ class MemConnector(Connector):
         self.dirs.discard(args.path)
         return {}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="mem:delete", input=KeyArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="mem:delete", input=KeyArgs, output=NoResult)
     async def delete(self, args: KeyArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete a key."""
         if await self._enter("mem.delete", args, ctx):
@@ -278,14 +318,14 @@ class MemConnector(Connector):
         self.data.pop(args.key, None)
         return {}
 
-    @tool(effect=Effect.IRREVERSIBLE, permission="mem:publish", input=PublishArgs)
+    @tool(effect=Effect.IRREVERSIBLE, permission="mem:publish", input=PublishArgs, output=IdResult)
     async def publish(self, args: PublishArgs, ctx: CallContext) -> dict[str, Any]:
         """Publish a message to the world."""
         bad = await self._enter("mem.publish", args, ctx)
         self.published.append(args.message)
         return {} if bad else {"id": len(self.published)}
 
-    @tool(effect=Effect.READ_ONLY, permission="mem:read", input=KeyArgs)
+    @tool(effect=Effect.READ_ONLY, permission="mem:read", input=KeyArgs, output=GetResult)
     async def get(self, args: KeyArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a key."""
         if await self._enter("mem.get", args, ctx):

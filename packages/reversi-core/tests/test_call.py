@@ -10,12 +10,14 @@ from typing import Any
 import pytest
 from _memconnector import MemConnector, raw_executor
 from _procs import journal_bytes
+from pydantic import BaseModel, ConfigDict
 
 from reversi_core import (
     ApprovalDecision,
     ApprovalDenied,
     ApprovalRequest,
     CallContext,
+    Connector,
     EffectUncertainError,
     InvalidArgumentsError,
     PermissionDenied,
@@ -26,8 +28,10 @@ from reversi_core import (
     UnknownToolError,
     compensator_for,
     register_secret,
+    tool,
 )
 from reversi_core.journal import RollbackState
+from reversi_core.manifest import Effect
 
 pytestmark = pytest.mark.anyio
 
@@ -357,8 +361,10 @@ async def test_timeout_on_a_read_makes_the_step_failed(
 async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_rollback(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
-    mem.fault("mem.put", "bad_result")  # the put happens but its result lacks "previous"
-    run = make_run()
+    # An executor that checks no result (an MCP upstream that is not a Reversi server):
+    # the put happens but its result lacks "previous"
+    mem.fault("mem.put", "bad_result")
+    run = make_run(executor=raw_executor(mem))
     seq, result = await run.call("mem.put", {"key": "a", "value": "1"})
     assert result == {}
     step = run.journal.get_step(run.id, seq)
@@ -374,6 +380,95 @@ async def test_result_mapping_failure_is_recorded_at_call_time_and_reported_by_r
     assert out.state == RollbackState.COMPENSATION_FAILED.value
     assert out.reason == step.compensation_error
     assert run.journal.get_step(run.id, seq).rollback_state is RollbackState.COMPENSATION_FAILED
+
+
+async def test_a_write_whose_result_its_model_refuses_is_uncertain_naming_the_fields(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.put", "bad_result")  # the put happens, but the result lacks its fields
+    run = make_run()
+    with pytest.raises(EffectUncertainError) as info:
+        await run.call("mem.put", {"key": "a", "value": "1"})
+    message = str(info.value)
+    assert "result.previous: Field required" in message
+    assert "result.existed: Field required" in message
+    assert "PutResult" in message
+    assert mem.data == {"a": "1"}  # the write did happen: that is why it is not a failure
+    [step] = run.steps()
+    assert step.state is StepState.UNCERTAIN
+
+
+async def test_a_read_whose_result_its_model_refuses_is_a_tool_error(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    mem.fault("mem.get", "bad_result")
+    run = make_run()
+    with pytest.raises(ToolError) as info:
+        await run.call("mem.get", {"key": "a"})
+    assert info.value.code == "bad_result"
+    assert "result.value: Field required" in str(info.value)
+    [step] = run.steps()
+    assert step.state is StepState.FAILED
+
+
+class NoArgs(BaseModel):
+    pass
+
+
+class Count(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    n: int
+
+
+class Echo(Connector):
+    """Returns whatever ``reply`` holds, from a read and from a write."""
+
+    name = "echo"
+    reply: Any = None
+
+    @tool(effect=Effect.READ_ONLY, permission="echo:read", input=NoArgs, output=Count)
+    async def read(self, args: NoArgs, ctx: CallContext) -> Any:
+        return self.reply
+
+    @tool(effect=Effect.IDEMPOTENT, permission="echo:write", input=NoArgs, output=Count)
+    async def write(self, args: NoArgs, ctx: CallContext) -> Any:
+        return self.reply
+
+
+@pytest.mark.parametrize(
+    ("reply", "words"),
+    [
+        ({"n": "3"}, "result.n: Input should be a valid integer"),  # strict: no conversion
+        ({"n": True}, "result.n: Input should be a valid integer"),
+        ({"n": 3, "extra": 1}, "result.extra: Extra inputs are not permitted"),
+        ({}, "result.n: Field required"),
+        (["n", 3], "returned a list, not a JSON object"),
+    ],
+)
+async def test_a_result_is_checked_strictly_against_the_output_model(
+    reply: Any, words: str
+) -> None:
+    echo = Echo()
+    echo.reply = reply
+    with pytest.raises(ToolError) as read:
+        await echo.call("echo.read", {})
+    assert read.value.code == "bad_result"
+    assert words in str(read.value)
+    with pytest.raises(EffectUncertainError, match="cannot be undone automatically") as write:
+        await echo.call("echo.write", {})
+    assert words in str(write.value)
+    echo.reply = {"n": 3}
+    assert await echo.call("echo.read", {}) == {"n": 3}
+
+
+async def test_a_refused_result_names_the_field_but_not_its_value() -> None:
+    echo = Echo()
+    echo.reply = {"n": "sk-live-not-a-number", "token": "sk-live-extra"}
+    with pytest.raises(ToolError) as info:
+        await echo.call("echo.read", {})
+    assert "result.n" in str(info.value)
+    assert "result.token" in str(info.value)
+    assert "sk-live" not in str(info.value)
 
 
 async def test_requires_edges_are_recorded_only_to_matching_earlier_steps(

@@ -39,6 +39,10 @@ class Args(BaseModel):
     key: str
 
 
+class KeyResult(BaseModel):
+    key: str
+
+
 class DemoConnector(Connector):
     name = "certdemo"
 
@@ -46,7 +50,7 @@ class DemoConnector(Connector):
     def from_env(cls, environ, **options):
         return cls()
 
-    @tool(effect=Effect.READ_ONLY, permission="certdemo:read", input=Args)
+    @tool(effect=Effect.READ_ONLY, permission="certdemo:read", input=Args, output=KeyResult)
     async def peek(self, args: Args, ctx: CallContext) -> dict[str, Any]:
         """Return the key."""
         return {"key": args.key}

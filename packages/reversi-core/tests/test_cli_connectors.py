@@ -31,6 +31,7 @@ FIELDS = [
     "compensation",
     "requires",
     "input_schema",
+    "output_schema",
 ]
 
 
@@ -86,8 +87,7 @@ def test_manifests_json_round_trips_into_a_registry(
         "note.read",
     ]
     for m in data:
-        expected = FIELDS + (["output_schema"] if m["name"] == "note.read" else [])
-        assert list(m) == expected
+        assert list(m) == FIELDS
     by_name = {m["name"]: m for m in data}
     assert by_name["note.create"]["compensation"] == {
         "tool": "note.delete",
@@ -96,6 +96,7 @@ def test_manifests_json_round_trips_into_a_registry(
     assert by_name["note.delete"]["compensation"] is None
     assert by_name["note.publish"]["approval"] == "always"
     assert by_name["note.read"]["output_schema"]["required"] == ["name", "text"]
+    assert by_name["note.create"]["output_schema"]["additionalProperties"] is False
     registry = Registry.from_manifests(data)
     assert registry.get("note.create").effect.value == "reversible"
 

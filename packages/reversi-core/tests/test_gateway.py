@@ -85,6 +85,23 @@ class PublishArgs(BaseModel):
     message: str
 
 
+class WriteResult(BaseModel):
+    previous: str | None
+    existed: bool
+
+
+class NameResult(BaseModel):
+    name: str
+
+
+class TextResult(BaseModel):
+    text: str
+
+
+class PublishResult(BaseModel):
+    published: str
+
+
 RESTORE = Compensation(tool="box.restore", argument_map={
     "name": "args.name", "previous": "result.previous", "existed": "result.existed"})
 
@@ -117,18 +134,19 @@ class Box(Connector):
             os._exit(3)
         return {"previous": previous, "existed": existed}
 
-    @tool(effect=Effect.REVERSIBLE, permission="box:write", input=WriteArgs, compensation=RESTORE)
+    @tool(effect=Effect.REVERSIBLE, permission="box:write", input=WriteArgs, output=WriteResult,
+          compensation=RESTORE)
     async def write(self, args: WriteArgs, ctx: CallContext) -> dict[str, Any]:
         """Write a file."""
         return await self._write(args)
 
-    @tool(effect=Effect.REVERSIBLE, permission="box:write", input=WriteArgs, compensation=RESTORE,
-          approval=Approval.ALWAYS)
+    @tool(effect=Effect.REVERSIBLE, permission="box:write", input=WriteArgs, output=WriteResult,
+          compensation=RESTORE, approval=Approval.ALWAYS)
     async def guarded_write(self, args: WriteArgs, ctx: CallContext) -> dict[str, Any]:
         """Write a file, once a person approved it."""
         return await self._write(args)
 
-    @tool(effect=Effect.IDEMPOTENT, permission="box:restore", input=RestoreArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="box:restore", input=RestoreArgs, output=NameResult)
     async def restore(self, args: RestoreArgs, ctx: CallContext) -> dict[str, Any]:
         """Put a file back as it was."""
         path = self.root / args.name
@@ -138,7 +156,7 @@ class Box(Connector):
             path.unlink()
         return {"name": args.name}
 
-    @tool(effect=Effect.READ_ONLY, permission="box:read", input=NameArgs)
+    @tool(effect=Effect.READ_ONLY, permission="box:read", input=NameArgs, output=TextResult)
     async def read(self, args: NameArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a file."""
         if args.name == "!hang":
@@ -148,12 +166,13 @@ class Box(Connector):
             raise ToolError(f"no file {args.name}", code="not_found")
         return {"text": path.read_text()}
 
-    @tool(effect=Effect.READ_ONLY, permission="box:read", input=NameArgs)
+    @tool(effect=Effect.READ_ONLY, permission="box:read", input=NameArgs, output=TextResult)
     async def peek(self, args: NameArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a file (the tests leave this one without a manifest)."""
         return {"text": (self.root / args.name).read_text()}
 
-    @tool(effect=Effect.IRREVERSIBLE, permission="box:publish", input=PublishArgs)
+    @tool(effect=Effect.IRREVERSIBLE, permission="box:publish", input=PublishArgs,
+          output=PublishResult)
     async def publish(self, args: PublishArgs, ctx: CallContext) -> dict[str, Any]:
         """Publish a message (cannot be undone)."""
         return {"published": args.message}
@@ -166,7 +185,10 @@ async def serve_plain(box: Box) -> None:
 
     from reversi_core.mcp.serve import tool_definition
 
-    tools = [tool_definition(m) for m in box.manifests()]
+    # It answers in text only, so it declares no output schema (MCP: a tool that declares
+    # one must answer with structuredContent that matches it).
+    tools = [tool_definition(m).model_copy(update={"output_schema": None})
+             for m in box.manifests()]
 
     async def list_tools(ctx, params):
         return types.ListToolsResult(tools=tools)

@@ -6,7 +6,7 @@ import copy
 from typing import Any
 
 import pytest
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from reversi_core import (
     InvalidArgumentsError,
@@ -28,6 +28,12 @@ UNDO_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"path": {"type": "string"}, "previous": {"type": "string"}},
     "required": ["path"],
+}
+WRITE_RESULT: dict[str, Any] = {
+    "type": "object",
+    "properties": {"previous": {"type": ["string", "null"]}, "size": {"type": "integer"}},
+    "required": ["previous", "size"],
+    "additionalProperties": False,
 }
 
 
@@ -51,6 +57,7 @@ def base() -> list[dict[str, Any]]:
                 "tool": "t.undo",
                 "argument_map": {"path": "args.path", "previous": "result.previous"},
             },
+            output_schema=copy.deepcopy(WRITE_RESULT),
         ),
         manifest("t.undo", "idempotent", "t:undo", input_schema=copy.deepcopy(UNDO_SCHEMA)),
         manifest("t.read", "read_only", "t:read"),
@@ -192,6 +199,168 @@ def test_args_paths_follow_pydantic_refs_and_optionals() -> None:
     assert "t.write" in Registry.from_manifests([write("args.target.path"), undo])
     assert "t.write" in Registry.from_manifests([write("args.note.path"), undo])
     refused([write("args.target.name"), undo], "t.write")
+
+
+# -- result. sources: checked against the output schema of the tool whose result they read --
+
+
+class Target(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    tags: list[str]
+
+
+class Written(BaseModel):
+    """A result with every shape a path walks through."""
+
+    model_config = ConfigDict(extra="forbid")
+    previous: str | None
+    target: Target
+    maybe: Target | None
+    history: list[Target]
+    pair: tuple[str, Target]
+    extra: dict[str, Any]
+    counts: dict[str, int]
+
+
+def writes_with(source: str, output_schema: Any = None) -> list[dict[str, Any]]:
+    """base() with t.write's compensation mapping ``previous`` from ``source``."""
+    items = base()
+    write = by_name(items)["t.write"]
+    write["compensation"]["argument_map"]["previous"] = source
+    write["output_schema"] = (
+        Written.model_json_schema() if output_schema is None else output_schema
+    )
+    return items
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "result.previous",  # a nullable field
+        "result.target.path",  # a nested model, through $ref into $defs
+        "result.maybe.path",  # an Optional nested model: anyOf [$ref, null]
+        "result.history.0.path",  # an array index, then a field of the item
+        "result.target.tags.3",  # an array of strings, by index
+        "result.pair.1.path",  # prefixItems: a fixed position of a tuple
+        "result.extra",  # a free-form mapping, taken whole
+    ],
+)
+def test_result_paths_the_output_schema_defines_are_accepted(source: str) -> None:
+    assert "t.write" in Registry.from_manifests(writes_with(source))
+
+
+@pytest.mark.parametrize(
+    ("source", "words"),
+    [
+        ("result.previus", "result has no property 'previus' (it declares: counts, extra,"),
+        ("result.target.name", "result.target has no property 'name' (it declares: path, tags)"),
+        ("result.maybe.name", "result.maybe has no property 'name'"),
+        ("result.history.first", "result.history is an array: 'first' is not an index"),
+        ("result.history.0.name", "result.history.0 has no property 'name'"),
+        ("result.previous.length", "result.previous is string: it has no 'length'"),
+        ("result.pair.0.path", "result.pair.0 is string: it has no 'path'"),
+        ("result.extra.id", "result.extra is a free-form mapping: nothing says 'id' will be"),
+        ("result.counts.a", "nothing says 'a' will be in it (declare it, or map result.counts"),
+    ],
+)
+def test_a_compensation_mapped_from_a_result_field_that_does_not_exist_is_refused(
+    source: str, words: str
+) -> None:
+    error = refused(writes_with(source), "t.write")
+    assert error.problem.startswith(
+        f"compensation t.undo: argument_map['previous'] = {source!r} is not in the output "
+        "schema of t.write: "
+    ), error.problem
+    assert words in error.problem
+
+
+def test_a_result_path_into_an_open_object_is_refused_but_declared_fields_pass() -> None:
+    class Open(BaseModel):  # pydantic's default: extra keys ignored, so the schema is open
+        previous: str
+
+    assert "t.write" in Registry.from_manifests(
+        writes_with("result.previous", Open.model_json_schema())
+    )
+    problem = refused(writes_with("result.other", Open.model_json_schema()), "t.write").problem
+    assert problem.endswith(
+        "result has no property 'other' (it declares: previous); it takes other keys, but "
+        "nothing says 'other' will be there (declare it, or map result whole)"
+    )
+
+
+def test_a_result_source_needs_an_output_schema() -> None:
+    items = base()
+    del by_name(items)["t.write"]["output_schema"]
+    problem = refused(items, "t.write").problem
+    assert problem == (
+        "compensation t.undo: argument_map['previous'] = 'result.previous' reads the result of "
+        "t.write, which declares no output_schema to check it against (every tool declares its "
+        "result model)"
+    )
+
+
+def test_an_args_only_compensation_needs_no_output_schema() -> None:
+    items = base()
+    write = by_name(items)["t.write"]
+    del write["output_schema"]
+    write["compensation"]["argument_map"]["previous"] = {"const": ""}
+    assert "t.write" in Registry.from_manifests(items)
+
+
+def test_requires_reading_an_earlier_result_is_checked_against_that_tools_output_schema() -> None:
+    items = base()
+    match = by_name(items)["t.append"]["requires"][0]["match"][0]
+    match["earlier"] = "result.size"
+    assert "t.append" in Registry.from_manifests(items)
+    match["earlier"] = "result.bytes"
+    problem = refused(items, "t.append").problem
+    assert problem.startswith(
+        "requires t.write: match earlier = 'result.bytes' is not in the output schema of "
+        "t.write: result has no property 'bytes' (it declares: previous, size)"
+    ), problem
+    write = by_name(items)["t.write"]
+    del write["output_schema"]
+    write["compensation"]["argument_map"]["previous"] = {"const": ""}
+    match["earlier"] = "result.size"
+    assert "reads the result of t.write, which declares no output_schema" in (
+        refused(items, "t.append").problem
+    )
+
+
+def test_refs_that_cannot_be_followed_or_loop_are_refused() -> None:
+    external = {
+        "type": "object",
+        "properties": {"previous": {"$ref": "https://example.com/previous.json"}},
+    }
+    problem = refused(writes_with("result.previous.x", external), "t.write").problem
+    assert "cannot follow $ref 'https://example.com/previous.json'" in problem
+    looping = {
+        "type": "object",
+        "properties": {"previous": {"$ref": "#/$defs/A"}},
+        "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
+    }
+    assert "more than 64 deep" in refused(writes_with("result.previous.x", looping), "t.write").problem
+
+
+def test_a_union_must_define_the_path_in_every_branch_that_is_not_null() -> None:
+    class Other(BaseModel):
+        size: int
+
+    class Either(BaseModel):
+        previous: Target | Other | None
+
+    schema = Either.model_json_schema()
+    problem = refused(writes_with("result.previous.path", schema), "t.write").problem
+    assert "result.previous has no property 'path' (it declares: size)" in problem
+    assert "t.write" in Registry.from_manifests(writes_with("result.previous", schema))
+
+
+def test_an_output_schema_must_be_a_valid_schema_of_an_object() -> None:
+    broken = writes_with("result.previous", {"type": "object", "properties": {"previous": 3}})
+    assert "output_schema is not a valid JSON Schema" in refused(broken, "t.write").problem
+    listing = writes_with("result.previous", {"type": "array"})
+    assert "output_schema must describe a JSON object" in refused(listing, "t.write").problem
 
 
 def test_default_scope_excludes_permissions_only_used_by_idempotent_and_irreversible_tools() -> (

@@ -16,7 +16,9 @@ from typing import Any
 
 import mcp.types as types
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from pydantic import BaseModel, ConfigDict
 
 from reversi_core import (
     Compensation,
@@ -27,7 +29,13 @@ from reversi_core import (
     register_secret,
 )
 from reversi_core.errors import InvalidArgumentsError
-from reversi_core.mcp.serve import call_result, tool_annotations, tool_definition
+from reversi_core.mcp.serve import (
+    ERROR_SCHEMA,
+    call_result,
+    output_schema,
+    tool_annotations,
+    tool_definition,
+)
 
 FIXTURE = Path(__file__).resolve().parent / "cli_fixture"
 
@@ -74,8 +82,13 @@ async def test_note_outcomes_over_stdio(tmp_path: Path) -> None:
     async with served(tmp_path, "note", "--root", str(tmp_path)) as session:
         listing = await session.list_tools()
         tools = {t.name: t for t in listing.tools}
-        assert tools["note.read"].output_schema is not None
-        assert tools["note.create"].output_schema is None
+        schemas = {}
+        for name, listed in tools.items():
+            assert listed.output_schema is not None, name
+            assert listed.output_schema["type"] == "object", name  # MCP: an object at the root
+            Draft202012Validator.check_schema(listed.output_schema)
+            schemas[name] = Draft202012Validator(listed.output_schema)
+        answers: list[tuple[str, types.CallToolResult]] = []
         assert tools["note.create"].annotations is not None
         assert tools["note.create"].annotations.open_world_hint is False  # NoteConnector.open_world
         assert tools["note.publish"].meta is not None
@@ -122,6 +135,25 @@ async def test_note_outcomes_over_stdio(tmp_path: Path) -> None:
         crash = await session.call_tool("note.crash", {"name": "c", "text": "z"})
         assert crash.meta == {"reversi/outcome": "uncertain"}
         assert "RuntimeError: boom" in error_of(crash)["message"]
+        answers += [
+            ("note.create", created),
+            ("note.read", read),
+            ("note.create", again),
+            ("note.create", invalid),
+            ("note.flaky", flaky),
+            ("note.crash", crash),
+        ]
+    # Every answer, failures included, is what the tool's outputSchema describes (the
+    # TypeScript SDK checks failed calls too); a failure is never taken for a result.
+    result_branch = Draft202012Validator(
+        {**schemas["note.create"].schema["anyOf"][0], "$defs": {}}
+    )
+    for name, answer in answers:
+        errors = [e.message for e in schemas[name].iter_errors(answer.structured_content)]
+        assert errors == [], (name, answer.structured_content)
+        assert result_branch.is_valid(answer.structured_content) is (
+            name == "note.create" and not answer.is_error
+        )
     assert "Traceback" not in (tmp_path / "server-stderr.log").read_text()
 
 
@@ -157,12 +189,37 @@ def test_tool_definition_carries_the_declarations() -> None:
     tool = tool_definition(m)
     dumped = tool.model_dump(by_alias=True, exclude_none=True)
     assert dumped["inputSchema"] == {"type": "object"}
-    assert "outputSchema" not in dumped
+    assert "outputSchema" not in dumped  # a hand-written manifest without output_schema
     assert dumped["_meta"]["reversi/compensation"] == {
         "tool": "x.undo",
         "argument_map": {"id": "result.id"},
     }
     assert dumped["_meta"]["reversi/requires"] == []
+
+
+def test_output_schema_is_the_result_or_the_error_with_the_results_defs_at_the_root() -> None:
+    class Item(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        name: str
+
+    class Listing(BaseModel):
+        model_config = ConfigDict(extra="forbid")
+        items: list[Item]
+
+    m = manifest(Effect.READ_ONLY, output_schema=Listing.model_json_schema())
+    schema = output_schema(m)
+    assert schema is not None
+    assert tool_definition(m).output_schema == schema
+    assert schema["type"] == "object"
+    assert set(schema["$defs"]) == {"Item"}
+    assert schema["anyOf"][1] == ERROR_SCHEMA
+    validator = Draft202012Validator(schema)
+    assert validator.is_valid({"items": [{"name": "a"}]})
+    assert validator.is_valid(call_result(ToolError("no", status=404)).structured_content)
+    assert validator.is_valid(call_result(EffectUncertainError("lost")).structured_content)
+    assert not validator.is_valid({"items": [{"name": 1}]})  # the $ref still resolves
+    assert not validator.is_valid({"items": [], "extra": True})  # closed stays closed
+    assert not validator.is_valid({"error": {"message": "no type"}})
 
 
 def test_results_and_errors_are_scrubbed() -> None:

@@ -2,8 +2,11 @@
 
 TEMPLATE: the note tools below keep notes in memory so that a new package builds, is
 discovered and passes its tests from the first minute. Replace them with the vendor's
-tools; keep the shape: a pydantic input model per tool, one ``@tool`` declaration with
-effect, permission and compensation, and errors mapped into ``reversi_core.errors``.
+tools; keep the shape: a pydantic input model and a pydantic result model per tool (the
+result model declares every field the tool returns: the registry checks each ``result.``
+path of a compensation against it, and every call's result is checked against it), one
+``@tool`` declaration with effect, permission and compensation, and errors mapped into
+``reversi_core.errors``.
 """
 
 from __future__ import annotations
@@ -33,26 +36,26 @@ class NoteIdArgs(BaseModel):
 
 
 class NoteResult(BaseModel):
-    """What ``__connector__.get_note`` returns."""
+    """Result of ``__connector__.get_note``."""
 
     model_config = ConfigDict(extra="forbid")
-    id: str
-    text: str
+    id: str = Field(description="The note's id.")
+    text: str = Field(description="The note's text.")
 
 
-class CreatedResult(BaseModel):
-    """What ``__connector__.create_note`` returns."""
-
-    model_config = ConfigDict(extra="forbid")
-    id: str = Field(description="The new note's id (what the undo deletes).")
-
-
-class DeletedResult(BaseModel):
-    """What ``__connector__.delete_note`` returns."""
+class CreatedNoteResult(BaseModel):
+    """Result of ``__connector__.create_note``."""
 
     model_config = ConfigDict(extra="forbid")
-    id: str
-    deleted: bool = Field(description="False when the note was already gone.")
+    id: str = Field(description="The new note's id (``__connector__.delete_note`` takes it).")
+
+
+class DeletedNoteResult(BaseModel):
+    """Result of ``__connector__.delete_note``."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = Field(description="The note's id, as given.")
+    deleted: bool = Field(description="False when the note was gone already.")
 
 
 class __Connector__Connector(Connector):
@@ -69,7 +72,12 @@ class __Connector__Connector(Connector):
         """Build the connector; the template reads no variable."""
         return cls()
 
-    @tool(effect=Effect.READ_ONLY, permission="__connector__:notes:read", input=NoteIdArgs, output=NoteResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="__connector__:notes:read",
+        input=NoteIdArgs,
+        output=NoteResult,
+    )
     async def get_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a note. Returns ``{"id", "text"}``; raises ToolError(code="not_found")."""
         if args.id not in self.notes:
@@ -80,7 +88,7 @@ class __Connector__Connector(Connector):
         effect=Effect.REVERSIBLE,
         permission="__connector__:notes:write",
         input=CreateNoteArgs,
-        output=CreatedResult,
+        output=CreatedNoteResult,
         compensation=Compensation(tool="__connector__.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: CreateNoteArgs, ctx: CallContext) -> dict[str, Any]:
@@ -89,7 +97,12 @@ class __Connector__Connector(Connector):
         self.notes[note_id] = args.text
         return {"id": note_id}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="__connector__:notes:write", input=NoteIdArgs, output=DeletedResult)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="__connector__:notes:write",
+        input=NoteIdArgs,
+        output=DeletedNoteResult,
+    )
     async def delete_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete a note; a note already gone is success. Returns ``{"id", "deleted": bool}``."""
         return {"id": args.id, "deleted": self.notes.pop(args.id, None) is not None}

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reversi_core.testing import CertificationFixture, ExampleContext, NotApplicable
+from reversi_core.testing import CertificationFixture, ExampleContext, Failure, NotApplicable
 
 from .connector import __Connector__Connector
 
@@ -84,10 +84,12 @@ def certification_fixture() -> CertificationFixture[NoteStore]:
             "__connector__.create_note": [{"text": "hello"}],
             "__connector__.delete_note": [_existing_note, {"id": "never-existed"}],
         },
-        failures={"__connector__.get_note": [{"id": "missing"}]},
+        failures={
+            # each refusal with the code (and status) the vendor answers it with
+            "__connector__.get_note": [Failure({"id": "missing"}, code="not_found", status=404)],
+        },
         residue={},
         undo_fault=_undo_fault,
         not_applicable=NOT_APPLICABLE,
         live=NO_LIVE_SCENARIO,
     )
-

@@ -30,9 +30,10 @@ import os
 import stat
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, model_validator
+from typing_extensions import TypedDict
 
 from reversi_core.connector import CallContext, CliOption, Connector, tool
 from reversi_core.errors import ConfigurationError, EffectUncertainError, ToolError
@@ -47,15 +48,25 @@ __all__ = [
     "MAX_FILE_BYTES",
     "MAX_LIST_ENTRIES",
     "DeleteFileArgs",
+    "DeleteFileResult",
+    "DirEntry",
     "FsConnector",
     "ListDirArgs",
+    "ListDirResult",
     "MakeDirArgs",
+    "MakeDirResult",
     "MoveFileArgs",
+    "MoveFileResult",
     "ReadFileArgs",
+    "ReadFileResult",
     "RemoveDirArgs",
+    "RemoveDirResult",
     "RestoreFileArgs",
+    "RestoreFileResult",
     "UnmoveFileArgs",
+    "UnmoveFileResult",
     "WriteFileArgs",
+    "WriteFileResult",
 ]
 
 MAX_FILE_BYTES = 10 * 1024 * 1024
@@ -199,6 +210,133 @@ class UnmoveFileArgs(_Args):
     )
 
 
+# -- result models ---------------------------------------------------------------------
+#
+# Each tool's result, field by field: the manifests' output_schema, checked by the registry
+# (every ``result.`` source must name one of these fields) and by Connector.call (every
+# result must match). All are closed: a result has exactly these keys.
+
+_NORMALISED = "normalised: '/'-separated, relative to the root, no '.' parts or doubled slashes"
+_BACKUP_NAME = "the name of its copy in the backup directory"
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReadFileResult(_Result):
+    """Result of fs.read_file."""
+
+    path: str = Field(description=f"The file read, {_NORMALISED}.")
+    content: str = Field(description="The whole file: text, or base64 of its bytes.")
+    encoding: Encoding = Field(description="How 'content' is encoded (as asked).")
+    size: int = Field(ge=0, description="The file's size in bytes.")
+
+
+class DirEntry(TypedDict):
+    """One entry of fs.list_dir.
+
+    A TypedDict rather than a model: a listing holds up to 10,000 of them, and checking a
+    result builds no object for a TypedDict, which halves the check's cost per entry
+    (benchmarks/result_validation.py). Its JSON Schema is the same, closed.
+    """
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # type: ignore[misc]
+    name: Annotated[str, Field(description="The entry's name in the directory.")]
+    type: Annotated[
+        Literal["file", "dir", "symlink", "other"],
+        Field(description="What it is, links not followed; 'other' is a fifo, socket or device."),
+    ]
+    size: Annotated[
+        int | None, Field(ge=0, description="Its size in bytes for a file; null otherwise.")
+    ]
+
+
+class ListDirResult(_Result):
+    """Result of fs.list_dir."""
+
+    path: str = Field(description=f"The directory listed, {_NORMALISED} ('.' is the root).")
+    entries: list[DirEntry] = Field(
+        description=f"Its entries sorted by name, at most {MAX_LIST_ENTRIES}, the backup "
+        "directory left out."
+    )
+    truncated: bool = Field(description="Whether entries were left out beyond the limit.")
+
+
+class WriteFileResult(_Result):
+    """Result of fs.write_file."""
+
+    path: str = Field(description=f"The file written, {_NORMALISED}.")
+    existed: bool = Field(description="Whether the file existed before (and was replaced).")
+    backup: str | None = Field(
+        description=f"For a replaced file, {_BACKUP_NAME} (fs.restore_file puts it back); "
+        "null for a new file."
+    )
+    size: int = Field(ge=0, description="The bytes written.")
+    mode: int = Field(ge=0, description="The new file's permission bits, as an integer.")
+
+
+class DeleteFileResult(_Result):
+    """Result of fs.delete_file."""
+
+    path: str = Field(description=f"The file deleted, {_NORMALISED}.")
+    existed: Literal[True] = Field(description="Always true: only an existing file is deleted.")
+    backup: str = Field(description=f"The deleted file's backup, {_BACKUP_NAME}.")
+    mode: int = Field(ge=0, description="Its permission bits, as an integer.")
+    size: int = Field(ge=0, description="Its size in bytes.")
+
+
+class MakeDirResult(_Result):
+    """Result of fs.make_dir."""
+
+    path: str = Field(description=f"The directory asked for, {_NORMALISED}.")
+    created: list[str] = Field(
+        description="The directories this call made, outermost first (normalised paths); "
+        "empty when it existed already."
+    )
+
+
+class MoveFileResult(_Result):
+    """Result of fs.move_file."""
+
+    source: str = Field(description=f"Where the file was, {_NORMALISED}.")
+    destination: str = Field(description=f"Where it is now, {_NORMALISED}.")
+    replaced_backup: str | None = Field(
+        description=f"For a file the move replaced (overwrite), {_BACKUP_NAME}; null otherwise."
+    )
+
+
+class RestoreFileResult(_Result):
+    """Result of fs.restore_file."""
+
+    path: str = Field(description=f"The file put back, {_NORMALISED}.")
+    backup: str | None = Field(description="The backup it was restored from, or null.")
+    action: Literal["restored", "unchanged", "deleted", "absent"] = Field(
+        description="'restored' (copied back), 'unchanged' (it matched the backup already), "
+        "'deleted' (no backup: the file was removed) or 'absent' (no backup, and no file)."
+    )
+
+
+class RemoveDirResult(_Result):
+    """Result of fs.remove_dir."""
+
+    removed: list[str] = Field(description="The directories removed, deepest first.")
+    absent: list[str] = Field(description="The directories that were already gone.")
+
+
+class UnmoveFileResult(_Result):
+    """Result of fs.unmove_file."""
+
+    source: str = Field(description=f"Where the file is back, {_NORMALISED}.")
+    destination: str = Field(description=f"Where fs.move_file had put it, {_NORMALISED}.")
+    action: Literal[
+        "moved_back", "restored_replaced", "moved_back_and_restored", "already_undone"
+    ] = Field(
+        description="'moved_back'; 'restored_replaced' (it was back already, the replaced file "
+        "is restored); 'moved_back_and_restored'; or 'already_undone'."
+    )
+
+
 # -- dependency declarations ------------------------------------------------------------
 #
 # The engine records a step's edges when it journals the intent, before the call runs, so
@@ -324,7 +462,7 @@ class FsConnector(Connector):
 
     # -- reading -------------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="fs:read", input=ReadFileArgs)
+    @tool(effect=Effect.READ_ONLY, permission="fs:read", input=ReadFileArgs, output=ReadFileResult)
     async def read_file(self, args: ReadFileArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a whole file under the root, as UTF-8 text or base64.
 
@@ -362,7 +500,7 @@ class FsConnector(Connector):
             "size": len(data),
         }
 
-    @tool(effect=Effect.READ_ONLY, permission="fs:read", input=ListDirArgs)
+    @tool(effect=Effect.READ_ONLY, permission="fs:read", input=ListDirArgs, output=ListDirResult)
     async def list_dir(self, args: ListDirArgs, ctx: CallContext) -> dict[str, Any]:
         """List a directory under the root, sorted by name, without following links.
 
@@ -410,6 +548,7 @@ class FsConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="fs:write",
         input=WriteFileArgs,
+        output=WriteFileResult,
         compensation=_RESTORE,
         requires=[_inside_made_dir("args.path"), *_same_file_as_earlier("args.path")],
     )
@@ -472,6 +611,7 @@ class FsConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="fs:write",
         input=DeleteFileArgs,
+        output=DeleteFileResult,
         compensation=_RESTORE,
         requires=[_inside_made_dir("args.path"), *_same_file_as_earlier("args.path")],
     )
@@ -508,6 +648,7 @@ class FsConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="fs:write",
         input=MakeDirArgs,
+        output=MakeDirResult,
         compensation=Compensation(tool="fs.remove_dir", argument_map={"paths": "result.created"}),
         requires=[_inside_made_dir("args.path")],
     )
@@ -549,6 +690,7 @@ class FsConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="fs:write",
         input=MoveFileArgs,
+        output=MoveFileResult,
         compensation=Compensation(
             tool="fs.unmove_file",
             argument_map={
@@ -622,7 +764,12 @@ class FsConnector(Connector):
 
     # -- compensations -------------------------------------------------------------------------
 
-    @tool(effect=Effect.IDEMPOTENT, permission="fs:write", input=RestoreFileArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="fs:write",
+        input=RestoreFileArgs,
+        output=RestoreFileResult,
+    )
     async def restore_file(self, args: RestoreFileArgs, ctx: CallContext) -> dict[str, Any]:
         """Put a file back as a backup recorded it, or delete it when it did not exist before.
 
@@ -661,7 +808,9 @@ class FsConnector(Connector):
                     raise
         return {"path": "/".join(parts), "backup": args.backup, "action": action}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="fs:write", input=RemoveDirArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT, permission="fs:write", input=RemoveDirArgs, output=RemoveDirResult
+    )
     async def remove_dir(self, args: RemoveDirArgs, ctx: CallContext) -> dict[str, Any]:
         """Remove empty directories under the root, deepest first; missing ones are fine.
 
@@ -696,7 +845,12 @@ class FsConnector(Connector):
         removed = self._remove_empty(["/".join(p) for p in removable], absent=absent)
         return {"removed": removed, "absent": absent}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="fs:write", input=UnmoveFileArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="fs:write",
+        input=UnmoveFileArgs,
+        output=UnmoveFileResult,
+    )
     async def unmove_file(self, args: UnmoveFileArgs, ctx: CallContext) -> dict[str, Any]:
         """Undo fs.move_file: move the file back and put back the file it replaced.
 

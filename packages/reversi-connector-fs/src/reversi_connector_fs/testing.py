@@ -5,9 +5,13 @@ user testing an agent) points :class:`~reversi_connector_fs.FsConnector` at a sc
 directory. This module offers:
 
 - :class:`FsBackend`: a scratch root and its backup directory, with :meth:`FsBackend.seed`
-  (a few known files) and :meth:`FsBackend.fingerprint` (the tree as plain data);
+  (a few known files), :meth:`FsBackend.fingerprint` (the tree as plain data), and a
+  sentinel tree beside the root with :meth:`FsBackend.outside` (what surrounds the root,
+  which no call may change);
 - :func:`certification_fixture`: what the repository's ``certification/`` suite needs
-  to drive every fs tool (see docs/certification-guide.md).
+  to drive every fs tool (see docs/certification-guide.md). Its failing examples include,
+  for every writing tool, a path that leaves the root with ``..`` and an absolute one,
+  both aimed at the sentinel tree.
 
 Four checks do not apply to fs, each for a reason stated in :data:`NOT_APPLICABLE`.
 Compensation failures are injected by :func:`undo_fault`, which makes the file system
@@ -21,17 +25,19 @@ import hashlib
 import os
 import stat
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from reversi_core.testing import (
+    ArgsBuilder,
     CertificationFixture,
     Dependency,
     Example,
     ExampleContext,
+    Failure,
     NotApplicable,
     Residue,
 )
@@ -42,6 +48,7 @@ __all__ = [
     "NOT_APPLICABLE",
     "NO_LIVE_SCENARIO",
     "SEED_FILES",
+    "SENTINEL_FILES",
     "FsBackend",
     "certification_fixture",
     "fs_backend",
@@ -53,6 +60,12 @@ SEED_FILES: Mapping[str, str] = {
     "readme.txt": "hello\n",
 }
 """The files :meth:`FsBackend.seed` writes (UTF-8), by path relative to the root."""
+
+SENTINEL_FILES: Mapping[str, str] = {
+    "sentinel.txt": "outside the root: no call may touch this\n",
+    "keep/inner.txt": "outside the root too\n",
+}
+"""The files :func:`fs_backend` writes beside the root (in ``beside/``, with an empty ``empty/``)."""
 
 NOT_APPLICABLE: Mapping[str, str] = {
     "retry": "fs works on a local file system: no network transport sits between the tool "
@@ -67,18 +80,46 @@ NOT_APPLICABLE: Mapping[str, str] = {
 """The checks that do not apply to fs, and why."""
 
 
+def _entries(top: Path, *, skip: Path | None = None) -> dict[str, Any]:
+    """Every entry under ``top`` (but ``skip`` and what is under it), by path relative to ``top``.
+
+    Files give ``{"type": "file", "mode", "sha256"}``, directories ``{"type": "dir",
+    "mode"}``, anything else ``{"type": "other"}``; links are not followed.
+    """
+    found: dict[str, Any] = {}
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        here = Path(dirpath)
+        if skip is not None and skip.parent == here and skip.name in dirnames:
+            dirnames.remove(skip.name)
+        for name in sorted(dirnames + filenames):
+            full = here / name
+            st = full.lstat()
+            rel = full.relative_to(top).as_posix()
+            if stat.S_ISREG(st.st_mode):
+                digest = hashlib.sha256(full.read_bytes()).hexdigest()
+                found[rel] = {"type": "file", "mode": stat.S_IMODE(st.st_mode), "sha256": digest}
+            elif stat.S_ISDIR(st.st_mode):
+                found[rel] = {"type": "dir", "mode": stat.S_IMODE(st.st_mode)}
+            else:
+                found[rel] = {"type": "other"}
+    return found
+
+
 @dataclass(frozen=True)
 class FsBackend:
-    """A scratch root for :class:`~reversi_connector_fs.FsConnector`.
+    """A scratch root for :class:`~reversi_connector_fs.FsConnector`, and what lies beside it.
 
     ``root`` is the connector's root; ``backup_dir`` its backup directory (the default,
     inside the root); ``aside`` a directory outside both, where :func:`undo_fault`
-    parks what it takes away.
+    parks what it takes away; ``beside`` a sentinel tree next to the root
+    (:data:`SENTINEL_FILES` and an empty directory ``empty/``), at which the failing
+    examples that try to leave the root aim.
     """
 
     root: Path
     backup_dir: Path
     aside: Path
+    beside: Path
 
     def connector(self) -> FsConnector:
         """A connector on this root with the default backup directory."""
@@ -99,36 +140,37 @@ class FsBackend:
         "mode"}``, anything else ``{"type": "other"}``; links are not followed. The backup
         directory is left out of ``tree`` and its entry names listed in ``backups``.
         """
-        tree: dict[str, Any] = {}
-        for dirpath, dirnames, filenames in os.walk(self.root, followlinks=False):
-            here = Path(dirpath)
-            if here == self.root and DEFAULT_BACKUP_DIR in dirnames:
-                dirnames.remove(DEFAULT_BACKUP_DIR)
-            for name in sorted(dirnames + filenames):
-                full = here / name
-                st = full.lstat()
-                rel = full.relative_to(self.root).as_posix()
-                if stat.S_ISREG(st.st_mode):
-                    digest = hashlib.sha256(full.read_bytes()).hexdigest()
-                    tree[rel] = {"type": "file", "mode": stat.S_IMODE(st.st_mode), "sha256": digest}
-                elif stat.S_ISDIR(st.st_mode):
-                    tree[rel] = {"type": "dir", "mode": stat.S_IMODE(st.st_mode)}
-                else:
-                    tree[rel] = {"type": "other"}
+        tree = _entries(self.root, skip=self.root / DEFAULT_BACKUP_DIR)
         backups = sorted(os.listdir(self.backup_dir)) if self.backup_dir.is_dir() else []
         return {"tree": tree, "backups": backups}
+
+    def outside(self) -> dict[str, Any]:
+        """Everything in the directory that holds the root, but the root: ``{path: entry}``.
+
+        Entries as in :meth:`fingerprint`, by path relative to that directory
+        (``beside/sentinel.txt``, ``aside``...): a file written, changed, moved or deleted
+        beside the root shows here.
+        """
+        return _entries(self.root.parent, skip=self.root)
 
 
 @contextmanager
 def fs_backend(directory: Path) -> Iterator[FsBackend]:
-    """A fresh, empty :class:`FsBackend` under ``directory`` (which the caller cleans up)."""
-    root = directory / "root"
-    aside = directory / "aside"
+    """A fresh, empty :class:`FsBackend` under ``directory`` (which the caller cleans up).
+
+    ``directory`` holds ``root/``, ``aside/`` and the sentinel tree ``beside/``.
+    """
+    root = (directory / "root").resolve()
     root.mkdir(parents=True)
+    aside = root.parent / "aside"
     aside.mkdir()
-    yield FsBackend(
-        root=root.resolve(), backup_dir=root.resolve() / DEFAULT_BACKUP_DIR, aside=aside
-    )
+    beside = root.parent / "beside"
+    for rel, text in SENTINEL_FILES.items():
+        path = beside / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    (beside / "empty").mkdir()
+    yield FsBackend(root=root, backup_dir=root / DEFAULT_BACKUP_DIR, aside=aside, beside=beside)
 
 
 @contextmanager
@@ -236,17 +278,68 @@ EXAMPLES: Mapping[str, list[Example]] = {
     "fs.unmove_file": [_unmove, _unmove_over],
 }
 
-FAILURES: Mapping[str, list[Example]] = {
-    "fs.read_file": [{"path": "missing.txt"}, {"path": "../outside.txt"}],
-    "fs.list_dir": [{"path": "missing"}],
-    "fs.write_file": [{"path": "no/such/dir/file.txt", "content": "x"}],
-    "fs.delete_file": [{"path": "missing.txt"}, {"path": "empty"}],
-    "fs.make_dir": [{"path": "missing/child", "parents": False}, {"path": "readme.txt"}],
-    "fs.move_file": [{"source": "notes/todo.txt", "destination": "readme.txt"}],
-    "fs.restore_file": [{"path": "readme.txt", "backup": "0" * 32 + "-gone.txt"}],
-    "fs.remove_dir": [{"paths": ["notes"]}],
-    "fs.unmove_file": [{"source": "gone-a.txt", "destination": "gone-b.txt"}],
+
+def _beside(make: Callable[[Path], Mapping[str, Any]]) -> ArgsBuilder:
+    """An args builder: ``make(beside)`` with the absolute path of the backend's sentinel tree."""
+
+    async def build(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+        return make(ctx.handle.beside)
+
+    return build
+
+
+def _refused(args: Example) -> Failure:
+    return Failure(args, code="path_refused")
+
+
+FAILURES: Mapping[str, list[Failure]] = {
+    "fs.read_file": [
+        Failure({"path": "missing.txt"}, code="not_found"),
+        _refused({"path": "../outside.txt"}),
+    ],
+    "fs.list_dir": [Failure({"path": "missing"}, code="not_found")],
+    "fs.write_file": [
+        Failure({"path": "no/such/dir/file.txt", "content": "x"}, code="not_found"),
+        _refused({"path": "../beside/escaped.txt", "content": "x"}),
+        _refused(_beside(lambda b: {"path": str(b / "sentinel.txt"), "content": "x"})),
+    ],
+    "fs.delete_file": [
+        Failure({"path": "missing.txt"}, code="not_found"),
+        Failure({"path": "empty"}, code="is_a_directory"),
+        _refused({"path": "../beside/sentinel.txt"}),
+        _refused(_beside(lambda b: {"path": str(b / "keep" / "inner.txt")})),
+    ],
+    "fs.make_dir": [
+        Failure({"path": "missing/child", "parents": False}, code="not_found"),
+        Failure({"path": "readme.txt"}, code="not_a_directory"),
+        _refused({"path": "../beside/made"}),
+        _refused(_beside(lambda b: {"path": str(b / "made")})),
+    ],
+    "fs.move_file": [
+        Failure({"source": "notes/todo.txt", "destination": "readme.txt"}, code="exists"),
+        _refused({"source": "../beside/sentinel.txt", "destination": "pulled-in.txt"}),
+        _refused(_beside(lambda b: {"source": "readme.txt", "destination": str(b / "out.txt")})),
+    ],
+    "fs.restore_file": [
+        Failure({"path": "readme.txt", "backup": "0" * 32 + "-gone.txt"}, code="backup_missing"),
+        _refused({"path": "../beside/sentinel.txt", "backup": None}),
+        _refused(_beside(lambda b: {"path": str(b / "keep" / "inner.txt"), "backup": None})),
+    ],
+    "fs.remove_dir": [
+        Failure({"paths": ["notes"]}, code="not_empty"),
+        _refused({"paths": ["../beside/empty"]}),
+        _refused(_beside(lambda b: {"paths": [str(b / "empty")]})),
+    ],
+    "fs.unmove_file": [
+        Failure({"source": "gone-a.txt", "destination": "gone-b.txt"}, code="not_found"),
+        _refused({"source": "../beside/back.txt", "destination": "readme.txt"}),
+        _refused(
+            _beside(lambda b: {"source": "pulled.txt", "destination": str(b / "sentinel.txt")})
+        ),
+    ],
 }
+"""Calls fs refuses, each with its code: missing paths, conflicts, and, for every writing tool,
+a path that leaves the root through ``..`` and an absolute one, aimed at the sentinel tree."""
 
 DEPENDENCIES: list[Dependency] = [
     Dependency("fs.make_dir", {"path": "d"}, "fs.write_file", {"path": "d/f.txt", "content": "x"}),
@@ -285,6 +378,7 @@ def certification_fixture() -> CertificationFixture[FsBackend]:
         seed=FsBackend.seed,
         build=FsBackend.connector,
         fingerprint=FsBackend.fingerprint,
+        outside=FsBackend.outside,
         examples=EXAMPLES,
         failures=FAILURES,
         dependencies=DEPENDENCIES,

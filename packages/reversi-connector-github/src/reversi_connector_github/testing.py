@@ -51,6 +51,7 @@ from reversi_core.testing import (
     Dependency,
     Example,
     ExampleContext,
+    Failure,
     FakeServer,
     LiveScenario,
     Residue,
@@ -154,11 +155,11 @@ def _fake(server: FakeServer) -> FakeGitHub:
     return app
 
 
-def _build(server: FakeServer) -> GithubConnector:
+def _build_with_timeout(server: FakeServer, seconds: float) -> GithubConnector:
     return GithubConnector(
         CERTIFICATION_TOKEN,
         base_url=_fake(server).base_url(server),
-        timeouts=Timeouts(connect=LIMIT, read=LIMIT, total=LIMIT),
+        timeouts=Timeouts(connect=seconds, read=seconds, total=seconds),
     )
 
 
@@ -232,27 +233,43 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
     ],
 }
 
-FAILURES: Mapping[str, list[Example]] = {
+FAILURES: Mapping[str, list[Failure]] = {
     "github.get_issue": [
-        _at(issue_number=999),
-        {"owner": OWNER, "repo": "missing", "issue_number": 1},
-        {"owner": OWNER, "repo": NO_ISSUES_REPO, "issue_number": 1},
+        Failure(_at(issue_number=999), code="not_found", status=404),
+        Failure(
+            {"owner": OWNER, "repo": "missing", "issue_number": 1}, code="not_found", status=404
+        ),
+        Failure(
+            {"owner": OWNER, "repo": NO_ISSUES_REPO, "issue_number": 1},
+            code="issues_disabled",
+            status=410,
+        ),
     ],
     "github.create_issue": [
-        {"owner": OWNER, "repo": "missing", "title": "x"},
-        {"owner": OWNER, "repo": NO_ISSUES_REPO, "title": "x"},
-        _at(title="   "),
+        Failure({"owner": OWNER, "repo": "missing", "title": "x"}, code="not_found", status=404),
+        Failure(
+            {"owner": OWNER, "repo": NO_ISSUES_REPO, "title": "x"},
+            code="issues_disabled",
+            status=410,
+        ),
+        Failure(_at(title="   "), code="validation_failed", status=422),
     ],
-    "github.add_comment": [_at(issue_number=999, body="x")],
-    "github.add_labels": [_at(issue_number=999, labels=["bug"])],
+    "github.add_comment": [Failure(_at(issue_number=999, body="x"), code="not_found", status=404)],
+    "github.add_labels": [
+        Failure(_at(issue_number=999, labels=["bug"]), code="not_found", status=404)
+    ],
     "github.create_branch": [
-        _at(branch="dev", sha=SHA_FEATURE),
-        _at(branch="agent/x", sha="0" * 40),
-        _at(branch="agent/x", from_branch="no-such-branch"),
+        Failure(_at(branch="dev", sha=SHA_FEATURE), code="reference_exists", status=422),
+        Failure(_at(branch="agent/x", sha="0" * 40), code="object_not_found", status=422),
+        Failure(_at(branch="agent/x", from_branch="no-such-branch"), code="not_found", status=404),
     ],
-    "github.close_issue": [_at(issue_number=999)],
-    "github.delete_branch": [_at(branch="main")],
+    "github.close_issue": [Failure(_at(issue_number=999), code="not_found", status=404)],
+    "github.delete_branch": [Failure(_at(branch="main"), code="validation_failed", status=422)],
 }
+"""Calls GitHub turns down, each with the status and code the connector must answer with:
+404 ``not_found`` for a missing issue, repository or branch, 410 ``issues_disabled``,
+422 ``reference_exists`` for a branch that exists, 422 ``object_not_found`` for an
+unknown commit, 422 ``validation_failed`` for a blank title or the default branch."""
 
 DEPENDENCIES: list[Dependency] = [
     Dependency(
@@ -318,7 +335,8 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=github_backend,
         seed=lambda server: seed_example(_fake(server)),
-        build=_build,
+        build=lambda server: _build_with_timeout(server, LIMIT),
+        build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,
         failures=FAILURES,

@@ -33,7 +33,7 @@ or a server that stops answering after a write's ``COMMIT`` was sent is
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import psycopg
 from psycopg import conninfo
@@ -63,12 +63,17 @@ __all__ = [
     "IDENTIFIER_PATTERN",
     "MAX_ROWS",
     "DeleteRowArgs",
+    "DeleteRowResult",
     "InsertRowArgs",
+    "InsertRowResult",
     "PostgresConnector",
     "QueryArgs",
+    "QueryResult",
     "RestoreRowArgs",
+    "RestoreRowResult",
     "StatementLog",
     "UpdateRowArgs",
+    "UpdateRowResult",
 ]
 
 MAX_ROWS = 1000
@@ -188,6 +193,67 @@ class DeleteRowArgs(_Keyed):
     """Arguments of postgres.delete_row."""
 
 
+# -- result models ------------------------------------------------------------------------
+#
+# Each tool's result, field by field (the manifests' output_schema). Values read from the
+# database are JSON as _values.to_json makes them (docs/connectors/postgres.md).
+
+
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class QueryResult(_Result):
+    """Result of postgres.query."""
+
+    columns: list[str] = Field(description="The result's column names, in order.")
+    rows: list[list[Any]] = Field(
+        description=f"The rows (at most {MAX_ROWS}), each a list of JSON values in column order."
+    )
+    row_count: int = Field(ge=0, description="How many rows 'rows' holds.")
+    truncated: bool = Field(description=f"Whether the statement had more than {MAX_ROWS} rows.")
+
+
+class _RowResult(_Result):
+    table: str = Field(description="The table, as given.")
+    schema_: str | None = Field(
+        alias="schema", description="The table's schema as given; null: the search_path's."
+    )
+    key_column: str = Field(description="The column that identifies the row.")
+
+
+class InsertRowResult(_RowResult):
+    """Result of postgres.insert_row."""
+
+    key: Any = Field(
+        description="The new row's key_column value, from RETURNING, as JSON (an integer or a "
+        "string for the usual key types; never null)."
+    )
+
+
+class UpdateRowResult(_RowResult):
+    """Result of postgres.update_row."""
+
+    key: Key = Field(description="The key of the row updated, as given.")
+    previous: dict[str, str | None] = Field(
+        description="Each column set and its old value, as PostgreSQL text, or null."
+    )
+
+
+class DeleteRowResult(_RowResult):
+    """Result of postgres.delete_row."""
+
+    key: Key = Field(description="The key of the row, as given.")
+    deleted: Literal[0, 1] = Field(description="1 when the row was deleted, 0 when it was gone.")
+
+
+class RestoreRowResult(_RowResult):
+    """Result of postgres.restore_row."""
+
+    key: Key = Field(description="The key of the row restored, as given.")
+    restored: Literal[1] = Field(description="Always 1: the one row set back.")
+
+
 # -- declarations ----------------------------------------------------------------------------
 
 _DELETE_INSERTED = Compensation(
@@ -304,7 +370,12 @@ class PostgresConnector(Connector):
 
     # -- reading -------------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="postgres:rows:read", input=QueryArgs)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="postgres:rows:read",
+        input=QueryArgs,
+        output=QueryResult,
+    )
     async def query(self, args: QueryArgs, ctx: CallContext) -> dict[str, Any]:
         """Run one SELECT or WITH statement read-only and return at most 1000 rows.
 
@@ -333,6 +404,7 @@ class PostgresConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="postgres:rows:write",
         input=InsertRowArgs,
+        output=InsertRowResult,
         compensation=_DELETE_INSERTED,
     )
     async def insert_row(self, args: InsertRowArgs, ctx: CallContext) -> dict[str, Any]:
@@ -375,6 +447,7 @@ class PostgresConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="postgres:rows:write",
         input=UpdateRowArgs,
+        output=UpdateRowResult,
         compensation=_RESTORE_UPDATED,
         requires=_SAME_ROW,
     )
@@ -417,7 +490,12 @@ class PostgresConnector(Connector):
 
     # -- compensations ----------------------------------------------------------------------
 
-    @tool(effect=Effect.IDEMPOTENT, permission="postgres:rows:delete", input=DeleteRowArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="postgres:rows:delete",
+        input=DeleteRowArgs,
+        output=DeleteRowResult,
+    )
     async def delete_row(self, args: DeleteRowArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete the row with the given key; a row already gone is success.
 
@@ -449,7 +527,12 @@ class PostgresConnector(Connector):
             "deleted": deleted,
         }
 
-    @tool(effect=Effect.IDEMPOTENT, permission="postgres:rows:write", input=RestoreRowArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="postgres:rows:write",
+        input=RestoreRowArgs,
+        output=RestoreRowResult,
+    )
     async def restore_row(self, args: RestoreRowArgs, ctx: CallContext) -> dict[str, Any]:
         """Set columns of the row with the given key back to old values (undoes update_row).
 

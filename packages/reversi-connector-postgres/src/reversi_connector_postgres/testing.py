@@ -61,6 +61,7 @@ from reversi_core.testing import (
     CertificationFixture,
     Dependency,
     ExampleContext,
+    Failure,
     LiveScenario,
     Residue,
 )
@@ -1276,6 +1277,9 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
         backend=_scratch,
         seed=_seed,
         build=lambda scratch: PostgresConnector(scratch.agent_url, timeout=CALL_TIMEOUT),
+        build_with_timeout=lambda scratch, seconds: PostgresConnector(
+            scratch.agent_url, timeout=seconds
+        ),
         fingerprint=_fingerprint,
         credential=_AGENT_PASSWORD,
         examples={
@@ -1299,21 +1303,32 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
                 {"table": "items", "key": 2, "values": {"qty": "5", "name": "pear"}}
             ],
         },
-        failures={
+        failures={  # SQLSTATEs: https://www.postgresql.org/docs/current/errcodes-appendix.html
             "postgres.query": [
-                {"sql": "SELECT * FROM missing_table"},
-                {
-                    "sql": "WITH w AS (INSERT INTO items (name) VALUES ('w') RETURNING id) "
-                    "SELECT id FROM w"
-                },
+                Failure({"sql": "SELECT * FROM missing_table"}, code="42P01"),  # undefined_table
+                Failure(  # read_only_sql_transaction: the query tool runs READ ONLY
+                    {
+                        "sql": "WITH w AS (INSERT INTO items (name) VALUES ('w') RETURNING id) "
+                        "SELECT id FROM w"
+                    },
+                    code="25006",
+                ),
             ],
             "postgres.insert_row": [
-                {"table": "items", "values": {"id": 1, "name": "duplicate"}},
-                {"table": "vault", "values": {"v": "not allowed"}},
+                Failure(  # unique_violation
+                    {"table": "items", "values": {"id": 1, "name": "duplicate"}}, code="23505"
+                ),
+                Failure(  # insufficient_privilege: the agent role has no grant on vault
+                    {"table": "vault", "values": {"v": "not allowed"}}, code="42501"
+                ),
             ],
-            "postgres.update_row": [{"table": "items", "key": 999, "values": {"qty": 1}}],
-            "postgres.restore_row": [{"table": "items", "key": 999, "values": {"qty": "1"}}],
-            "postgres.delete_row": [{"table": "vault", "key": 1}],
+            "postgres.update_row": [
+                Failure({"table": "items", "key": 999, "values": {"qty": 1}}, code="not_found")
+            ],
+            "postgres.restore_row": [
+                Failure({"table": "items", "key": 999, "values": {"qty": "1"}}, code="not_found")
+            ],
+            "postgres.delete_row": [Failure({"table": "vault", "key": 1}, code="42501")],
         },
         dependencies=[
             Dependency(

@@ -10,9 +10,13 @@ what the connector is called and which environment variable enables it::
         credential_env = None            # always enabled
 
         @tool(effect=Effect.REVERSIBLE, permission="fs:write", input=WriteFileArgs,
+              output=WriteFileResult,
               compensation=Compensation(tool="fs.restore_file", argument_map={...}))
         async def write_file(self, args: WriteFileArgs, ctx: CallContext) -> dict[str, Any]:
             ...
+
+The result is a plain ``dict``; ``output`` is the pydantic model that describes it
+(the manifest's ``output_schema``), which :meth:`Connector.call` checks it against.
 
 Connectors are found only through the ``reversi.connectors`` entry-point group, whose
 entry names are the connector tokens and whose values are the classes
@@ -165,11 +169,11 @@ class ToolSpec:
     effect: Effect
     permission: str
     input: type[BaseModel]
+    output: type[BaseModel]
     description: str
     compensation: Compensation | None = None
     approval: Approval = Approval.NEVER
     requires: tuple[Requirement, ...] = ()
-    output: type[BaseModel] | None = None
     doc: str = ""
     """The tool's whole docstring (the description is its first paragraph)."""
 
@@ -179,17 +183,23 @@ def tool(
     effect: Effect,
     permission: str,
     input: type[BaseModel],
+    output: type[BaseModel],
     compensation: Compensation | None = None,
     approval: Approval | None = None,
     requires: Iterable[Requirement] = (),
-    output: type[BaseModel] | None = None,
     description: str | None = None,
 ) -> Callable[[F], F]:
     """Mark a connector method as a tool (see the module docstring).
 
-    The tool's name is ``<connector>.<method name>``; its description defaults to the
-    first paragraph of the method's docstring. ``approval`` defaults to ``always`` for
-    irreversible tools and ``never`` otherwise.
+    ``input`` is the pydantic model of the arguments and ``output`` the pydantic model of
+    the result: the manifest's ``input_schema`` and ``output_schema`` are their JSON
+    Schemas, the registry checks every ``result.`` source of an argument map or a
+    ``requires`` declaration against ``output``, and :meth:`Connector.call` checks every
+    result against it. Declare every field the tool returns (a model with
+    ``extra="forbid"`` for a result whose keys are fixed). The tool's name is
+    ``<connector>.<method name>``; its description defaults to the first paragraph of
+    the method's docstring. ``approval`` defaults to ``always`` for irreversible tools
+    and ``never`` otherwise.
     """
 
     def mark(func: F) -> F:
@@ -200,13 +210,13 @@ def tool(
             effect=effect,
             permission=permission,
             input=input,
+            output=output,
             description=description if description is not None else " ".join(doc.split()),
             compensation=compensation,
             approval=approval
             if approval is not None
             else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
             requires=tuple(requires),
-            output=output,
             doc=full,
         )
         func.__reversi_tool__ = spec  # type: ignore[attr-defined]
@@ -266,7 +276,7 @@ class Connector:
                     compensation=spec.compensation,
                     requires=list(spec.requires),
                     input_schema=spec.input.model_json_schema(),
-                    output_schema=spec.output.model_json_schema() if spec.output else None,
+                    output_schema=spec.output.model_json_schema(),
                 )
             )
         return out
@@ -289,13 +299,23 @@ class Connector:
     async def call(
         self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
     ) -> dict[str, Any]:
-        """Validate ``args`` with the tool's input model and run the tool.
+        """Validate ``args`` with the tool's input model, run the tool, check its result.
 
-        Returns the tool's JSON result. Raises :class:`UnknownToolError`,
+        Returns the tool's JSON result, as the tool returned it, once its output model
+        accepts it in strict mode (no conversion: an integer field takes no ``"3"`` and
+        no ``true``; a closed model takes no extra key), so the result is what the
+        manifest's ``output_schema`` describes. Raises :class:`UnknownToolError`,
         :class:`InvalidArgumentsError` (one problem per field), :class:`ToolError` for a
         definite failure, or :class:`EffectUncertainError`. Any other exception from the
         tool becomes ``EffectUncertainError`` for a writing tool and ``ToolError`` for a
         read-only one, with credentials scrubbed from the message.
+
+        A result that is not a JSON object, or that its output model refuses, is a
+        ``ToolError`` (code ``bad_result``) from a read-only tool. From any other tool it
+        is ``EffectUncertainError``: the tool returned, so its write was accepted, but
+        the result cannot describe it, and a compensation computed from it could undo the
+        wrong thing. Either message names each refused field (``result.sha: Field
+        required``), never its value.
         """
         prefix, _, method = name.partition(".")
         spec = self._tools.get(method) if prefix == self.name else None
@@ -325,15 +345,44 @@ class Connector:
             raise EffectUncertainError(
                 f"{name} raised unexpectedly, outcome unknown: {text}"
             ) from None
-        if not isinstance(result, dict):
-            raise ToolError(
-                f"{name} returned {type(result).__name__}, not a JSON object", code="bad_result"
-            )
-        return result
+        return _checked_result(name, spec, result)
 
     async def aclose(self) -> None:
         """Release network clients and other resources. Safe to call twice."""
         return None
+
+
+def _checked_result(name: str, spec: ToolSpec, result: Any) -> dict[str, Any]:
+    """``result``, once it is a JSON object its output model accepts in strict mode.
+
+    See :meth:`Connector.call` for the error; the model's validator is compiled once, with
+    the class, so the check costs a few microseconds (docs/performance.md).
+    """
+    if not isinstance(result, dict):
+        raise _bad_result(name, spec, f"a {type(result).__name__}, not a JSON object")
+    try:
+        spec.output.__pydantic_validator__.validate_python(result, strict=True)
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"result{''.join(f'.{part}' for part in err['loc'])}: {err['msg']}"
+            for err in exc.errors(include_url=False, include_input=False)
+        )
+        raise _bad_result(
+            name,
+            spec,
+            scrub(f"a result its output model {spec.output.__name__} refuses ({problems})"),
+        ) from None
+    return result
+
+
+def _bad_result(name: str, spec: ToolSpec, what: str) -> ToolError | EffectUncertainError:
+    """The error for a tool that returned ``what`` (see :meth:`Connector.call`)."""
+    if spec.effect is Effect.READ_ONLY:
+        return ToolError(f"{name} returned {what}", code="bad_result")
+    return EffectUncertainError(
+        f"{name} returned {what}: its write was accepted, but the result cannot describe it, "
+        "so it cannot be undone automatically; check the backend"
+    )
 
 
 # -- discovery ---------------------------------------------------------------------

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from reversi_core import (
     CallContext,
@@ -43,9 +43,39 @@ class NoteArgs(BaseModel):
     text: str
 
 
-class ReadResult(BaseModel):
+class _Result(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ReadResult(_Result):
     name: str
     text: str
+
+
+class CreatedResult(_Result):
+    """What note.create returns (and what note.flaky and note.crash would, had they returned)."""
+
+    name: str
+    created: bool
+
+
+class DeletedResult(_Result):
+    name: str
+    deleted: bool
+
+
+class PublishedResult(_Result):
+    name: str
+    published: bool
+
+
+class SecretResult(_Result):
+    name: str
+
+
+class RemovedResult(_Result):
+    name: str
+    removed: bool
 
 
 class NoteConnector(Connector):
@@ -84,6 +114,7 @@ class NoteConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="note:write",
         input=NoteArgs,
+        output=CreatedResult,
         compensation=Compensation(tool="note.delete", argument_map={"name": "args.name"}),
     )
     async def create(self, args: NoteArgs, ctx: CallContext) -> dict[str, Any]:
@@ -97,7 +128,7 @@ class NoteConnector(Connector):
         path.write_text(args.text)
         return {"name": args.name, "created": True}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="note:delete", input=NameArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="note:delete", input=NameArgs, output=DeletedResult)
     async def delete(self, args: NameArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete a note; deleting a missing note changes nothing."""
         self._record_key(ctx)
@@ -115,7 +146,12 @@ class NoteConnector(Connector):
             raise ToolError(f"no note {args.name}", status=404, code="not_found")
         return {"name": args.name, "text": path.read_text()}
 
-    @tool(effect=Effect.IRREVERSIBLE, permission="note:publish", input=NameArgs)
+    @tool(
+        effect=Effect.IRREVERSIBLE,
+        permission="note:publish",
+        input=NameArgs,
+        output=PublishedResult,
+    )
     async def publish(self, args: NameArgs, ctx: CallContext) -> dict[str, Any]:
         """Publish a note to the world (cannot be taken back)."""
         return {"name": args.name, "published": True}
@@ -124,6 +160,7 @@ class NoteConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="note:write",
         input=NoteArgs,
+        output=CreatedResult,
         compensation=Compensation(tool="note.delete", argument_map={"name": "args.name"}),
     )
     async def flaky(self, args: NoteArgs, ctx: CallContext) -> dict[str, Any]:
@@ -138,6 +175,7 @@ class NoteConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="note:write",
         input=NoteArgs,
+        output=CreatedResult,
         compensation=Compensation(tool="note.delete", argument_map={"name": "args.name"}),
     )
     async def crash(self, args: NoteArgs, ctx: CallContext) -> dict[str, Any]:
@@ -171,13 +209,19 @@ class VaultConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="vault:write",
         input=SecretArgs,
+        output=SecretResult,
         compensation=Compensation(tool="vault.remove", argument_map={"name": "args.name"}),
     )
     async def put(self, args: SecretArgs, ctx: CallContext) -> dict[str, Any]:
         """Store a secret."""
         return {"name": args.name}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="vault:delete", input=SecretArgs)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="vault:delete",
+        input=SecretArgs,
+        output=RemovedResult,
+    )
     async def remove(self, args: SecretArgs, ctx: CallContext) -> dict[str, Any]:
         """Remove a secret; the secret named ``forbidden`` answers 403."""
         if args.name == "forbidden":

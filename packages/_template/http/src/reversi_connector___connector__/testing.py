@@ -27,6 +27,7 @@ from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
     ExampleContext,
+    Failure,
     FakeRequest,
     FakeResponse,
     FakeServer,
@@ -105,11 +106,11 @@ def _seed(server: FakeServer) -> None:
     _fake(server).notes["seeded"] = "a note that was there before the run"
 
 
-def _build(server: FakeServer) -> __Connector__Connector:
+def _build_with_timeout(server: FakeServer, seconds: float) -> __Connector__Connector:
     return __Connector__Connector(
         token=CERTIFICATION_TOKEN,
         base_url=server.url,
-        timeouts=Timeouts(connect=LIMIT, read=LIMIT, total=LIMIT),
+        timeouts=Timeouts(connect=seconds, read=seconds, total=seconds),
     )
 
 
@@ -147,14 +148,18 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
     return CertificationFixture(
         backend=_backend,
         seed=_seed,
-        build=_build,
+        build=lambda server: _build_with_timeout(server, LIMIT),
+        build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples={
             "__connector__.get_note": [{"id": "seeded"}],
             "__connector__.create_note": [{"text": "hello"}],
             "__connector__.delete_note": [_existing_note, {"id": "never-existed"}],
         },
-        failures={"__connector__.get_note": [{"id": "missing"}]},
+        failures={
+            # each refusal with the code (and status) the vendor answers it with
+            "__connector__.get_note": [Failure({"id": "missing"}, code="not_found", status=404)],
+        },
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         backend_summary="its fake of the example notes API, faults included",

@@ -245,15 +245,8 @@ def _load(name: str) -> type[Connector]:
 
 
 def manifest_objects(classes: Sequence[type[Connector]]) -> list[dict[str, Any]]:
-    """The printed form of every manifest of ``classes``: ``output_schema`` only when set."""
-    out = []
-    for cls in classes:
-        for manifest in cls.manifests():
-            data = manifest.to_json()
-            if data.get("output_schema") is None:
-                data.pop("output_schema", None)
-            out.append(data)
-    return out
+    """The printed form of every manifest of ``classes`` (each tool declares its output schema)."""
+    return [manifest.to_json() for cls in classes for manifest in cls.manifests()]
 
 
 def _cmd_manifests(args: Any) -> int:

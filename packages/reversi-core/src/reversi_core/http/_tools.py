@@ -75,7 +75,7 @@ class RequestTool:
         effect: Effect,
         permission: str,
         input: type[BaseModel],
-        output: type[BaseModel] | None = None,
+        output: type[BaseModel],
         summary: str,
         docs: str,
         compensation: Compensation | None = None,

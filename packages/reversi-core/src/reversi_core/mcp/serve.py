@@ -1,9 +1,10 @@
 """Serve one connector's tools over MCP (stdio), as ``reversi-connectors serve NAME`` does.
 
-Each manifest becomes an MCP tool: its name, description and input schema (and output
-schema, when it has one), MCP tool annotations derived from its effect, and Reversi's
-own declarations under ``_meta`` (``reversi/effect``, ``reversi/permission``,
-``reversi/approval``, ``reversi/compensation``, ``reversi/requires``).
+Each manifest becomes an MCP tool: its name, description, input schema and output
+schema (:func:`output_schema`: the tool's result, or the error object of a failed
+call), MCP tool annotations derived from its effect, and Reversi's own declarations
+under ``_meta`` (``reversi/effect``, ``reversi/permission``, ``reversi/approval``,
+``reversi/compensation``, ``reversi/requires``).
 
 A ``tools/call`` runs :meth:`reversi_core.connector.Connector.call`. Its outcome is
 always a ``CallToolResult`` (never a JSON-RPC error), and ``_meta["reversi/outcome"]``
@@ -45,12 +46,14 @@ from ..manifest import Effect, Manifest
 from ..redact import scrub, scrub_json
 
 __all__ = [
+    "ERROR_SCHEMA",
     "IDEMPOTENCY_KEY_META",
     "OUTCOME_META",
     "RUN_ID_META",
     "STEP_META",
     "build_server",
     "call_result",
+    "output_schema",
     "serve_stdio",
     "tool_annotations",
     "tool_definition",
@@ -67,6 +70,59 @@ RUN_ID_META = "reversi/run_id"
 
 STEP_META = "reversi/step"
 """``_meta`` key of a ``tools/call`` request: the caller's step number (optional)."""
+
+
+ERROR_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "A failed call (isError true); _meta['reversi/outcome'] says whether the "
+    "backend may have changed ('uncertain') or not ('failed').",
+    "properties": {
+        "error": {
+            "type": "object",
+            "properties": {
+                "type": {
+                    "type": "string",
+                    "description": "tool_error (the backend refused), rejected (refused before "
+                    "the tool ran) or uncertain (the write may or may not have happened)",
+                },
+                "message": {"type": "string"},
+                "status": {"type": ["integer", "null"], "description": "the vendor's HTTP status"},
+                "code": {"type": ["string", "null"], "description": "a short error code"},
+                "problems": {
+                    "type": "array",
+                    "items": {"type": "string"},
+                    "description": "invalid_arguments: one problem per field",
+                },
+            },
+            "required": ["type", "message"],
+        }
+    },
+    "required": ["error"],
+    "additionalProperties": False,
+}
+"""The ``structuredContent`` of a failed call: ``{"error": {"type", "message", "status", "code"}}``."""
+
+
+def output_schema(manifest: Manifest) -> dict[str, Any] | None:
+    """The MCP ``outputSchema`` of a tool: its result (the manifest's) or :data:`ERROR_SCHEMA`.
+
+    MCP says the ``structuredContent`` of a tool with an output schema conforms to it
+    (https://modelcontextprotocol.io/specification/2025-06-18/server/tools#output-schema),
+    and some clients (the TypeScript SDK) check it on failed calls too, which carry
+    ``{"error": ...}`` here. So the schema is ``{"type": "object", "anyOf": [result,
+    error]}``, the result's ``$defs`` moved to the root so that its ``$ref`` still
+    resolve. ``None`` for a manifest that declares no output schema.
+    """
+    result = manifest.output_schema
+    if result is None:
+        return None
+    out: dict[str, Any] = {
+        "type": "object",
+        "anyOf": [{k: v for k, v in result.items() if k != "$defs"}, ERROR_SCHEMA],
+    }
+    if "$defs" in result:
+        out["$defs"] = result["$defs"]
+    return out
 
 
 def tool_annotations(manifest: Manifest, *, open_world: bool = True) -> types.ToolAnnotations:
@@ -93,7 +149,7 @@ def tool_definition(manifest: Manifest, *, open_world: bool = True) -> types.Too
         name=manifest.name,
         description=manifest.description or None,
         input_schema=manifest.input_schema,
-        output_schema=manifest.output_schema,
+        output_schema=output_schema(manifest),
         annotations=tool_annotations(manifest, open_world=open_world),
         _meta={
             "reversi/effect": manifest.effect.value,

@@ -21,11 +21,16 @@ entry-point group through the connector class's top-level package
   that realises the same :class:`reversi_core.testing.Fault` descriptions in its own
   protocol (:class:`FaultControls`), and says in :attr:`CertificationFixture.error_codes`
   which of its error codes stand for the HTTP statuses the checks inject;
-- how to build the connector against that backend, and which credential it was given;
+- how to build the connector against that backend (with its usual time limits, and
+  with given default limits), and which credential it was given;
 - example arguments for every tool (a mapping, or an :data:`ArgsBuilder` that prepares
-  the backend through an :class:`ExampleContext` and returns the arguments);
-- how to seed and fingerprint the backend, which residue a compensation leaves and why
-  (:class:`Residue`);
+  the backend through an :class:`ExampleContext` and returns the arguments), and calls
+  the backend turns down, each with the error code it must be turned down with
+  (:class:`Failure`);
+- how to seed and fingerprint the backend (and, optionally, what surrounds it, which
+  no call may change), which residue a compensation leaves and why (:class:`Residue`);
+- which tools pass the call's idempotency key to the vendor, and where in a request
+  the vendor takes it (:class:`IdempotencyKeyIn`);
 - which checks do not apply, each with its reason (:class:`NotApplicable`).
 
 The twelve check ids are :data:`CHECKS`; :data:`CHECK_INFO` says what each verifies and
@@ -64,7 +69,9 @@ __all__ = [
     "Example",
     "ExampleCalls",
     "ExampleContext",
+    "Failure",
     "FaultControls",
+    "IdempotencyKeyIn",
     "NotApplicable",
     "Residue",
     "fixture_entry_point",
@@ -127,15 +134,15 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
         CheckInfo(
             "forward_success",
             "Forward success",
-            "each tool succeeds on its examples with a JSON object; a read-only tool leaves the "
-            "backend as it was and sends no write request",
+            "each tool succeeds on its examples with a JSON object that its output schema "
+            "describes; a read-only tool leaves the backend as it was and sends no write request",
         ),
         CheckInfo(
             "forward_failure",
             "Forward failure",
-            "a call the backend turns down raises ToolError (naming the HTTP status, or the "
-            "vendor's error code, when there is one) without the credential, and the backend "
-            "stays as it was",
+            "a call the backend turns down raises ToolError with the error code (and status) "
+            "its fixture declares, naming the HTTP status or the vendor's code, without the "
+            "credential, and the backend and what surrounds it stay as they were",
         ),
         CheckInfo(
             "duplicate_call",
@@ -161,7 +168,9 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
             "compensation_failure",
             "Compensation failure",
             "an undo that fails leaves the step compensation_failed and the rollback incomplete; "
-            "after the fault is gone, rolling back again completes it",
+            "after the fault is gone, rolling back again completes it, with the same idempotency "
+            "key as the failed attempt (and, for a vendor that takes keys, that key received by "
+            "the backend in both)",
         ),
         CheckInfo(
             "verification_failure",
@@ -178,8 +187,10 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
         CheckInfo(
             "timeout",
             "Timeout",
-            "against a backend that never answers, the connector gives up by itself: a write ends "
-            "uncertain (EffectUncertainError), a read in a plain ToolError",
+            "against a backend that never answers, every tool gives up by itself, within its "
+            "default limit and, built with long defaults, within the shorter limit the call "
+            "gives it (CallContext.timeout): a write ends uncertain (EffectUncertainError), a "
+            "read in a plain ToolError",
         ),
         CheckInfo(
             "redaction",
@@ -370,6 +381,84 @@ class Dependency:
 
 
 @dataclass(frozen=True)
+class Failure:
+    """A call the backend turns down, and the error it must be turned down with.
+
+    ``args`` is the call's :data:`Example` (a mapping or an :data:`ArgsBuilder`);
+    ``code`` the ``ToolError.code`` the connector must answer with (``"not_found"``,
+    GitHub's ``"reference_exists"``, a SQLSTATE such as ``"23505"``, fs's
+    ``"path_refused"``); ``status``, when given, the ``ToolError.status`` as well (the
+    HTTP status, for a vendor that answers in them). A refusal with another code (or
+    status) fails the forward-failure check: the call was turned down, but not for the
+    reason the example is about. Raises ``ValueError`` for an empty code or a status
+    that is not an HTTP error status (400-599).
+    """
+
+    args: Example
+    code: str
+    status: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.code, str) or not self.code.strip():
+            raise ValueError("a Failure needs the error code its refusal must carry")
+        if self.status is not None and (
+            isinstance(self.status, bool)
+            or not isinstance(self.status, int)
+            or not 400 <= self.status <= 599
+        ):
+            raise ValueError(f"Failure status {self.status!r} is not an HTTP error status")
+
+    def expects(self) -> str:
+        """The declared refusal in words: ``code 'not_found'`` or ``HTTP 404, code 'not_found'``."""
+        return (f"HTTP {self.status}, " if self.status is not None else "") + f"code {self.code!r}"
+
+
+@dataclass(frozen=True)
+class IdempotencyKeyIn:
+    """Where, in each write request, a vendor takes the call's idempotency key.
+
+    Exactly one of ``header`` (a request header, matched without regard to case:
+    ``IdempotencyKeyIn(header="Idempotency-Key")`` for Stripe,
+    https://docs.stripe.com/api/idempotent_requests) or ``field`` (a top-level field of
+    the JSON body, or of a form-encoded one: ``IdempotencyKeyIn(field="idempotency_key")``
+    for Square, https://developer.squareup.com/docs/working-with-apis/idempotency).
+    The suite reads it with :meth:`read` from the requests the backend recorded (its
+    handle's ``requests``: :class:`reversi_core.testing.FakeRequest` objects). Raises
+    ``ValueError`` unless exactly one is a non-empty string.
+    """
+
+    header: str | None = None
+    field: str | None = None
+
+    def __post_init__(self) -> None:
+        given = [v for v in (self.header, self.field) if v is not None]
+        if len(given) != 1 or not isinstance(given[0], str) or not given[0].strip():
+            raise ValueError("IdempotencyKeyIn takes exactly one of header= or field=, non-empty")
+
+    def __str__(self) -> str:
+        return f"header {self.header}" if self.header is not None else f"body field {self.field}"
+
+    def read(self, request: Any) -> str | None:
+        """The key carried by ``request`` (``None`` when it carries none).
+
+        ``request`` has ``headers`` (a mapping) and, for a field, ``json`` (the parsed
+        body) and ``form`` (the form-encoded fields), as a ``FakeRequest`` does.
+        """
+        if self.header is not None:
+            wanted = self.header.lower()
+            headers = getattr(request, "headers", None) or {}
+            for name, value in dict(headers).items():
+                if str(name).lower() == wanted:
+                    return str(value)
+            return None
+        body = getattr(request, "json", None)
+        if not isinstance(body, dict):
+            body = getattr(request, "form", None)
+        value = body.get(self.field) if isinstance(body, dict) else None
+        return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
 class CertificationFixture(Generic[H]):
     """How the certification suite drives one connector (see the module docstring).
 
@@ -377,18 +466,28 @@ class CertificationFixture(Generic[H]):
     ``seed(handle)``, if given, puts the initial state in; ``build(handle)`` returns the
     connector configured against it with :attr:`credential` (``None`` when the
     connector holds none) and with timeouts short enough that a silent backend is given
-    up on within :attr:`call_timeout` seconds. ``fingerprint(handle)`` returns the
-    backend state as JSON-able data; two equal fingerprints mean an equal state.
+    up on within :attr:`call_timeout` seconds. ``build_with_timeout(handle, seconds)``
+    returns the same connector with every default time limit of its own set to
+    ``seconds`` (the timeout check builds it with long defaults and gives each call a
+    short limit of its own through ``CallContext.timeout``; it requires this builder
+    whenever it runs). ``fingerprint(handle)`` returns the backend state as JSON-able
+    data; two equal fingerprints mean an equal state. ``outside(handle)``, if given,
+    fingerprints what surrounds the backend and no call may change (for a connector
+    confined to a directory, the tree beside it): every scenario of every check ends
+    with it unchanged.
 
     ``examples`` gives, for every tool, calls that succeed on a seeded backend;
-    ``failures`` calls that the backend turns down (a missing object, a conflict).
+    ``failures`` calls that the backend turns down (a missing object, a conflict), each
+    a :class:`Failure` declaring the error code it must be refused with.
     ``dependencies`` gives, for every tool declaring ``requires``, a pair of calls whose
     edge the engine must record. ``residue`` declares, per forward tool, what its
     compensation leaves. ``undo_fault(handle, tool, args)`` returns a context manager
     inside which the compensation ``tool`` with ``args`` fails; when absent, the suite
     arms ``Fault.status(500)`` on ``handle.faults`` for every request.
     ``sends_idempotency_key`` lists the tools that pass the call's idempotency key to
-    the vendor (the duplicate-call check covers them as well as every idempotent tool).
+    the vendor (the duplicate-call check covers them as well as every idempotent tool)
+    and ``idempotency_key_in`` says where a request carries it (required with them):
+    the compensation-failure check reads the key the backend received there.
 
     ``error_codes`` is for backends that do not answer in HTTP statuses: for each status
     the checks inject (401, 403, 422, 500, 503), the vendor error codes
@@ -409,8 +508,10 @@ class CertificationFixture(Generic[H]):
     live -- NAME``), or a :class:`NotApplicable` saying why it has none (fs: no remote
     vendor); ``None`` means it was not declared, which its contract tests refuse.
     Raises ``ValueError`` for an unknown check id, an empty reason, an ``error_codes``
-    entry that is not an HTTP status with at least one non-empty code, or a ``live``
-    that is neither a scenario nor a reason.
+    entry that is not an HTTP status with at least one non-empty code, a failing
+    example that is not a :class:`Failure`, ``sends_idempotency_key`` without
+    ``idempotency_key_in`` (or the other way round), or a ``live`` that is neither a
+    scenario nor a reason.
     """
 
     backend: Callable[[Path], AbstractContextManager[H]]
@@ -418,13 +519,16 @@ class CertificationFixture(Generic[H]):
     fingerprint: Callable[[H], Any]
     examples: Mapping[str, Sequence[Example]]
     seed: Callable[[H], None] | None = None
-    failures: Mapping[str, Sequence[Example]] = field(default_factory=dict)
+    build_with_timeout: Callable[[H, float], Connector] | None = None
+    outside: Callable[[H], Any] | None = None
+    failures: Mapping[str, Sequence[Failure]] = field(default_factory=dict)
     dependencies: Sequence[Dependency] = ()
     residue: Mapping[str, Residue] = field(default_factory=dict)
     undo_fault: Callable[[H, str, Mapping[str, Any]], AbstractContextManager[None]] | None = None
     credential: str | None = None
     call_timeout: float = 1.0
     sends_idempotency_key: frozenset[str] = frozenset()
+    idempotency_key_in: IdempotencyKeyIn | None = None
     error_codes: Mapping[int, Iterable[str]] = field(default_factory=dict)
     not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
     backend_summary: str = ""
@@ -460,6 +564,22 @@ class CertificationFixture(Generic[H]):
                 )
             normalised[check] = why if isinstance(why, NotApplicable) else NotApplicable(why)
         object.__setattr__(self, "not_applicable", normalised)
+        for tool, failing in self.failures.items():
+            if isinstance(failing, Failure | Mapping) or callable(failing):
+                raise ValueError(f"failures[{tool!r}] must be a list of Failure, not one example")
+            for index, failure in enumerate(failing):
+                if not isinstance(failure, Failure):
+                    raise ValueError(
+                        f"failures[{tool!r}][{index}] is a {type(failure).__name__}; wrap it in "
+                        "Failure(args, code=...) naming the error code the backend refuses it with"
+                    )
+        if self.sends_idempotency_key and self.idempotency_key_in is None:
+            raise ValueError(
+                "sends_idempotency_key names tools, so idempotency_key_in must say where a "
+                "request carries the key (IdempotencyKeyIn(header=...) or (field=...))"
+            )
+        if self.idempotency_key_in is not None and not self.sends_idempotency_key:
+            raise ValueError("idempotency_key_in is given, but sends_idempotency_key names no tool")
         if self.credential is not None and len(self.credential) < 8:
             raise ValueError("the certification credential must be at least 8 characters long")
         if self.call_timeout <= 0:
