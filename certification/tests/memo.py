@@ -560,6 +560,7 @@ class BrokenWriteIgnoresCallLimit(MemoConnector):
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
+        output=Created,
         compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
@@ -577,7 +578,7 @@ class BrokenFreshUndoKey(MemoConnector):
     rollback could act twice where the vendor deduplicates by key.
     """
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId)
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
     async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
         """Delete a note (under a key of the HTTP layer's making)."""
         return await super().delete_note(args, dataclasses.replace(ctx, idempotency_key=None))

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from reversi_core import CallContext, Compensation, Connector, ToolError, tool
 from reversi_core.manifest import Effect
@@ -46,6 +46,29 @@ class PutArgs(BaseModel):
     text: str
 
 
+class TextFile(BaseModel):
+    """Result of shelf.read."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="The file's path, as given.")
+    text: str = Field(description="Its text.")
+
+
+class Placed(BaseModel):
+    """Result of shelf.put."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="The new file's path, as given.")
+
+
+class Removed(BaseModel):
+    """Result of shelf.remove."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: str = Field(description="The file's path, as given.")
+    removed: bool = Field(description="False when it was gone already.")
+
+
 class ShelfConnector(Connector):
     """Text files under ``root``; every path is relative to it and may not leave it."""
 
@@ -65,7 +88,7 @@ class ShelfConnector(Connector):
             raise ToolError(f"path {path!r} refused: it leaves the root", code="path_refused")
         return self.root / path
 
-    @tool(effect=Effect.READ_ONLY, permission="shelf:read", input=PathArgs)
+    @tool(effect=Effect.READ_ONLY, permission="shelf:read", input=PathArgs, output=TextFile)
     async def read(self, args: PathArgs, ctx: CallContext) -> dict[str, Any]:
         """Read a file: ``{"path", "text"}``; ``not_found`` when there is none."""
         target = self.inside(args.path)
@@ -77,6 +100,7 @@ class ShelfConnector(Connector):
         effect=Effect.REVERSIBLE,
         permission="shelf:write",
         input=PutArgs,
+        output=Placed,
         compensation=Compensation(tool="shelf.remove", argument_map={"path": "args.path"}),
     )
     async def put(self, args: PutArgs, ctx: CallContext) -> dict[str, Any]:
@@ -94,7 +118,7 @@ class ShelfConnector(Connector):
             file.write(args.text)
         return {"path": args.path}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="shelf:write", input=PathArgs)
+    @tool(effect=Effect.IDEMPOTENT, permission="shelf:write", input=PathArgs, output=Removed)
     async def remove(self, args: PathArgs, ctx: CallContext) -> dict[str, Any]:
         """Remove a file: ``{"path", "removed": bool}``; one already gone is success."""
         target = self.inside(args.path)
@@ -114,6 +138,7 @@ class BrokenShelfEscapes(ShelfConnector):
         effect=Effect.REVERSIBLE,
         permission="shelf:write",
         input=PutArgs,
+        output=Placed,
         compensation=Compensation(tool="shelf.remove", argument_map={"path": "args.path"}),
     )
     async def put(self, args: PutArgs, ctx: CallContext) -> dict[str, Any]:

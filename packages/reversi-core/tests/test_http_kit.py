@@ -432,6 +432,7 @@ def test_a_request_tool_checks_its_declaration_when_the_class_is_made() -> None:
         "effect": Effect.READ_ONLY,
         "permission": "p",
         "input": FindArgs,
+        "output": FindResult,
         "summary": "s",
         "docs": f"{DOCS}/x",
     }

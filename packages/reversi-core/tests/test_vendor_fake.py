@@ -11,6 +11,7 @@ import pytest
 from pydantic import BaseModel, ConfigDict
 
 from reversi_core.connector import CallContext, Connector, tool
+from reversi_core.errors import ManifestError
 from reversi_core.manifest import Compensation, Effect
 from reversi_core.testing import (
     BasicAuth,
@@ -172,7 +173,7 @@ class _Out(BaseModel):
 
 
 class Sloppy(Connector):
-    """A connector that breaks three contract rules: an open schema, no result model, a bad map."""
+    """A connector that breaks contract rules: an open input schema, and an undo mapped wrongly."""
 
     name = "sloppy"
 
@@ -181,13 +182,13 @@ class Sloppy(Connector):
         permission="p",
         input=_Open,
         output=_Out,
-        compensation=Compensation(tool="sloppy.undo", argument_map={"key": "args.key"}),
+        compensation=Compensation(tool="sloppy.undo", argument_map={"key": "args.key", "x": "args.key"}),
     )
     async def do(self, args: _Open, ctx: CallContext) -> dict[str, Any]:
         """Do it."""
         return {"key": args.key}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="p", input=_Closed)
+    @tool(effect=Effect.IDEMPOTENT, permission="p", input=_Closed, output=_Out)
     async def undo(self, args: _Closed, ctx: CallContext) -> dict[str, Any]:
         """Undo it."""
         return {}
@@ -197,15 +198,17 @@ class SloppyContract(ConnectorContract):
     connector: ClassVar[type[Connector]] = Sloppy
 
 
-def test_the_contract_catches_an_open_schema_and_a_missing_result_model() -> None:
+def test_the_contract_catches_an_open_schema_and_a_map_the_undo_does_not_take() -> None:
     contract = SloppyContract()
     with pytest.raises(AssertionError, match=r"sloppy\.do is open"):
         contract.test_input_schemas_are_closed()
-    with pytest.raises(AssertionError, match=r"sloppy\.undo declares no result model"):
-        contract.test_every_tool_declares_its_result()
+    with pytest.raises(AssertionError, match=r"sloppy\.do"):
+        contract.test_argument_maps_are_exact()
+    with pytest.raises(ManifestError, match=r"sloppy\.do"):
+        contract.test_manifests_form_a_registry()
     with pytest.raises(AssertionError, match=r"no reversi\.certification entry point named sloppy"):
         contract.test_certification_fixture_found_by_its_entry_point()
-    contract.test_argument_maps_are_exact()  # this one it keeps
+    contract.test_every_tool_declares_its_result()  # this one it keeps
 
 
 def test_overriding_a_contract_test_needs_a_reason() -> None:

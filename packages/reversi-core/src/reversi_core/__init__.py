@@ -10,6 +10,7 @@ from .__about__ import __version__
 from .compensator import CommandCompensator
 from .connector import (
     CallContext,
+    CliOption,
     CompensationCall,
     Compensator,
     Connector,
@@ -52,6 +53,7 @@ __all__ = [
     "ApprovalRequest",
     "CallContext",
     "CallRejected",
+    "CliOption",
     "CommandCompensator",
     "Compensation",
     "CompensationCall",

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reversi_core import (
     CallContext,
+    CliOption,
     Compensation,
     ConfigurationError,
     Connector,
@@ -84,6 +85,7 @@ class NoteConnector(Connector):
     name = "note"
     credential_env = None
     open_world = False
+    cli_options = (CliOption("--root", "root", "where the notes live", "DIR"),)
 
     def __init__(self, root: str | Path) -> None:
         self.root = Path(root)
