@@ -16,6 +16,19 @@ for ``FakeServer(app, tls=True)`` and ``vcrpy`` to record or replay a live scena
 """
 
 from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route
+from ._cassettes import (
+    CASSETTE_DIR,
+    MATCH_ON,
+    METADATA_KEY,
+    Secret,
+    cassette_problems,
+    credential_headers,
+    live_on_test_backend,
+    record_live,
+    replay_cassette,
+    secret_forms,
+    secrets_in,
+)
 from ._certification import (
     CHECK_INFO,
     CHECKS,
@@ -42,9 +55,6 @@ from ._certification import (
 from ._contract import ConnectorContract
 from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
 from ._live import (
-    CASSETTE_DIR,
-    MATCH_ON,
-    METADATA_KEY,
     REPLAY_CREDENTIAL,
     SUFFIX_PLACEHOLDER,
     CassetteMismatch,
@@ -56,17 +66,9 @@ from ._live import (
     LiveVariable,
     MissingLiveVariables,
     ReplayReport,
-    Secret,
-    cassette_problems,
-    credential_headers,
-    live_on_test_backend,
     live_variables,
-    record_live,
-    replay_cassette,
     resolve_variables,
     run_live,
-    secret_forms,
-    secrets_in,
 )
 from ._server import Exchange, FakeServer, FakeServerError
 from ._vendor import (

@@ -40,6 +40,14 @@ from ..errors import ConfigurationError
 from ..manifest import Effect, Manifest
 from ..registry import Registry
 from ._app import FakeApp
+from ._cassettes import (
+    CASSETTE_DIR,
+    Secret,
+    cassette_problems,
+    credential_headers,
+    live_on_test_backend,
+    replay_cassette,
+)
 from ._certification import (
     FIXTURE_GROUP,
     MIN_REASON_WORDS,
@@ -47,15 +55,7 @@ from ._certification import (
     NotApplicable,
     load_fixture,
 )
-from ._live import (
-    CASSETTE_DIR,
-    LiveScenario,
-    Secret,
-    cassette_problems,
-    credential_headers,
-    live_on_test_backend,
-    replay_cassette,
-)
+from ._live import LiveScenario
 
 __all__ = ["ConnectorContract"]
 
