@@ -50,15 +50,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
     Dependency,
     Example,
     ExampleContext,
+    FakeApp,
+    FakeRequest,
+    FakeResponse,
+    FakeServer,
     Residue,
 )
-from reversi_core.http import Timeouts
-from reversi_core.testing import FakeApp, FakeRequest, FakeResponse, FakeServer
 
 from .connector import API_VERSION, GithubConnector
 
