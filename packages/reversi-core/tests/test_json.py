@@ -44,3 +44,52 @@ def test_what_orjson_cannot_encode_is_encoded_by_the_standard_library() -> None:
 
 def test_a_float_that_is_not_a_number_has_no_json_spelling() -> None:
     assert dumps([math.nan, math.inf]) == b"[null,null]"
+
+
+def _read(text: bytes | str) -> tuple[str, object]:
+    """What a parser made of ``text``: ("ok", value) or ("error", the exception's type)."""
+    try:
+        return "ok", json.loads(text)
+    except ValueError as exc:
+        return "error", type(exc)
+
+
+def _ours(text: bytes | str) -> tuple[str, object]:
+    try:
+        return "ok", loads(text)
+    except ValueError as exc:
+        return "error", type(exc)
+
+
+@given(JSON)
+def test_a_text_the_standard_library_wrote_is_read_as_it_reads_it(value: object) -> None:
+    for text in (json.dumps(value), json.dumps(value, ensure_ascii=False)):
+        ours, theirs = loads(text), json.loads(text)
+        assert ours == theirs
+        assert repr(ours) == repr(theirs)  # 1 stays an int, 1.0 a float, -0.0 keeps its sign
+
+
+@given(st.binary(max_size=40) | st.text(alphabet='{}[]",:0123456789.eE+-nul \\tr\x00', max_size=40))
+def test_any_bytes_are_read_or_refused_as_the_standard_library_does(text: bytes | str) -> None:
+    theirs = _read(text)
+    ours = _ours(text)
+    assert ours[0] == theirs[0]
+    if theirs[0] == "ok":
+        assert repr(ours[1]) == repr(theirs[1])
+
+
+def test_integers_outside_64_bits_are_never_read_as_floats() -> None:
+    # orjson would read each of these as a float
+    for number in (2**64, -(2**63) - 1, 10**30, -(10**25)):
+        text = f'{{"n": {number}, "rows": [[1.5, {number}]]}}'
+        assert loads(text) == {"n": number, "rows": [[1.5, number]]}
+        assert type(loads(str(number))) is int
+    assert loads("[1e300, 2.5]") == [1e300, 2.5]  # genuine floats stay floats
+    assert loads(str(2**64 - 1)) == 2**64 - 1
+
+
+def test_what_orjson_refuses_is_read_by_the_standard_library() -> None:
+    assert loads('"\\ud800"') == "\ud800"  # a lone surrogate escape
+    assert math.isnan(loads("NaN"))
+    assert loads("[1e400]") == [math.inf]
+    assert loads('{"a": 1}'.encode("utf-16")) == {"a": 1}
