@@ -739,15 +739,21 @@ def test_requests_the_raw_path_does_not_take_get_the_sdk_answers(wire: Wire) -> 
 
 
 JOURNAL_FAILS_LAUNCHER = """
+import sqlite3
 import sys
 from reversi_core.errors import JournalError
+from reversi_core.journal._deferred import DeferredSteps
 from reversi_core.journal.sqlite import SQLiteJournal
 
 def fail(self, *args, **kwargs):
     raise JournalError("disk full (injected by the test)")
 
+def fail_deferred(c, items):  # the reads' records, written after their answers
+    raise sqlite3.OperationalError("disk full (injected by the test)")
+
 SQLiteJournal.finish_step = fail
 SQLiteJournal.record_step = fail
+DeferredSteps.write = staticmethod(fail_deferred)
 from reversi_core.cli.gateway import main
 sys.exit(main())
 """
@@ -768,7 +774,9 @@ async def test_an_outcome_that_cannot_be_journaled(box: Box) -> None:
     # the read was answered before it was to be journaled; the lost record is logged
     assert not read.is_error
     assert read.structured_content == {"text": "one"}
-    assert "error: box.read: step 2: disk full (injected by the test)" in box.stderr()
+    [lost] = [line for line in box.stderr().splitlines() if "error: box.read" in line]
+    assert lost.startswith("reversi-gateway: error: box.read: step 2: journal ")
+    assert lost.endswith("OperationalError: disk full (injected by the test)")
     states = {s.seq: s.state for s in box.steps(meta(wrote)["reversi/run"])}
     assert states == {1: StepState.UNCERTAIN}  # found on reopen; the read's record is lost
 

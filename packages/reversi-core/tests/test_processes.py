@@ -130,6 +130,103 @@ async def test_pending_step_of_a_live_owner_is_left_pending(
         journal.close()
 
 
+# Reads with deferred records, a write, a hanging write, then more reads; then waits.
+READS_AROUND_WRITES = """
+import time
+from pathlib import Path
+import anyio
+from _memconnector import MemConnector
+from _procs import signal_file
+from reversi_core import Run, SQLiteJournal, registry_for
+from reversi_core.connector import executor_for
+
+data, flag = sys.argv[1], Path(sys.argv[2])
+mem = MemConnector()
+
+def hang(args, ctx):
+    if args["key"] == "hang":
+        signal_file(flag, str(ctx.step))
+        time.sleep(600)
+
+mem.hooks["mem.put"] = hang
+
+async def main():
+    journal = SQLiteJournal.open(data)
+    run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_crash")
+    run.defer_read_records(600.0, lambda step, exc: None)  # only writes flush them here
+    await run.call("mem.get", {"key": "a"})          # 1
+    await run.call("mem.get", {"key": "b"})          # 2
+    await run.call("mem.put", {"key": "a", "value": "1"})  # 3
+    await run.call("mem.get", {"key": "a"})          # 4
+    await run.call("mem.get", {"key": "c"})          # 5
+    await run.call("mem.put", {"key": "hang", "value": "2"})  # 6: its intent, then it hangs
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.req("CALL-3", "CALL-4", "JNL-1")
+async def test_a_killed_process_loses_at_most_the_records_of_reads(tmp_path: Path) -> None:
+    data, flag = tmp_path / "data", tmp_path / "in-call"
+    with child(READS_AROUND_WRITES, str(data), str(flag)) as proc:
+        wait_for_file(flag, proc)
+        assert flag.read_text() == "6"
+        kill9(proc)
+    journal = SQLiteJournal.open(data, create=False)
+    try:
+        steps = [(s.seq, s.tool, s.state) for s in journal.list_steps("run_crash")]
+    finally:
+        journal.close()
+    # every read answered before a write's intent was journaled with it; the writes are
+    # all there; nothing but reads is missing, and no step number was reused
+    assert steps == [
+        (1, "mem.get", StepState.SUCCEEDED),
+        (2, "mem.get", StepState.SUCCEEDED),
+        (3, "mem.put", StepState.SUCCEEDED),
+        (4, "mem.get", StepState.SUCCEEDED),
+        (5, "mem.get", StepState.SUCCEEDED),
+        (6, "mem.put", StepState.UNCERTAIN),
+    ]
+
+
+READS_THEN_KILLED = """
+from pathlib import Path
+import anyio, os, signal
+from _memconnector import MemConnector
+from reversi_core import Run, SQLiteJournal, registry_for
+from reversi_core.connector import executor_for
+
+data = sys.argv[1]
+mem = MemConnector()
+
+async def main():
+    journal = SQLiteJournal.open(data)
+    run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_crash")
+    run.defer_read_records(600.0, lambda step, exc: None)
+    await run.call("mem.put", {"key": "a", "value": "1"})  # 1
+    await run.call("mem.get", {"key": "a"})  # 2: answered, its record still queued
+    await run.call("mem.get", {"key": "b"})  # 3: likewise
+    os.kill(os.getpid(), signal.SIGKILL)
+
+anyio.run(main)
+"""
+
+
+@pytest.mark.req("CALL-4")
+async def test_reads_answered_after_the_last_write_are_what_a_kill_can_lose(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    with child(READS_THEN_KILLED, str(data)) as proc:
+        proc.wait(timeout=60)
+    journal = SQLiteJournal.open(data, create=False)
+    try:
+        steps = [(s.seq, s.tool, s.state) for s in journal.list_steps("run_crash")]
+    finally:
+        journal.close()
+    assert steps == [(1, "mem.put", StepState.SUCCEEDED)]  # the write is kept, the reads lost
+
+
 HOLD_ROLLBACK = """
 import time
 from pathlib import Path

@@ -19,6 +19,7 @@ sit on top of it.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import time
 import uuid
@@ -48,6 +49,7 @@ from ._rollback import (
     Verifier,
     compensation_key,
 )
+from ._rollback import resolve as _resolve
 from ._rollback import rollback as _rollback
 from .connector import CallContext, Compensator
 from .errors import (
@@ -64,7 +66,7 @@ from .errors import (
 )
 from .journal import (
     Journal,
-    RollbackState,
+    LostStep,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -132,6 +134,9 @@ class Run:
         # What later `requires` may point at: loaded from the journal once, then kept up
         # to date by this Run's own calls (a run is served by one process).
         self._index: EdgeIndex | None = None
+        # defer_read_records: (delay in seconds, on_lost), and the pending flush
+        self._deferral: tuple[float, LostStep] | None = None
+        self._flush_timer: asyncio.TimerHandle | None = None
 
     @classmethod
     def start(
@@ -171,6 +176,39 @@ class Run:
     def steps(self) -> list[StepRecord]:
         """The run's steps as journaled now, oldest first."""
         return self.journal.list_steps(self.id)
+
+    def defer_read_records(self, delay: float, on_lost: LostStep) -> None:
+        """Journal read-only steps up to ``delay`` seconds after they answered, together.
+
+        By default each read is journaled in a commit of its own right after its answer
+        (CALL-4). After this call its record is queued in the journal
+        (:meth:`~reversi_core.journal.Journal.defer_step`) and written with the others
+        in one commit: at most ``delay`` seconds later (a timer of the running asyncio
+        loop; without one, at once), before the journal's next write (a writing step's
+        intent included), before it is read, when it is closed, and once a bounded
+        number is queued. A killed process loses the records of the reads it answered
+        in the last ``delay`` seconds at most, never a write's. ``on_lost`` is told
+        about a record that could not be written, with the
+        :class:`~reversi_core.errors.JournalError` saying why.
+        """
+        self._deferral = (delay, on_lost)
+
+    def _defer(self, step: StepRecord) -> None:
+        assert self._deferral is not None
+        delay, on_lost = self._deferral
+        self.journal.defer_step(step, on_lost)
+        if self._flush_timer is not None:
+            return
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on asyncio: no timer to wait for
+            self.journal.flush()
+            return
+        self._flush_timer = loop.call_later(delay, self._flush)
+
+    def _flush(self) -> None:
+        self._flush_timer = None
+        self.journal.flush()
 
     # -- forward ---------------------------------------------------------------------
 
@@ -381,25 +419,27 @@ class Run:
         started = time.time()
 
         def record(state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
-            self.journal.record_step(
-                StepRecord(
-                    run_id=self.id,
-                    seq=seq,
-                    tool=tool,
-                    effect=manifest.effect.value,
-                    permission=manifest.permission,
-                    args=args,
-                    reason=reason,
-                    state=state,
-                    idempotency_key=key,
-                    started_at=started,
-                    finished_at=time.time(),
-                    result=result,
-                    error=error,
-                    approval=approval,
-                    requires=requires,
-                )
+            step = StepRecord(
+                run_id=self.id,
+                seq=seq,
+                tool=tool,
+                effect=manifest.effect.value,
+                permission=manifest.permission,
+                args=args,
+                reason=reason,
+                state=state,
+                idempotency_key=key,
+                started_at=started,
+                finished_at=time.time(),
+                result=result,
+                error=error,
+                approval=approval,
+                requires=requires,
             )
+            if self._deferral is None:
+                self.journal.record_step(step)
+            else:
+                self._defer(step)
 
         try:
             state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
@@ -528,34 +568,7 @@ class Run:
         returned, so that compensation arguments mapped from ``result.`` can be computed.
         Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
-        record = self.journal.get_step(self.id, step)
-        if record.state is not StepState.UNCERTAIN:
-            raise RunStateError(
-                f"step {step} of run {self.id} is {record.state.value}, not uncertain; "
-                "only uncertain steps are resolved"
-            )
-        if record.rollback_state is RollbackState.COMPENSATED:
-            # resolving would clear the rollback state and make the next rollback undo it again
-            raise RunStateError(
-                f"step {step} of run {self.id} was already compensated; "
-                "there is nothing left to resolve"
-            )
-        compensation: dict[str, Any] | None = None
-        comp_error: str | None = None
-        if applied:
-            manifest = self.registry.get(record.tool) if record.tool in self.registry else None
-            if manifest is not None and manifest.compensation is not None:
-                compensation, comp_error = compensation_for(manifest, record.args, result)
-                if comp_error is not None and result is None:
-                    comp_error += (
-                        "; the step was uncertain, so there is no result: resolve it again with "
-                        "the result the call returned, or undo it by hand"
-                    )
-        if compensation is not None and compensation["tool"] in self.registry:
-            # refuse now what the compensation would refuse at rollback time
-            self.registry.validate_arguments(compensation["tool"], compensation["args"])
-        self.journal.resolve_step(self.id, step, applied, result, compensation, comp_error)
-        return self.journal.get_step(self.id, step)
+        return _resolve(self.journal, self.registry, self.id, step, applied, result)
 
     # -- rollback --------------------------------------------------------------------
 

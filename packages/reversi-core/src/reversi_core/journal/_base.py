@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Protocol
 
+from ..errors import JournalError
+
 __all__ = [
     "DEFAULT_DATA_DIR",
     "Durability",
     "Journal",
+    "LostStep",
     "RollbackState",
     "RunRecord",
     "RunStatus",
@@ -180,6 +184,10 @@ class StepRecord:
         }
 
 
+LostStep = Callable[[StepRecord, JournalError], None]
+"""Told about a deferred step (:meth:`Journal.defer_step`) that could not be written, and why."""
+
+
 class Journal(Protocol):
     """What the engine needs from a journal store. Every write is durable on return.
 
@@ -275,6 +283,26 @@ class Journal(Protocol):
 
         Raises :class:`~reversi_core.errors.JournalError` when it cannot be written
         (among others when another handle wrote a step under the same number).
+        """
+        ...
+
+    def defer_step(self, step: StepRecord, on_lost: LostStep) -> None:
+        """Queue a finished step, reserved with :meth:`reserve_step`, to be written later.
+
+        For read-only steps (docs/engine.md, CALL-4). The step is encoded now and
+        written by :meth:`flush`, which this handle also runs before any other write,
+        before it reads the journal, on :meth:`close`, and once a bounded number of
+        steps or bytes is queued. A step that cannot be written then (the store failed,
+        another handle took its number) is handed to ``on_lost`` with the reason; a
+        process killed before the flush loses the steps it queued. Raises nothing for
+        the queued step itself.
+        """
+        ...
+
+    def flush(self) -> None:
+        """Write every step queued by :meth:`defer_step`, in one commit.
+
+        Steps that cannot be written are handed to their ``on_lost``, never raised.
         """
         ...
 

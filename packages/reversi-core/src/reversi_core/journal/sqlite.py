@@ -17,6 +17,7 @@ forward in one transaction, and a newer file is refused with
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sqlite3
@@ -31,6 +32,7 @@ from ..redact import scrub, scrub_json
 from ._base import (
     Durability,
     Journal,
+    LostStep,
     RollbackState,
     RunRecord,
     RunStatus,
@@ -38,6 +40,7 @@ from ._base import (
     StepState,
     step_idempotency_key,
 )
+from ._deferred import DeferredSteps, step_row, taken_message, write_step
 from ._owner import owner_alive, owner_pid, process_owner
 from ._schema import (
     MIGRATIONS,
@@ -92,6 +95,7 @@ class SQLiteJournal:
         self._seq_hint: dict[str, int] = {}
         # read-only steps begun under power durability and not finished (see _is_light)
         self._light: set[tuple[str, int]] = set()
+        self._deferred = DeferredSteps()  # finished steps not yet written (defer_step)
 
     # -- opening -----------------------------------------------------------------
 
@@ -133,8 +137,17 @@ class SQLiteJournal:
     def _tx(self, *, light: bool = False) -> Transaction:
         """One write transaction (``with self._tx() as c:``), committed at the end of the
         block and rolled back if it raises. ``light``: commit without waiting for the
-        disk even under ``power`` durability (see :meth:`_is_light`)."""
+        disk even under ``power`` durability (see :meth:`_is_light`). Deferred steps are
+        written first, in a commit of their own."""
+        if self._deferred:
+            self.flush()
         return Transaction(self._conn, self._lock, light)
+
+    def _reading(self) -> threading.RLock:
+        """The lock, for a query of the journal, once the deferred steps are written."""
+        if self._deferred:
+            self.flush()
+        return self._lock
 
     def _is_light(self, effect: str) -> bool:
         """Whether a step of ``effect`` is journaled without an fsync of its own.
@@ -195,7 +208,7 @@ class SQLiteJournal:
         return self.get_run(run_id)
 
     def get_run(self, run_id: str) -> RunRecord:
-        with self._lock:
+        with self._reading():
             row = self._conn.execute(
                 f"SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
             ).fetchone()
@@ -204,7 +217,7 @@ class SQLiteJournal:
         return run_from_row(row)
 
     def list_runs(self) -> list[RunRecord]:
-        with self._lock:
+        with self._reading():
             rows = self._conn.execute(
                 f"SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at, r.id"
             ).fetchall()
@@ -213,7 +226,7 @@ class SQLiteJournal:
     # -- steps -------------------------------------------------------------------
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
-        with self._lock:
+        with self._reading():
             rows = self._conn.execute(
                 f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
             ).fetchall()
@@ -226,7 +239,7 @@ class SQLiteJournal:
         return [step_from_row(r, edges.get(r[1], [])) for r in rows]
 
     def get_step(self, run_id: str, seq: int) -> StepRecord:
-        with self._lock:
+        with self._reading():
             row = self._conn.execute(
                 f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
                 (run_id, seq),
@@ -432,44 +445,36 @@ class SQLiteJournal:
         return seq
 
     def record_step(self, step: StepRecord) -> None:
-        light = self._is_light(step.effect)
-        edges = sorted(set(step.requires))
         try:
-            with self._tx(light=light) as c:
-                c.execute(
-                    "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
-                    "idempotency_key, started_at, finished_at, result, error, compensation, "
-                    "compensation_error, approval) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    (
-                        step.run_id,
-                        step.seq,
-                        step.tool,
-                        step.effect,
-                        step.permission,
-                        dumps(step.args),
-                        step.reason,
-                        step.state.value,
-                        step.idempotency_key,
-                        step.started_at,
-                        step.finished_at,
-                        dumps(step.result),
-                        scrub(step.error) if step.error else None,
-                        dumps(step.compensation),
-                        scrub(step.compensation_error) if step.compensation_error else None,
-                        dumps(step.approval),
-                    ),
-                )
-                if edges:
-                    c.executemany(
-                        "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
-                        [(step.run_id, step.seq, r) for r in edges],
-                    )
+            with self._tx(light=self._is_light(step.effect)) as c:
+                write_step(c, step, step_row(step), strict=True)
         except sqlite3.IntegrityError:
-            raise JournalError(
-                f"step {step.seq} of run {step.run_id} was written by another journal handle "
-                f"meanwhile; the record of this {step.tool} call is lost"
-            ) from None
+            raise JournalError(taken_message(step)) from None
+
+    def defer_step(self, step: StepRecord, on_lost: LostStep) -> None:
+        with self._lock:
+            full = self._deferred.add(step, on_lost)
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        lost: list[tuple[StepRecord, LostStep, JournalError]] = []
+        with self._lock:
+            items = self._deferred.take()
+            if not items:
+                return
+            light = all(self._is_light(step.effect) for step, _, _ in items)
+            try:
+                with self._tx(light=light) as c:
+                    taken = DeferredSteps.write(c, items)
+            except sqlite3.Error as exc:
+                error = JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}")
+                lost = [(step, on_lost, error) for step, _, on_lost in items]
+            else:
+                lost = [(step, on_lost, JournalError(taken_message(step))) for step, on_lost in taken]
+        for step, on_lost, error in lost:  # told outside the lock
+            with contextlib.suppress(Exception):  # a failing report must not fail a write
+                on_lost(step, error)
 
     def resolve_step(
         self,
@@ -582,7 +587,7 @@ class SQLiteJournal:
             self._event(c, run_id, seq, kind, detail)
 
     def list_events(self, run_id: str) -> list[dict[str, Any]]:
-        with self._lock:
+        with self._reading():
             rows = self._conn.execute(
                 "SELECT seq, at, kind, detail FROM events WHERE run_id = ? ORDER BY id", (run_id,)
             ).fetchall()
@@ -590,6 +595,7 @@ class SQLiteJournal:
 
     def close(self) -> None:
         with self._lock:
+            self.flush()
             self._conn.close()
 
     def __enter__(self) -> SQLiteJournal:

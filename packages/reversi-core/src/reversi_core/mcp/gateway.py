@@ -43,8 +43,8 @@ from mcp.shared.message import SessionMessage
 
 from ..__about__ import __version__
 from ..engine import CallOutcome, Run
-from ..errors import ReversiError
-from ..journal import Durability, Journal, open_journal
+from ..errors import JournalError, ReversiError
+from ..journal import Durability, Journal, StepRecord, open_journal
 from ..manifest import Approval
 from ..registry import Registry
 from ._approval import Approvals, client_name, declares_elicitation, modern
@@ -80,6 +80,10 @@ __all__ = [
 
 DEFAULT_CALL_TIMEOUT = 120.0
 """Seconds the gateway waits for the upstream's answer to one call."""
+
+READ_RECORDS_DELAY = 0.02
+"""Seconds a read-only step's record may wait, after its answer, to be journaled in one
+commit with others (:meth:`~reversi_core.engine.Run.defer_read_records`)."""
 
 
 @dataclass(frozen=True)
@@ -167,6 +171,7 @@ class Gateway:
                 label=label[:200],
             )
             run.withheld = self.index.withheld
+            run.defer_read_records(READ_RECORDS_DELAY, self._lost_record)
             self._run = run
             say(
                 f"run {run.id} started (data {self.config.data_dir}); undo it with "
@@ -191,6 +196,9 @@ class Gateway:
 
     def _upstream_call(self, name: str) -> UpstreamCall:
         return UpstreamCall(self.upstream, self._writes.get(name, True), self.config.call_timeout)
+
+    def _lost_record(self, step: StepRecord, error: JournalError) -> None:
+        say(f"error: {step.tool}: step {step.seq}: {error}", self._errlog)
 
     def _log_lost(self, outcome: CallOutcome) -> None:
         if outcome.journal_error is not None and outcome.error is None:

@@ -1,0 +1,251 @@
+"""Read-only steps journaled later, several in one commit (docs/engine.md, CALL-4)."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from _memconnector import MemConnector
+
+from reversi_core import JournalError, Run, SQLiteJournal, StepState
+from reversi_core.connector import CallContext
+from reversi_core.journal import StepRecord
+from reversi_core.journal._deferred import DEFERRED_STEPS_LIMIT, DeferredSteps
+
+Lost = list[tuple[int, str]]
+
+
+def _read(run_id: str, seq: int, result: dict[str, Any] | None = None) -> StepRecord:
+    return StepRecord(
+        run_id=run_id,
+        seq=seq,
+        tool="mem.get",
+        effect="read_only",
+        permission="x:y",
+        args={"key": "a"},
+        reason=None,
+        state=StepState.SUCCEEDED,
+        idempotency_key=SQLiteJournal.forward_key(run_id, seq),
+        started_at=1.0,
+        finished_at=2.0,
+        result=result if result is not None else {"value": seq},
+        requires=[],
+    )
+
+
+def _seen_elsewhere(data_dir: Path, run_id: str) -> list[int]:
+    """The step numbers another journal handle sees now."""
+    other = SQLiteJournal.open(data_dir, create=False)
+    try:
+        return [s.seq for s in other.list_steps(run_id)]
+    finally:
+        other.close()
+
+
+def _commits(journal: SQLiteJournal) -> list[str]:
+    commits: list[str] = []
+    journal._conn.set_trace_callback(lambda s: commits.append(s) if s == "COMMIT" else None)
+    return commits
+
+
+def _defer_reads(journal: SQLiteJournal, run_id: str, n: int, lost: Lost) -> list[int]:
+    seqs = []
+    for _ in range(n):
+        seq = journal.reserve_step(run_id)
+        journal.defer_step(_read(run_id, seq), lambda step, exc: lost.append((step.seq, str(exc))))
+        seqs.append(seq)
+    return seqs
+
+
+@pytest.mark.req("CALL-4")
+def test_deferred_steps_wait_for_a_flush_and_are_written_in_one_commit(
+    journal: SQLiteJournal, data_dir: Path
+) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    commits = _commits(journal)
+    lost: Lost = []
+    assert _defer_reads(journal, "run_a", 3, lost) == [1, 2, 3]
+    assert commits == []
+    assert _seen_elsewhere(data_dir, "run_a") == []  # nothing written yet
+    journal.flush()
+    assert commits == ["COMMIT"]
+    assert _seen_elsewhere(data_dir, "run_a") == [1, 2, 3]
+    journal.flush()  # nothing queued: nothing written
+    assert commits == ["COMMIT"]
+    assert lost == []
+    step = journal.get_step("run_a", 2)
+    assert (step.state, step.result, step.owner) == (StepState.SUCCEEDED, {"value": 2}, None)
+
+
+@pytest.mark.req("CALL-3", "CALL-4")
+def test_a_write_commits_the_deferred_reads_before_its_intent(
+    journal: SQLiteJournal, data_dir: Path
+) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    _defer_reads(journal, "run_a", 2, [])
+    statements: list[str] = []
+    journal._conn.set_trace_callback(statements.append)
+    write = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+    assert write.seq == 3
+    kinds = [
+        "read" if s.endswith("ON CONFLICT DO NOTHING") else "intent" if "'pending'" in s else s
+        for s in statements
+        if s.startswith(("INSERT", "COMMIT", "BEGIN"))
+    ]
+    # the reads are committed first, in a transaction of their own
+    assert kinds == ["BEGIN IMMEDIATE", "read", "read", "COMMIT"] + [
+        "BEGIN IMMEDIATE",
+        "intent",
+        "COMMIT",
+    ]
+    assert _seen_elsewhere(data_dir, "run_a") == [1, 2, 3]
+
+
+@pytest.mark.req("CALL-4")
+def test_reading_or_closing_the_journal_writes_what_is_deferred(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir)
+    journal.create_run("run_a", ["x:y"], None)
+    _defer_reads(journal, "run_a", 1, [])
+    assert [s.seq for s in journal.list_steps("run_a")] == [1]  # a read of the same handle
+    _defer_reads(journal, "run_a", 1, [])
+    assert journal.get_run("run_a").step_count == 2
+    _defer_reads(journal, "run_a", 1, [])
+    journal.close()
+    assert _seen_elsewhere(data_dir, "run_a") == [1, 2, 3]
+
+
+@pytest.mark.req("CALL-4")
+def test_a_full_queue_is_written_at_once(journal: SQLiteJournal, data_dir: Path) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    commits = _commits(journal)
+    _defer_reads(journal, "run_a", DEFERRED_STEPS_LIMIT - 1, [])
+    assert commits == []
+    _defer_reads(journal, "run_a", 1, [])
+    assert commits == ["COMMIT"]
+    assert len(_seen_elsewhere(data_dir, "run_a")) == DEFERRED_STEPS_LIMIT
+    journal.create_run("run_b", ["x:y"], None)
+    big = {"blob": "x" * (1 << 20)}  # one result over the byte bound
+    journal.defer_step(_read("run_b", journal.reserve_step("run_b"), big), lambda s, e: None)
+    assert _seen_elsewhere(data_dir, "run_b") == [1]
+
+
+@pytest.mark.req("CALL-4")
+def test_a_deferred_step_is_journaled_as_it_was_when_deferred(journal: SQLiteJournal) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    result = {"value": "as answered"}
+    journal.defer_step(_read("run_a", journal.reserve_step("run_a"), result), lambda s, e: None)
+    result["value"] = "changed by the caller afterwards"
+    assert journal.get_step("run_a", 1).result == {"value": "as answered"}
+
+
+@pytest.mark.req("CALL-4")
+def test_a_step_number_taken_by_another_handle_loses_only_that_record(
+    journal: SQLiteJournal, data_dir: Path
+) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    lost: Lost = []
+    first, second = _defer_reads(journal, "run_a", 2, lost)
+    other = SQLiteJournal.open(data_dir, create=False)
+    try:  # another handle writes under the second number meanwhile
+        other.record_rejected("run_a", "mem.nope", "unknown", "unknown", {}, None, "no", None)
+        other.record_rejected("run_a", "mem.nope", "unknown", "unknown", {}, None, "no", None)
+    finally:
+        other.close()
+    journal.flush()
+    assert [seq for seq, _ in lost] == [first, second]
+    assert all("written by another journal handle meanwhile" in why for _, why in lost)
+    assert [s.state for s in journal.list_steps("run_a")] == [StepState.REJECTED] * 2
+
+
+@pytest.mark.req("CALL-4", "JNL-4")
+def test_a_store_that_fails_reports_every_deferred_record_lost(
+    journal: SQLiteJournal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    journal.create_run("run_a", ["x:y"], None)
+    lost: Lost = []
+    _defer_reads(journal, "run_a", 2, lost)
+
+    def full(c: sqlite3.Connection, items: list[Any]) -> list[Any]:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(DeferredSteps, "write", staticmethod(full))
+    journal.flush()  # reported, not raised
+    assert [seq for seq, _ in lost] == [1, 2]
+    assert all("OperationalError: database or disk is full" in why for _, why in lost)
+    monkeypatch.undo()
+    assert journal.list_steps("run_a") == []  # nothing half written
+    write = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+    assert write.seq == 3  # the lost numbers are not handed out again
+
+
+@pytest.mark.req("CALL-4", "JNL-2")
+def test_under_power_the_deferred_reads_ride_on_the_next_writes_fsync(data_dir: Path) -> None:
+    journal = SQLiteJournal.open(data_dir, durability="power")
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        _defer_reads(journal, "run_a", 2, [])
+        modes: list[str] = []
+        current = ["FULL"]
+
+        def trace(statement: str) -> None:
+            if statement.startswith("PRAGMA synchronous="):
+                current[0] = statement.split("=", 1)[1]
+            elif statement == "COMMIT":
+                modes.append(current[0])
+
+        journal._conn.set_trace_callback(trace)
+        journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        assert modes == ["NORMAL", "FULL"]  # the reads to the log, then the intent synced
+    finally:
+        journal.close()
+
+
+# -- through the engine ------------------------------------------------------------
+
+
+@pytest.mark.anyio
+@pytest.mark.req("CALL-4")
+async def test_a_run_that_defers_journals_its_reads_within_the_delay(
+    journal: SQLiteJournal, data_dir: Path, make_run: Any, mem: MemConnector
+) -> None:
+    run: Run = make_run()
+    lost: list[tuple[StepRecord, JournalError]] = []
+    run.defer_read_records(0.05, lambda step, exc: lost.append((step, exc)))
+    told = []
+    for _ in range(3):
+        outcome = await run.attempt("mem.get", {"key": "a"}, answer=told.append)
+        assert outcome.ok
+        assert outcome.journal_error is None
+    assert [o.step for o in told] == [1, 2, 3]
+    assert _seen_elsewhere(data_dir, run.id) == []  # answered, not yet journaled
+    with anyio.fail_after(10):
+        while _seen_elsewhere(data_dir, run.id) != [1, 2, 3]:
+            await anyio.sleep(0.02)
+    assert lost == []
+
+
+@pytest.mark.anyio
+@pytest.mark.req("CALL-3", "CALL-4")
+async def test_a_run_that_defers_has_its_reads_journaled_before_a_writes_intent(
+    journal: SQLiteJournal, data_dir: Path, make_run: Any, mem: MemConnector
+) -> None:
+    run: Run = make_run()
+    run.defer_read_records(600.0, lambda step, exc: None)  # the timer never fires here
+    seen: list[list[tuple[int, StepState]]] = []
+
+    def look(data: dict[str, Any], ctx: CallContext) -> None:
+        other = SQLiteJournal.open(data_dir, create=False)
+        try:
+            seen.append([(s.seq, s.state) for s in other.list_steps(run.id)])
+        finally:
+            other.close()
+
+    mem.hooks["mem.put"] = look
+    await run.attempt("mem.get", {"key": "a"})
+    await run.attempt("mem.get", {"key": "b"})
+    wrote = await run.attempt("mem.put", {"key": "a", "value": "1"})
+    assert wrote.ok
+    assert seen == [[(1, StepState.SUCCEEDED), (2, StepState.SUCCEEDED), (3, StepState.PENDING)]]
