@@ -29,6 +29,8 @@ What one run measures:
    ``/proc/PID/status``) after the calls. Target: under 80 MB.
 4. Start-up: from spawning ``reversi-gateway`` to the answer of its first ``tools/list``
    (which needs its fs upstream started), median of ``--starts`` starts. Target: 1.0 s.
+   Beside it, for reference, the fs server alone and ``bare_sdk_server.py``, the least
+   server the MCP SDK makes: the floor of any server built on it.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
 ``Run.attempt`` cut down to forwarding, which separates the cost of the MCP relay from the
@@ -733,6 +735,8 @@ def run_all(
     direct_starts, _ = anyio.run(
         time_startup, upstream_argv(connectors, start_root), opts.starts, errlog
     )
+    bare = [sys.executable, str(Path(__file__).with_name("bare_sdk_server.py"))]
+    bare_starts, _ = anyio.run(time_startup, bare, opts.starts, errlog)
 
     # -- latency table
     direct = targets[0]
@@ -892,13 +896,15 @@ def run_all(
         print(f"(for comparison: the gateway's VmRSS right after start-up is {idle:.1f} MB)")
 
     # -- start-up table
-    g_med, d_med = median(gateway_starts), median(direct_starts)
+    g_med, d_med, b_med = median(gateway_starts), median(direct_starts), median(bare_starts)
     ok = g_med <= STARTUP_TARGET_S
     figures["startup_s"] = {
         "gateway": gateway_starts,
         "gateway_median": g_med,
         "direct": direct_starts,
         "direct_median": d_med,
+        "bare_sdk_server": bare_starts,
+        "bare_sdk_server_median": b_med,
     }
     print_table(
         f"Start-up: spawn to first tools/list answer (median of {opts.starts})",
@@ -920,7 +926,20 @@ def run_all(
                 "",
                 "",
             ],
+            [
+                "bare MCP SDK server (reference)",
+                f"{b_med:.3f} s",
+                f"{min(bare_starts):.3f} s",
+                f"{max(bare_starts):.3f} s",
+                "",
+                "",
+            ],
         ],
+    )
+    print(
+        "(the bare MCP SDK server is bare_sdk_server.py: the SDK's low-level Server with one "
+        "tool on its stdio_server; no server built on the SDK starts faster on this machine, "
+        "and the gateway's first tools/list needs its upstream started)"
     )
     rows.append(
         Row("gateway start-up to tools/list", f"{g_med:.3f} s", f"<= {STARTUP_TARGET_S} s", ok)
