@@ -96,11 +96,8 @@ def test_a_write_commits_the_deferred_reads_before_its_intent(
         if s.startswith(("INSERT", "COMMIT", "BEGIN"))
     ]
     # the reads are committed first, in a transaction of their own
-    assert kinds == ["BEGIN IMMEDIATE", "read", "read", "COMMIT"] + [
-        "BEGIN IMMEDIATE",
-        "intent",
-        "COMMIT",
-    ]
+    reads = ["BEGIN IMMEDIATE", "read", "read", "COMMIT"]
+    assert kinds == [*reads, "BEGIN IMMEDIATE", "intent", "COMMIT"]
     assert _seen_elsewhere(data_dir, "run_a") == [1, 2, 3]
 
 
@@ -221,9 +218,8 @@ async def test_a_run_that_defers_journals_its_reads_within_the_delay(
         assert outcome.journal_error is None
     assert [o.step for o in told] == [1, 2, 3]
     assert _seen_elsewhere(data_dir, run.id) == []  # answered, not yet journaled
-    with anyio.fail_after(10):
-        while _seen_elsewhere(data_dir, run.id) != [1, 2, 3]:
-            await anyio.sleep(0.02)
+    await anyio.sleep(0.3)  # the delay, and room for a loaded machine
+    assert _seen_elsewhere(data_dir, run.id) == [1, 2, 3]  # the timer wrote them
     assert lost == []
 
 
