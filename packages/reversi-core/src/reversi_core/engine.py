@@ -263,8 +263,9 @@ class Run:
 
         A writing tool's intent is committed before it runs and its outcome before this
         returns (CALL-3, CALL-5). A ``read_only`` tool is journaled in one commit after it
-        answered (CALL-4): ``answer``, when given, is handed its outcome first, so that a
-        server can answer its client before that commit. For every other outcome,
+        answered, or queued to be (CALL-4, :meth:`defer_read_records`): ``answer``, when
+        given, is handed its outcome first, so that a server can answer its client before
+        that commit. For every other outcome,
         ``answer`` is handed it once it is journaled. Either way ``answer`` is called
         exactly once, with the outcome this method then returns (for a read, the
         returned one may carry a :attr:`CallOutcome.journal_error` that arose after).
