@@ -182,7 +182,7 @@ def test_a_connector_without_a_fixture_is_reported(
     assert 'entry point note = "<package>.testing:certification_fixture"' in out
     assert '[project.entry-points."reversi.certification"]' in out
     assert "every check would fail" in out
-    assert len(checklist(out)) == 12
+    assert len(checklist(out)) == len(CHECKS) == 13
 
 
 def test_a_fixture_of_the_wrong_type_is_reported(

@@ -608,7 +608,8 @@ async def test_no_compensation_is_told_to_overwrite_unless_a_person_allowed_it(
     assert journal.get_step(run.id, 1).overwrite == step.overwrite
     assert journal.get_step(run.id, 2).overwrite is None
     [event] = [e for e in journal.list_events(run.id) if e["kind"] == "overwrite_allowed"]
-    assert event["step"] == 1 and event["detail"] == step.overwrite
+    assert event["step"] == 1
+    assert event["detail"] == step.overwrite
     report = await run.rollback(compensate=compensator_for([mem]))
     assert report.complete
     told = {c.ctx.step: c.ctx.overwrite for c in mem.calls_of("mem.restore")}
