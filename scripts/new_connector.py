@@ -13,7 +13,7 @@ The package lands in packages/reversi-connector-NAME (or DIR). Unless ``--no-gen
 (or ``--dest``) is given, the script then writes what is generated from the new
 connector's declarations: its page ``docs/connectors/NAME.md`` and its line in the
 README (``scripts/docs.py --write``), and its row of ``docs/certification.md`` (its
-twelve checks run: ``certification/report.py --write --connector NAME``). It does that
+thirteen checks run: ``certification/report.py --write --connector NAME``). It does that
 in this Python when ``reversi_core`` is importable here (installing the new package
 into it, editable), else through ``python3 -m nox -s docs -- NAME``. No other file is
 edited. Exit 2 on a bad name or an existing folder, 1 when generating failed.

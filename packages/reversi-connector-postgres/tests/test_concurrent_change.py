@@ -182,3 +182,34 @@ async def test_overwrite_deletes_the_changed_row(db: Db) -> None:
     undo, args = await forward(db, "postgres.insert_row", {"table": "items", "values": {"name": "fig"}})
     person(db, f"UPDATE items SET qty = 4 WHERE id = {args['key']}")
     assert (await db.connector().call(undo, args, OVERWRITE))["deleted"] == 1
+
+
+async def test_a_stamping_trigger_stops_the_undo_of_an_insert_the_run_then_updated(
+    db: Db, tmp_path: Any
+) -> None:
+    """The documented limit: the undo of the update fires the trigger again, so the row the
+    insert left is no longer as it was, and the rollback stops there, naming the column."""
+    from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+    from reversi_core.journal import RollbackState
+
+    db.grant(
+        "CREATE TABLE stamped (id serial PRIMARY KEY, v text, touched int NOT NULL DEFAULT 0)",
+        "CREATE FUNCTION touch() RETURNS trigger LANGUAGE plpgsql AS "
+        "$$ BEGIN NEW.touched := OLD.touched + 1; RETURN NEW; END $$",
+        "CREATE TRIGGER touch BEFORE UPDATE ON stamped FOR EACH ROW EXECUTE FUNCTION touch()",
+        "GRANT SELECT, INSERT, UPDATE, DELETE ON stamped TO {agent}",
+        "GRANT USAGE ON SEQUENCE stamped_id_seq TO {agent}",
+    )
+    pg = db.connector()
+    with SQLiteJournal.open(tmp_path) as journal:
+        run = Run.start(journal, registry_for([pg]), executor=executor_for([pg]))
+        inserted, made = await run.call("postgres.insert_row", {"table": "stamped", "values": {"v": "a"}})
+        await run.call("postgres.update_row", {"table": "stamped", "key": made["key"], "values": {"v": "b"}})
+        report = await run.rollback(compensate=compensator_for([pg]))
+        [step] = [s for s in report.steps if s.seq == inserted]
+        assert step.rollback_state is RollbackState.COMPENSATION_FAILED
+        assert "the column touched no longer holds what the insert wrote" in (step.rollback_reason or "")
+        assert db.one("SELECT v || ' ' || touched FROM stamped") == "a 2"
+        run.allow_overwrite(inserted, by="the person who checked the row")
+        assert (await run.rollback(compensate=compensator_for([pg]))).complete
+        assert db.one("SELECT count(*) FROM stamped") == 0
