@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from ._decisions import allow_overwrite, resolve_step
 from ._edges import EdgeIndex
 from ._outcome import (
     REJECTED_ARGS_LIMIT,
@@ -66,7 +67,6 @@ from .errors import (
 )
 from .journal import (
     Journal,
-    RollbackState,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -530,34 +530,7 @@ class Run:
         returned, so that compensation arguments mapped from ``result.`` can be computed.
         Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
-        record = self.journal.get_step(self.id, step)
-        if record.state is not StepState.UNCERTAIN:
-            raise RunStateError(
-                f"step {step} of run {self.id} is {record.state.value}, not uncertain; "
-                "only uncertain steps are resolved"
-            )
-        if record.rollback_state is RollbackState.COMPENSATED:
-            # resolving would clear the rollback state and make the next rollback undo it again
-            raise RunStateError(
-                f"step {step} of run {self.id} was already compensated; "
-                "there is nothing left to resolve"
-            )
-        compensation: dict[str, Any] | None = None
-        comp_error: str | None = None
-        if applied:
-            manifest = self.registry.get(record.tool) if record.tool in self.registry else None
-            if manifest is not None and manifest.compensation is not None:
-                compensation, comp_error = compensation_for(manifest, record.args, result)
-                if comp_error is not None and result is None:
-                    comp_error += (
-                        "; the step was uncertain, so there is no result: resolve it again with "
-                        "the result the call returned, or undo it by hand"
-                    )
-        if compensation is not None and compensation["tool"] in self.registry:
-            # refuse now what the compensation would refuse at rollback time
-            self.registry.validate_arguments(compensation["tool"], compensation["args"])
-        self.journal.resolve_step(self.id, step, applied, result, compensation, comp_error)
-        return self.journal.get_step(self.id, step)
+        return resolve_step(self.journal, self.registry, self.id, step, applied, result)
 
     def allow_overwrite(self, step: int, *, by: str) -> StepRecord:
         """Record that step ``step``'s compensation may overwrite a change made since the call.
@@ -573,21 +546,7 @@ class Run:
         read-only, or has none) or was compensated already, and
         :class:`~reversi_core.errors.JournalError` when the run has no such step.
         """
-        record = self.journal.get_step(self.id, step)
-        if not record.may_have_applied or record.compensation is None:
-            raise RunStateError(
-                f"step {step} of run {self.id} ({record.tool}, {record.state.value}) has no "
-                "compensation to run, so there is nothing it could overwrite"
-            )
-        if record.rollback_state is RollbackState.COMPENSATED:
-            raise RunStateError(
-                f"step {step} of run {self.id} was already compensated; there is nothing left "
-                "to overwrite"
-            )
-        if not by.strip():
-            raise RunStateError("say who allows the overwrite (by=...)")
-        self.journal.allow_overwrite(self.id, step, {"by": by, "at": time.time()})
-        return self.journal.get_step(self.id, step)
+        return allow_overwrite(self.journal, self.id, step, by)
 
     # -- rollback --------------------------------------------------------------------
 
