@@ -261,14 +261,29 @@ def someone_changes(
 # -- example arguments ------------------------------------------------------------------
 
 
+def _left(done: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments that say what fs.write_file left (as its argument map passes them on)."""
+    return {"left": "file", "sha256": done["sha256"], "mode": done["mode"]}
+
+
 async def _restore_after_overwrite(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
     done = await ctx.call("fs.write_file", {"path": "readme.txt", "content": "overwritten\n"})
-    return {"path": "readme.txt", "backup": done["backup"]}
+    return {"path": "readme.txt", "backup": done["backup"], **_left(done)}
 
 
 async def _restore_new_file(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
-    await ctx.call("fs.write_file", {"path": "fresh.txt", "content": "new\n"})
-    return {"path": "fresh.txt", "backup": None}
+    done = await ctx.call("fs.write_file", {"path": "fresh.txt", "content": "new\n"})
+    return {"path": "fresh.txt", "backup": None, **_left(done)}
+
+
+async def _restore_deleted(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call("fs.delete_file", {"path": "readme.txt"})
+    return {"path": "readme.txt", "backup": done["backup"], "left": "absent"}
+
+
+async def _restore_unchecked(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call("fs.write_file", {"path": "readme.txt", "content": "by hand\n"})
+    return {"path": "readme.txt", "backup": done["backup"]}
 
 
 async def _remove_made_dirs(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
@@ -277,8 +292,16 @@ async def _remove_made_dirs(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]
 
 
 async def _unmove(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
-    await ctx.call("fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"})
-    return {"source": "notes/todo.txt", "destination": "todo.txt", "replaced_backup": None}
+    done = await ctx.call(
+        "fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"}
+    )
+    return {
+        "source": "notes/todo.txt",
+        "destination": "todo.txt",
+        "replaced_backup": None,
+        "sha256": done["sha256"],
+        "mode": done["mode"],
+    }
 
 
 async def _unmove_over(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
@@ -310,7 +333,12 @@ EXAMPLES: Mapping[str, list[Example]] = {
         {"source": "notes/todo.txt", "destination": "todo.txt"},
         {"source": "notes/todo.txt", "destination": "readme.txt", "overwrite": True},
     ],
-    "fs.restore_file": [_restore_after_overwrite, _restore_new_file],
+    "fs.restore_file": [
+        _restore_after_overwrite,
+        _restore_new_file,
+        _restore_deleted,
+        _restore_unchecked,
+    ],
     "fs.remove_dir": [_remove_made_dirs],
     "fs.unmove_file": [_unmove, _unmove_over],
 }
