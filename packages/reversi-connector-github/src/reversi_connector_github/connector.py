@@ -425,16 +425,7 @@ class GithubConnector(HttpConnector):
         """
         sha = args.sha
         if args.from_branch is not None:
-            found = await self.request(
-                ctx,
-                "GET",
-                url_path(
-                    "/repos/{owner}/{repo}/git/ref/heads/{branch:path}",
-                    owner=args.owner,
-                    repo=args.repo,
-                    branch=args.from_branch,
-                ),
-            )
+            found = await self._read_branch(ctx, args.owner, args.repo, args.from_branch)
             sha = self._ref_sha(found, wrote=False)
         resp = await self.request(
             ctx,
@@ -450,6 +441,20 @@ class GithubConnector(HttpConnector):
             "ref": ref.get("ref", f"refs/heads/{args.branch}"),
             "sha": self._ref_sha(resp, wrote=True),
         }
+
+    async def _read_branch(
+        self, ctx: CallContext, owner: str, repo: str, branch: str, *, gone_ok: bool = False
+    ) -> HttpResponse:
+        """``GET /repos/{owner}/{repo}/git/ref/heads/{branch}``; with ``gone_ok`` a 404 is returned.
+
+        https://docs.github.com/en/rest/git/refs#get-a-reference
+        """
+        path = url_path(
+            "/repos/{owner}/{repo}/git/ref/heads/{branch:path}", owner=owner, repo=repo, branch=branch
+        )
+        return await self.request(
+            ctx, "GET", path, ok_statuses=frozenset({404}) if gone_ok else frozenset()
+        )
 
     def _ref_sha(self, resp: HttpResponse, *, wrote: bool) -> str:
         """The commit SHA of a git reference answer (``{"ref", "object": {"sha"}}``)."""
@@ -619,17 +624,7 @@ class GithubConnector(HttpConnector):
         """
         done = {"owner": args.owner, "repo": args.repo, "branch": args.branch}
         if args.sha is not None and not ctx.overwrite:
-            found = await self.request(
-                ctx,
-                "GET",
-                url_path(
-                    "/repos/{owner}/{repo}/git/ref/heads/{branch:path}",
-                    owner=args.owner,
-                    repo=args.repo,
-                    branch=args.branch,
-                ),
-                ok_statuses=frozenset({404}),
-            )
+            found = await self._read_branch(ctx, args.owner, args.repo, args.branch, gone_ok=True)
             if found.status == 404:
                 return {**done, "deleted": False}
             now = self._ref_sha(found, wrote=False)
