@@ -470,10 +470,10 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
     """An in-process :data:`Compensator` that dispatches each call to its connector.
 
     The call's idempotency key, and its ``overwrite``, reach the tool in
-    :class:`CallContext`. A tool of a
-    connector that is not in ``connectors`` fails with :class:`ConfigurationError`
-    naming the connector (its credential is probably not set); a tool that is not
-    idempotent (so cannot be a compensation) fails with :class:`InvalidArgumentsError`.
+    :class:`CallContext`. A tool of a connector that is not in ``connectors`` fails with
+    :class:`ConfigurationError` naming the connector (its credential is probably not
+    set); a tool that is not idempotent (so cannot be a compensation) fails with
+    :class:`InvalidArgumentsError`.
     """
     by_name = {c.name: c for c in connectors}
 
