@@ -38,7 +38,8 @@ suite (docs/certification-guide.md): every check applies to github. For the
 concurrent-change check, :func:`someone_changes` is the maintainer who edits the agent's
 comment or pushes to its branch through GitHub itself (the fake's state), and
 :data:`RESTORES_NOTHING` says why the undo of create_issue and of add_labels can lose
-nobody's later change.
+nobody's later change. It also declares :data:`LIVE`, the live scenario
+``nox -s live -- github`` runs against GitHub itself.
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
@@ -73,6 +75,7 @@ from ._fake import (
     FakeRepo,
     commit_sha,
 )
+from ._live import LIVE_REPO_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from .connector import GithubConnector, body_digest
 
 __all__ = [
@@ -85,6 +88,7 @@ __all__ = [
     "FAILURES",
     "ISSUE_STAYS_CLOSED",
     "LIMIT",
+    "LIVE",
     "NEW_LABELS_STAY_DEFINED",
     "NO_ISSUES_REPO",
     "OWNER",
@@ -374,6 +378,17 @@ NEW_LABELS_STAY_DEFINED = Residue(
 """add_labels' residue: labels GitHub created for unknown names are ignored."""
 
 
+LIVE = LiveScenario(
+    name="issue-comment-label-branch",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_REPO_VARIABLE: f"{OWNER}/{REPO}"},
+)
+"""github's live scenario (:mod:`reversi_connector_github._live`): ``nox -s live -- github``
+runs it against GitHub; against the fake it works in :data:`OWNER`/:data:`REPO`."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The github connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -398,4 +413,5 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         call_timeout=LIMIT,
         concurrent_change=someone_changes,
         restores_nothing=RESTORES_NOTHING,
+        live=LIVE,
     )
