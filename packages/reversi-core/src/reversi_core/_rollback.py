@@ -1,12 +1,11 @@
-"""A run's rollback: the saga of docs/engine.md, newest step first; and resolutions.
+"""A run's rollback: the saga of docs/engine.md, newest step first.
 
 :func:`rollback` is what :meth:`reversi_core.engine.Run.rollback` runs. It takes the
 run's rollback lock in the journal, visits every step newest first, decides for each
 whether it is undone, left alone, deferred or handed to a person, runs the
 compensations that apply (each with an idempotency key derived only from the run and
 the step), journals every decision as it is made, and returns a
-:class:`RollbackReport`. :func:`resolve` records a person's decision about an
-uncertain step, which the next rollback follows.
+:class:`RollbackReport`.
 """
 
 from __future__ import annotations
@@ -18,13 +17,11 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ._outcome import compensation_for
 from .connector import CompensationCall, Compensator
-from .errors import ReversiError, RunStateError
+from .errors import ReversiError
 from .journal import Journal, RollbackState, StepRecord, StepState
 from .manifest import Effect
 from .redact import scrub
-from .registry import Registry
 
 __all__ = [
     "OutstandingStep",
@@ -32,7 +29,6 @@ __all__ = [
     "RollbackReport",
     "Verifier",
     "compensation_key",
-    "resolve",
     "rollback",
 ]
 
@@ -237,12 +233,17 @@ class _Saga:
             idempotency_key=compensation_key(self.run_id, step.seq),
             run_id=self.run_id,
             step=step.seq,
+            overwrite=step.overwrite is not None,
         )
         self.journal.add_event(
             self.run_id,
             step.seq,
             "compensation_started",
-            {"tool": call.tool, "idempotency_key": call.idempotency_key},
+            {
+                "tool": call.tool,
+                "idempotency_key": call.idempotency_key,
+                **({"overwrite": step.overwrite} if call.overwrite else {}),
+            },
         )
         timeout = self.timeout
         try:
@@ -277,47 +278,3 @@ class _Saga:
                 )
         self.report.compensated_now.append(step.seq)
         return RollbackState.COMPENSATED, None
-
-
-def resolve(
-    journal: Journal,
-    registry: Registry,
-    run_id: str,
-    step: int,
-    applied: bool,
-    result: dict[str, Any] | None,
-) -> StepRecord:
-    """What :meth:`reversi_core.engine.Run.resolve` does (see there): record that an
-    uncertain step was or was not applied, with the compensation an applied one needs.
-
-    Raises :class:`~reversi_core.errors.RunStateError` if the step is not uncertain, or
-    was already compensated.
-    """
-    record = journal.get_step(run_id, step)
-    if record.state is not StepState.UNCERTAIN:
-        raise RunStateError(
-            f"step {step} of run {run_id} is {record.state.value}, not uncertain; "
-            "only uncertain steps are resolved"
-        )
-    if record.rollback_state is RollbackState.COMPENSATED:
-        # resolving would clear the rollback state and make the next rollback undo it again
-        raise RunStateError(
-            f"step {step} of run {run_id} was already compensated; "
-            "there is nothing left to resolve"
-        )
-    compensation: dict[str, Any] | None = None
-    comp_error: str | None = None
-    if applied:
-        manifest = registry.get(record.tool) if record.tool in registry else None
-        if manifest is not None and manifest.compensation is not None:
-            compensation, comp_error = compensation_for(manifest, record.args, result)
-            if comp_error is not None and result is None:
-                comp_error += (
-                    "; the step was uncertain, so there is no result: resolve it again with "
-                    "the result the call returned, or undo it by hand"
-                )
-    if compensation is not None and compensation["tool"] in registry:
-        # refuse now what the compensation would refuse at rollback time
-        registry.validate_arguments(compensation["tool"], compensation["args"])
-    journal.resolve_step(run_id, step, applied, result, compensation, comp_error)
-    return journal.get_step(run_id, step)

@@ -6,7 +6,9 @@ journals its outcome, and returns a :class:`CallOutcome` whatever happened;
 :meth:`Run.call` is the same and raises the error of a call that did not succeed.
 :meth:`Run.rollback` undoes the run's steps newest first, honouring ``requires`` edges
 (see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`.
-:meth:`Run.resolve` records a person's decision about an uncertain step.
+:meth:`Run.resolve` records a person's decision about an uncertain step, and
+:meth:`Run.allow_overwrite` a person's decision that one step's compensation may
+overwrite a change made since the call (RB-10).
 
 Every refusal is the engine's: an unknown tool, a tool withheld by whoever serves the
 run (:attr:`Run.withheld`), a permission outside the scope, invalid arguments, a denied
@@ -27,6 +29,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from ._decisions import allow_overwrite, resolve_step
 from ._edges import EdgeIndex
 from ._outcome import (
     REJECTED_ARGS_LIMIT,
@@ -49,7 +52,6 @@ from ._rollback import (
     Verifier,
     compensation_key,
 )
-from ._rollback import resolve as _resolve
 from ._rollback import rollback as _rollback
 from .connector import CallContext, Compensator
 from .errors import (
@@ -569,7 +571,23 @@ class Run:
         returned, so that compensation arguments mapped from ``result.`` can be computed.
         Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
-        return _resolve(self.journal, self.registry, self.id, step, applied, result)
+        return resolve_step(self.journal, self.registry, self.id, step, applied, result)
+
+    def allow_overwrite(self, step: int, *, by: str) -> StepRecord:
+        """Record that step ``step``'s compensation may overwrite a change made since the call.
+
+        A restoring compensation refuses to put back a prior state over a change someone
+        made after the call (RB-10); a person who decides that change should go after all
+        says so here, for this one step. ``by`` names who decided (``reversi rollback
+        --overwrite`` gives the OS user). The decision is journaled in the step's record
+        (``{"by", "at"}``, UNIX seconds) and kept: every later rollback of the run calls
+        that step's compensation with ``CallContext.overwrite`` true until it succeeds.
+        Returns the step as journaled now. Raises :class:`RunStateError` when the step has
+        no compensation to run (it failed, was rejected or resolved as not applied, is
+        read-only, or has none) or was compensated already, and
+        :class:`~reversi_core.errors.JournalError` when the run has no such step.
+        """
+        return allow_overwrite(self.journal, self.id, step, by)
 
     # -- rollback --------------------------------------------------------------------
 
@@ -585,7 +603,10 @@ class Run:
 
         ``compensate`` runs one compensation; ``verify`` (optional) confirms it;
         ``progress`` is told each decision as it is journaled; ``compensation_timeout``
-        (seconds) bounds each compensation, and running out counts as a failure.
+        (seconds) bounds each compensation, and running out counts as a failure. A step
+        whose journal record holds an overwrite decision (:meth:`allow_overwrite`) gets a
+        :class:`~reversi_core.connector.CompensationCall` with ``overwrite`` true; every
+        other step's compensation keeps its precondition.
 
         The run takes no new calls from the moment this starts. Raises
         :class:`~reversi_core.errors.RollbackInProgressError` when another live process
