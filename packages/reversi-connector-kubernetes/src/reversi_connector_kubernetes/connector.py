@@ -441,8 +441,11 @@ class KubernetesConnector(HttpConnector):
         resp = await self.request(ctx, "GET", url_path(_SCALE, namespace=namespace, name=name))
         scale = self.expect_object(resp, "Scale", wrote=False)
         meta = _meta(scale)
+        replicas = _dig(scale, "spec", "replicas")
+        if replicas is not None and (not isinstance(replicas, int) or isinstance(replicas, bool)):
+            raise self.malformed("has a spec.replicas that is not a number", resp, wrote=False)
         return {
-            "replicas": _count(_dig(scale, "spec", "replicas")),
+            "replicas": _count(replicas),
             "uid": self.expect_field(meta, "uid", resp, wrote=False),
             "resource_version": self.expect_field(meta, "resourceVersion", resp, wrote=False),
         }
