@@ -92,6 +92,9 @@ class FakeKubernetes(VendorFake):
     API server keeps it, terminating, for its grace period) and no controller replaces it;
     a restart changes the template annotation but replaces no pods.
 
+    Every answer is a copy of what is stored (taken under the lock), so a later change
+    cannot alter an answer on its way out.
+
     Set state up with :meth:`add_namespace`, :meth:`add_deployment`, :meth:`add_pod`,
     :meth:`add_configmap`; change it as someone else would with :meth:`set_replicas`,
     :meth:`edit_configmap`, :meth:`recreate_deployment`, :meth:`replace_configmap`.
@@ -435,10 +438,16 @@ class FakeKubernetes(VendorFake):
             )
         return None
 
-    def _spec_changed(self, obj: dict[str, Any]) -> None:
+    def _spec_changed(self, obj: dict[str, Any]) -> dict[str, Any]:
+        """Record a spec change; return the object as written, before the controller's update.
+
+        That is what the API server answers a patch with: the controller's status update
+        comes after, with a resourceVersion of its own.
+        """
         obj["metadata"]["generation"] = obj["metadata"].get("generation", 1) + 1
-        self.store.write(obj)
+        written = copy.deepcopy(self.store.write(obj))
         self._reconcile(obj)
+        return written
 
     def _reconcile(self, obj: dict[str, Any]) -> None:
         """The deployment controller: status follows spec (another write: a new resourceVersion)."""
@@ -495,7 +504,7 @@ class FakeKubernetes(VendorFake):
         obj = self.store.get("deployments", p["namespace"], p["name"])
         if obj is None:
             return self._missing("deployments", p["name"])
-        return FakeResponse(200, json=obj)
+        return FakeResponse(200, json=copy.deepcopy(obj))
 
     @vendor_route("PATCH", _DEPLOYMENT, body="json",
                   docs=f"{_DEPLOYMENT_DOCS}#patch-partially-update-the-specified-deployment")
@@ -529,10 +538,10 @@ class FakeKubernetes(VendorFake):
                 obj["metadata"][key] = merged
         if spec != obj["spec"]:
             obj["spec"] = spec
-            self._spec_changed(obj)
-        else:
+            return FakeResponse(200, json=self._spec_changed(obj))
+        if meta_patch.get("labels") or meta_patch.get("annotations"):
             self.store.write(obj)
-        return FakeResponse(200, json=obj)
+        return FakeResponse(200, json=copy.deepcopy(obj))
 
     @vendor_route("GET", _DEPLOYMENT + "/scale",
                   docs=f"{_DEPLOYMENT_DOCS}#get-read-scale-of-the-specified-deployment")
@@ -570,11 +579,10 @@ class FakeKubernetes(VendorFake):
         if not isinstance(replicas, int) or isinstance(replicas, bool) or replicas < 0:
             return self._invalid("Scale", p["name"], "spec.replicas",
                                  f"Invalid value: {json.dumps(replicas)}: must be greater than or equal to 0")
-        if replicas != obj["spec"].get("replicas"):
-            obj["spec"]["replicas"] = replicas
-            self._spec_changed(obj)
-        answer = self._scale(obj)
-        return FakeResponse(200, json=answer)
+        if replicas == obj["spec"].get("replicas"):
+            return FakeResponse(200, json=self._scale(obj))  # a no-op writes nothing
+        obj["spec"]["replicas"] = replicas
+        return FakeResponse(200, json=self._scale(self._spec_changed(obj)))
 
     # -- pods --------------------------------------------------------------------------
 
@@ -621,7 +629,7 @@ class FakeKubernetes(VendorFake):
             state = {"rv": revision, "start": page[-1]["metadata"]["name"]}
             meta["continue"] = base64.urlsafe_b64encode(json.dumps(state).encode()).decode()
             meta["remainingItemCount"] = len(pods) - limit
-        items = [{k: v for k, v in pod.items() if k not in ("kind", "apiVersion")} for pod in page]
+        items = [{k: copy.deepcopy(v) for k, v in pod.items() if k not in ("kind", "apiVersion")} for pod in page]
         return FakeResponse(200, json={"kind": "PodList", "apiVersion": "v1", "metadata": meta,
                                        "items": items})
 
@@ -631,7 +639,7 @@ class FakeKubernetes(VendorFake):
         """200 with the Pod, 404."""
         p = request.path_params
         obj = self.store.get("pods", p["namespace"], p["name"])
-        return FakeResponse(200, json=obj) if obj is not None else self._missing("pods", p["name"])
+        return FakeResponse(200, json=copy.deepcopy(obj)) if obj is not None else self._missing("pods", p["name"])
 
     @vendor_route("DELETE", "/api/v1/namespaces/{namespace}/pods/{name}", body="json",
                   docs=f"{_POD_DOCS}#delete-delete-a-pod")
@@ -650,7 +658,7 @@ class FakeKubernetes(VendorFake):
         self.store.remove("pods", p["namespace"], p["name"])
         obj["metadata"]["deletionTimestamp"] = now()
         obj["metadata"]["deletionGracePeriodSeconds"] = grace
-        return FakeResponse(200, json=obj)
+        return FakeResponse(200, json=copy.deepcopy(obj))
 
     # -- config maps -------------------------------------------------------------------
 
@@ -692,7 +700,7 @@ class FakeKubernetes(VendorFake):
         }
         if meta.get("labels"):
             stored["metadata"]["labels"] = dict(meta["labels"])
-        return FakeResponse(201, json=self.store.put("configmaps", stored))
+        return FakeResponse(201, json=copy.deepcopy(self.store.put("configmaps", stored)))
 
     @vendor_route("GET", "/api/v1/namespaces/{namespace}/configmaps/{name}",
                   docs=f"{_CONFIGMAP_DOCS}#get-read-the-specified-configmap")
@@ -700,7 +708,7 @@ class FakeKubernetes(VendorFake):
         """200 with the ConfigMap, 404."""
         p = request.path_params
         obj = self.store.get("configmaps", p["namespace"], p["name"])
-        return FakeResponse(200, json=obj) if obj is not None else self._missing("configmaps", p["name"])
+        return FakeResponse(200, json=copy.deepcopy(obj)) if obj is not None else self._missing("configmaps", p["name"])
 
     @vendor_route("DELETE", "/api/v1/namespaces/{namespace}/configmaps/{name}", body="json",
                   docs=f"{_CONFIGMAP_DOCS}#delete-delete-a-configmap")
