@@ -70,7 +70,8 @@ def test_the_client_accepts_every_answer_the_connector_relies_on(
         scaled = apps.patch_namespaced_deployment_scale(
             "web", NS, patch, _content_type="application/merge-patch+json"
         )
-        assert isinstance(scaled, client.V1Scale) and scaled.spec.replicas == 5
+        assert isinstance(scaled, client.V1Scale)
+        assert scaled.spec.replicas == 5
         with pytest.raises(ApiException) as stale:  # the same resourceVersion again: modified since
             apps.patch_namespaced_deployment_scale(
                 "web", NS, patch, _content_type="application/merge-patch+json"
@@ -98,7 +99,8 @@ def test_the_client_accepts_every_answer_the_connector_relies_on(
         body = client.V1ConfigMap(metadata=client.V1ObjectMeta(name="made-by-client"),
                                   data={"k": "v"})
         made = core.create_namespaced_config_map(NS, body)
-        assert isinstance(made, client.V1ConfigMap) and made.metadata.uid
+        assert isinstance(made, client.V1ConfigMap)
+        assert made.metadata.uid
         with pytest.raises(ApiException) as taken:
             core.create_namespaced_config_map(NS, body)
         assert (taken.value.status, _status(taken.value).reason) == (409, "AlreadyExists")
@@ -114,11 +116,13 @@ def test_the_client_accepts_every_answer_the_connector_relies_on(
         )
         # the API description types this answer "object": it must still be a V1Status
         success = client.V1Status.from_dict(deleted)
-        assert success is not None and success.status == "Success"
+        assert success is not None
+        assert success.status == "Success"
         assert success.details.uid == made.metadata.uid
 
         gone = core.delete_namespaced_pod("db-0", NS, grace_period_seconds=0)
-        assert isinstance(gone, client.V1Pod) and gone.metadata.deletion_timestamp is not None
+        assert isinstance(gone, client.V1Pod)
+        assert gone.metadata.deletion_timestamp is not None
         with pytest.raises(ApiException) as missing:
             apps.read_namespaced_deployment("missing", NS)
         status = _status(missing.value)

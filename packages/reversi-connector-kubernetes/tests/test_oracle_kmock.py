@@ -330,4 +330,5 @@ async def test_a_drifted_fake_differs_from_kmock(
     kmock_loop: KmockLoop, drifted: type[FakeKubernetes], scenario: str
 ) -> None:
     found = await _differences(kmock_loop, drifted)
-    assert found and all(line.startswith(f"{scenario}:") for line in found), found
+    assert found, f"{drifted.__name__} was not caught"
+    assert all(line.startswith(f"{scenario}:") for line in found), found

@@ -154,7 +154,8 @@ def test_restart_and_pod_deletion_are_irreversible_and_always_need_approval() ->
         assert manifests[name].approval is Approval.ALWAYS
         assert manifests[name].compensation is None
     scale = manifests["kubernetes.scale_deployment"]
-    assert scale.compensation is not None and scale.compensation.argument_map == {
+    assert scale.compensation is not None
+    assert scale.compensation.argument_map == {
         "namespace": "args.namespace", "name": "args.name", "replicas": "result.previous_replicas",
         "expected_replicas": "result.replicas", "uid": "result.uid",
     }
@@ -169,7 +170,8 @@ async def test_list_pods_filters_by_labels_and_fields_and_pages(
 ) -> None:
     web = await k8s.call("kubernetes.list_pods", {**NS, "label_selector": "app in (web)"})
     assert [p["name"] for p in web["pods"]] == ["web-5d8f9-abcde", "web-5d8f9-fghij"]
-    assert web["pods"][0]["owner"] == "ReplicaSet/web-5d8f9" and web["pods"][0]["ready"]
+    assert web["pods"][0]["owner"] == "ReplicaSet/web-5d8f9"
+    assert web["pods"][0]["ready"]
     assert "labelSelector=app+in+%28web%29" in server.requests[-1].target
     done = await k8s.call("kubernetes.list_pods", {**NS, "field_selector": "status.phase!=Running"})
     assert [p["name"] for p in done["pods"]] == ["report-28131"]

@@ -395,7 +395,7 @@ def test_tls_serves_a_given_certificate(counter: Counter) -> None:
     other_name = ca.issue_cert("kubernetes.default.svc")
     with FakeServer(counter.app, tls=ca, certificate=other_name) as server:
         with httpx.Client(base_url=server.url, verify=trusting) as http, pytest.raises(
-            httpx.ConnectError, match="not valid for '127.0.0.1'"
+            httpx.ConnectError, match=r"not valid for '127\.0\.0\.1'"
         ):
             http.get("/counter")
         assert server.requests == []
@@ -404,16 +404,19 @@ def test_tls_serves_a_given_certificate(counter: Counter) -> None:
     expired = ca.issue_cert(
         "127.0.0.1", not_before=past - dt.timedelta(days=30), not_after=past
     )
-    with FakeServer(counter.app, tls=ca, certificate=expired) as server:
-        with httpx.Client(base_url=server.url, verify=trusting) as http, pytest.raises(
-            httpx.ConnectError, match="certificate has expired"
-        ):
-            http.get("/counter")
+    with (
+        FakeServer(counter.app, tls=ca, certificate=expired) as server,
+        httpx.Client(base_url=server.url, verify=trusting) as http,
+        pytest.raises(httpx.ConnectError, match="certificate has expired"),
+    ):
+        http.get("/counter")
     # a good certificate served on purpose is used as it is
     good = ca.issue_cert("127.0.0.1")
-    with FakeServer(counter.app, tls=ca, certificate=good) as server:
-        with httpx.Client(base_url=server.url, verify=trusting) as http:
-            assert http.get("/counter").json() == {"value": 0}
+    with (
+        FakeServer(counter.app, tls=ca, certificate=good) as server,
+        httpx.Client(base_url=server.url, verify=trusting) as http,
+    ):
+        assert http.get("/counter").json() == {"value": 0}
 
 
 def test_a_certificate_needs_tls(counter: Counter) -> None:

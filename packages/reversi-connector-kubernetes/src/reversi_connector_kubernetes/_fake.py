@@ -605,7 +605,10 @@ class FakeKubernetes(VendorFake):
                 state = json.loads(base64.urlsafe_b64decode(token.encode()))
                 revision, after = int(state["rv"]), str(state["start"])
             except (ValueError, KeyError, TypeError, binascii.Error):
-                return self.status(400, "BadRequest", "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
+                return self.status(
+                    400, "BadRequest", "continue key is not valid: incorrect encoded start "
+                    "resourceVersion (version meta.k8s.io/v1)",
+                )
             if revision <= self.store.compacted:
                 return self.status(
                     410, "Expired",
@@ -670,7 +673,8 @@ class FakeKubernetes(VendorFake):
         body = request.json if isinstance(request.json, dict) else None
         if body is None or body.get("kind", "ConfigMap") != "ConfigMap":
             return self.status(400, "BadRequest", "the body must be a v1 ConfigMap")
-        meta = body.get("metadata") if isinstance(body.get("metadata"), dict) else {}
+        given = body.get("metadata")
+        meta: dict[str, Any] = given if isinstance(given, dict) else {}
         name = meta.get("name")
         if meta.get("namespace", namespace) != namespace:
             return self.status(400, "BadRequest", "the namespace of the provided object does not "

@@ -73,7 +73,7 @@ class LabelSelector:
     def parse(cls, text: str) -> LabelSelector:
         """Parse ``text``; raises :class:`SelectorError` for one the API server refuses."""
         parts = _split_top_level(text)
-        found = []
+        found: list[tuple[str, str, frozenset[str]]] = []
         for part in parts:
             match = _REQUIREMENT.match(part)
             if not part.strip() or match is None:

@@ -20,13 +20,15 @@ No compensation overwrites a change someone else made after the call: restore_re
 puts the saved count back only while the deployment still has the count scale_deployment
 set (and is the same deployment, by uid), and sends the resourceVersion it read as a
 precondition; delete_configmap deletes only the config map the call created (uid) and only
-while its data and labels are those the call wrote (a content hash; the resourceVersion read just before is the delete's precondition). Otherwise they fail with
+while its data and labels are those the call wrote (a content hash), with the uid and the
+resourceVersion it read as preconditions. Otherwise they fail with
 ``ToolError(code="concurrent_change")`` naming what changed (docs/connectors/kubernetes.md
 says how a person can still force the undo).
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import hashlib
@@ -39,6 +41,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import httpx
+
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import ConfigurationError, ToolError
 from reversi_core.http import (
@@ -156,10 +159,8 @@ def _check_server(url: str) -> str:
     if parsed.scheme == "http":
         host = parsed.host
         loopback = host == "localhost"
-        try:
+        with contextlib.suppress(ValueError):
             loopback = loopback or ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            pass
         if not loopback:
             raise ValueError(
                 "the API server must be reached over https (plain http only to a loopback "
