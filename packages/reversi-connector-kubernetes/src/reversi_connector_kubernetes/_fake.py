@@ -438,6 +438,25 @@ class FakeKubernetes(VendorFake):
             )
         return None
 
+    def _deletable(
+        self, resource: str, request: FakeRequest
+    ) -> tuple[dict[str, Any], dict[str, Any]] | FakeResponse:
+        """Delete the route's object when its ``DeleteOptions`` preconditions hold.
+
+        Returns the deleted object and the options, or the answer refusing it (404, 409).
+        """
+        p = request.path_params
+        obj = self.store.get(resource, p["namespace"], p["name"])
+        if obj is None:
+            return self._missing(resource, p["name"])
+        options = request.json if isinstance(request.json, dict) else {}
+        pre = options.get("preconditions") or {}
+        refused = self._preconditions(resource, obj, pre.get("uid"), pre.get("resourceVersion"))
+        if refused is not None:
+            return refused
+        self.store.remove(resource, p["namespace"], p["name"])
+        return obj, options
+
     def _spec_changed(self, obj: dict[str, Any]) -> dict[str, Any]:
         """Record a spec change; return the object as written, before the controller's update.
 
@@ -648,17 +667,11 @@ class FakeKubernetes(VendorFake):
                   docs=f"{_POD_DOCS}#delete-delete-a-pod")
     def delete_pod(self, request: FakeRequest) -> FakeResponse:
         """200 with the Pod, its deletionTimestamp and grace period set; 404; 409 (preconditions)."""
-        p = request.path_params
-        obj = self.store.get("pods", p["namespace"], p["name"])
-        if obj is None:
-            return self._missing("pods", p["name"])
-        options = request.json if isinstance(request.json, dict) else {}
-        pre = options.get("preconditions") or {}
-        refused = self._preconditions("pods", obj, pre.get("uid"), pre.get("resourceVersion"))
-        if refused is not None:
-            return refused
+        found = self._deletable("pods", request)
+        if isinstance(found, FakeResponse):
+            return found
+        obj, options = found
         grace = options.get("gracePeriodSeconds", obj["spec"].get("terminationGracePeriodSeconds", 30))
-        self.store.remove("pods", p["namespace"], p["name"])
         obj["metadata"]["deletionTimestamp"] = now()
         obj["metadata"]["deletionGracePeriodSeconds"] = grace
         return FakeResponse(200, json=copy.deepcopy(obj))
@@ -718,17 +731,12 @@ class FakeKubernetes(VendorFake):
                   docs=f"{_CONFIGMAP_DOCS}#delete-delete-a-configmap")
     def delete_configmap(self, request: FakeRequest) -> FakeResponse:
         """200 with a ``Success`` Status naming the deleted uid; 404; 409 when a precondition fails."""
-        p = request.path_params
-        obj = self.store.get("configmaps", p["namespace"], p["name"])
-        if obj is None:
-            return self._missing("configmaps", p["name"])
-        options = request.json if isinstance(request.json, dict) else {}
-        pre = options.get("preconditions") or {}
-        refused = self._preconditions("configmaps", obj, pre.get("uid"), pre.get("resourceVersion"))
-        if refused is not None:
-            return refused
-        self.store.remove("configmaps", p["namespace"], p["name"])
+        found = self._deletable("configmaps", request)
+        if isinstance(found, FakeResponse):
+            return found
+        obj, _ = found
         return FakeResponse(200, json={
             "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success",
-            "details": {"name": p["name"], "kind": "configmaps", "uid": obj["metadata"]["uid"]},
+            "details": {"name": obj["metadata"]["name"], "kind": "configmaps",
+                        "uid": obj["metadata"]["uid"]},
         })

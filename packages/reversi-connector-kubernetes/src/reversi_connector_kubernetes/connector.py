@@ -36,7 +36,7 @@ import ipaddress
 import json
 import re
 import ssl
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -379,39 +379,18 @@ class KubernetesConnector(HttpConnector):
     # -- requests ----------------------------------------------------------------------
 
     async def request(
-        self,
-        ctx: CallContext,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        data: Mapping[str, Any] | None = None,
-        content: bytes | str | None = None,
-        headers: Mapping[str, str] | None = None,
-        write: bool | None = None,
-        ok_statuses: Collection[int] = (),
+        self, ctx: CallContext, method: str, path: str, **options: Any
     ) -> HttpResponse:
         """As :meth:`HttpConnector.request`; a refused TLS certificate says why and against what.
 
-        Raises ``ToolError(code="tls_verify_failed")`` (nothing was sent) when the API
-        server's certificate does not verify, naming OpenSSL's reason (``certificate has
-        expired``, ``IP address mismatch``, ``unable to get local issuer certificate``)
-        and the trust it was checked against (``KUBE_CA_CERT``'s file, or the system's).
+        ``options`` are those of :meth:`HttpConnector.request`. Raises
+        ``ToolError(code="tls_verify_failed")`` (nothing was sent) when the API server's
+        certificate does not verify, naming OpenSSL's reason (``certificate has expired``,
+        ``IP address mismatch``, ``unable to get local issuer certificate``) and the trust
+        it was checked against (``KUBE_CA_CERT``'s file, or the system's).
         """
         try:
-            return await super().request(
-                ctx,
-                method,
-                path,
-                params=params,
-                json=json,
-                data=data,
-                content=content,
-                headers=headers,
-                write=write,
-                ok_statuses=ok_statuses,
-            )
+            return await super().request(ctx, method, path, **options)
         except ToolError as exc:
             if exc.code == "connect" and "CERTIFICATE_VERIFY_FAILED" in str(exc):
                 raise self._tls_refused(method, path, str(exc)) from None
