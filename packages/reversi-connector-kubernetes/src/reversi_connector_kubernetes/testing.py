@@ -30,24 +30,25 @@ compensation must not overwrite.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
 )
 
 from ._fake import DEFAULT_IMAGE, PATCH_TYPES, FakeKubernetes, request_attributes
+from ._live import LIVE_DEPLOYMENT_VARIABLE, LIVE_NAMESPACE_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from ._rbac import RBAC, Rule, role
 from .connector import KubernetesConnector
 
@@ -58,10 +59,10 @@ __all__ = [
     "EXAMPLES",
     "FAILURES",
     "LIMIT",
+    "LIVE",
     "NAMESPACE",
     "PATCH_TYPES",
     "RBAC",
-    "ConcurrentChange",
     "FakeKubernetes",
     "Rule",
     "certification_fixture",
@@ -80,23 +81,6 @@ NAMESPACE = "default"
 
 LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
-
-
-@dataclasses.dataclass(frozen=True)
-class _ConcurrentChange:
-    """A later change someone made through the backend, and how to take it back.
-
-    ``what`` is words the compensation's failure reason must contain; ``revert`` puts
-    back what the forward call produced (the person undoing their edit). The same shape
-    as ``reversi_core.testing.ConcurrentChange`` (used instead once core has it).
-    """
-
-    what: str
-    revert: Callable[[], None]
-
-
-ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
-"""``reversi_core.testing.ConcurrentChange`` when core has it, else this module's twin."""
 
 
 def seed_example(fake: FakeKubernetes) -> None:
@@ -280,7 +264,7 @@ DEPENDENCIES: list[Dependency] = [
 
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """The later change a restoring compensation must not overwrite, made through the fake.
 
     After ``kubernetes.scale_deployment``: the deployment is scaled by someone else to two
@@ -288,7 +272,7 @@ def concurrent_change(
     it back to the call's count. After ``kubernetes.create_configmap``: someone edits the
     config map's data (``what``: ``was changed since it was created``); ``revert`` puts
     the data the call wrote back. ``None`` for any other tool. Returns a
-    :data:`ConcurrentChange`.
+    :class:`reversi_core.testing.ConcurrentChange`.
     """
     fake = _fake(server)
     namespace, name = args["namespace"], args["name"]
@@ -310,17 +294,26 @@ def concurrent_change(
     return None
 
 
+LIVE = LiveScenario(
+    name="scale-and-configmap",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_NAMESPACE_VARIABLE: NAMESPACE, LIVE_DEPLOYMENT_VARIABLE: "web"},
+)
+"""kubernetes's live scenario (:mod:`reversi_connector_kubernetes._live`): ``nox -s live --
+kubernetes`` runs it against a cluster; against the fake it scales :data:`NAMESPACE`'s
+deployment ``web``."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The kubernetes connector's declaration for the certification suite (docs/certification-guide.md).
 
     The fake is served over HTTPS and the connector trusts its CA through ``ca_cert``
     (``KUBE_CA_CERT`` for a process started by hand), so every check runs over a real
-    TLS handshake. It also declares ``concurrent_change`` (every restoring compensation
-    refuses to overwrite a later change) when the core's fixture model has that field.
+    TLS handshake. Both restoring compensations refuse to overwrite a later change
+    (:func:`concurrent_change`), and its live scenario is :data:`LIVE`.
     """
-    extra: dict[str, Any] = {}
-    if "concurrent_change" in {f.name for f in dataclasses.fields(CertificationFixture)}:
-        extra = {"concurrent_change": concurrent_change, "restores_nothing": {}}
     return CertificationFixture(
         backend_summary="its fake of the Kubernetes API over TLS, faults and RBAC included",
         command_line=lambda server: (
@@ -341,5 +334,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         dependencies=DEPENDENCIES,
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
-        **extra,
+        concurrent_change=concurrent_change,
+        live=LIVE,
     )
