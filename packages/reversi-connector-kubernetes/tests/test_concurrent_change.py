@@ -1,12 +1,14 @@
 """No compensation overwrites a change someone made after the call: the race, through the engine.
 
-Each restoring compensation is driven as the coming ``concurrent_change`` certification
-check drives it, with this package's :func:`~reversi_connector_kubernetes.testing.concurrent_change`:
+Each restoring compensation is driven as the ``concurrent_change`` certification check
+drives it, with this package's :func:`~reversi_connector_kubernetes.testing.concurrent_change`:
 forward call, a change through the fake, rollback (``compensation_failed``, the reason
 naming the change, the change kept); the change reverted, rollback again (complete, the
-backend as before). Then the cases around it: a deployment deleted and created anew, a
-config map replaced by another of the same name, a scale that lands between the undo's
-read and its write, and two scales of one deployment in one run.
+backend as before); or, instead of reverting, a person's ``--overwrite`` of that step
+(``Run.allow_overwrite``), after which the undo overwrites the change. Then the cases
+around it: a deployment deleted and created anew, a config map replaced by another of
+the same name, a scale that lands between the undo's read and its write, and two scales
+of one deployment in one run.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import pytest
 from reversi_connector_kubernetes import KubernetesConnector
 from reversi_connector_kubernetes.testing import FakeKubernetes, concurrent_change, seed_example
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.journal import RollbackState
 from reversi_core.testing import FakeRequest, FakeResponse, FakeServer
 
@@ -56,13 +59,35 @@ async def test_a_later_change_is_not_overwritten_until_it_is_reverted(
         assert not first.complete
         assert state is RollbackState.COMPENSATION_FAILED
         assert change.what in reason
-        assert "docs/connectors/kubernetes.md says how to force the undo" in reason
+        assert "to undo it anyway: reversi rollback RUN --overwrite STEP" in reason
         assert fake.snapshot() == changed  # their change is still there
 
         change.revert()
         second = await run.rollback(compensate=compensator_for([k8s]))
         assert second.complete, second.to_json()
         assert fake.snapshot() == before
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("tool", sorted(FORWARD))
+async def test_a_person_s_overwrite_lets_the_undo_replace_the_later_change(
+    tool: str, k8s: KubernetesConnector, fake: FakeKubernetes, server: FakeServer, tmp_path: Path
+) -> None:
+    before = fake.snapshot()
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = _run(k8s, journal)
+        seq, result = await run.call(tool, FORWARD[tool])
+        concurrent_change(server, tool, FORWARD[tool], result)
+        refused = await run.rollback(compensate=compensator_for([k8s]))
+        assert _state(refused, seq)[0] is RollbackState.COMPENSATION_FAILED
+        run.allow_overwrite(seq, by="an operator")
+        server.clear_requests()
+        forced = await run.rollback(compensate=compensator_for([k8s]))
+    assert forced.complete, forced.to_json()
+    assert fake.snapshot() == before  # their scale, their edit: overwritten, as decided
+    write = next(r for r in server.requests if r.method in ("PATCH", "DELETE"))
+    sent = write.json["metadata"] if write.method == "PATCH" else write.json["preconditions"]
+    assert sent["resourceVersion"]  # still no blind write: the version just read
 
 
 @pytest.mark.anyio
@@ -75,9 +100,12 @@ async def test_a_deployment_created_anew_under_the_same_name_is_not_scaled(
         fake.recreate_deployment("default", "web")
         report = await run.rollback(compensate=compensator_for([k8s]))
         state, reason = _state(report, seq)
-    assert state is RollbackState.COMPENSATION_FAILED
-    assert "it was deleted and created again since (uid" in reason
-    assert fake.snapshot()["deployments"]["default/web"]["replicas"] == 5
+        assert state is RollbackState.COMPENSATION_FAILED
+        assert "it was deleted and created again since (uid" in reason
+        assert fake.snapshot()["deployments"]["default/web"]["replicas"] == 5
+        run.allow_overwrite(seq, by="an operator")  # the new one is to be scaled back too
+        assert (await run.rollback(compensate=compensator_for([k8s]))).complete
+    assert fake.snapshot()["deployments"]["default/web"]["replicas"] == 3
 
 
 @pytest.mark.anyio
@@ -86,14 +114,21 @@ async def test_a_config_map_that_took_the_name_later_is_left_alone(
 ) -> None:
     with SQLiteJournal.open(tmp_path / "data") as journal:
         run = _run(k8s, journal)
-        await run.call("kubernetes.create_configmap", FORWARD["kubernetes.create_configmap"])
+        _, made = await run.call("kubernetes.create_configmap", FORWARD["kubernetes.create_configmap"])
         fake.replace_configmap("default", "agent-notes")
         theirs = fake.object("configmaps", "default", "agent-notes")
         server.clear_requests()
         report = await run.rollback(compensate=compensator_for([k8s]))
-    assert report.complete
+        assert report.complete
+        assert fake.object("configmaps", "default", "agent-notes") == theirs
+        assert [r.method for r in server.requests] == ["GET"]  # no DELETE was sent
+        # a person's overwrite is about what the call made: another uid's config map stays
+        forced = await k8s.call(
+            "kubernetes.delete_configmap", {**NS, "name": "agent-notes", "uid": made["uid"]},
+            CallContext(compensation=True, overwrite=True),
+        )
+    assert (forced["deleted"], forced["replaced"]) == (False, True)
     assert fake.object("configmaps", "default", "agent-notes") == theirs
-    assert [r.method for r in server.requests] == ["GET"]  # no DELETE was sent
 
 
 class _ScaledRightAfterTheRead(FakeKubernetes):

@@ -15,10 +15,22 @@ from typing import Any
 import pytest
 
 from reversi_connector_kubernetes import KubernetesConnector
-from reversi_connector_kubernetes.testing import LIVE, FakeKubernetes, seed_example
+from reversi_connector_kubernetes.testing import (
+    LIVE,
+    LIVE_TOOLS,
+    RBAC,
+    FakeKubernetes,
+    seed_example,
+)
 from reversi_core.connector import CallContext
 from reversi_core.http import HttpResponse
-from reversi_core.testing import CassetteMismatch, FakeServer, LiveCheckFailed, replay_cassette, run_live
+from reversi_core.testing import (
+    CassetteMismatch,
+    FakeServer,
+    LiveCheckFailed,
+    replay_cassette,
+    run_live,
+)
 
 CASSETTE = Path(__file__).resolve().parent / "cassettes" / f"{LIVE.name}.yaml"
 TOKEN = "kube-liveScenarioToken-0123456789abcdef"
@@ -56,6 +68,18 @@ async def test_the_scenario_leaves_the_cluster_as_it_was(tmp_path: Path) -> None
     assert set(deletes[0]["preconditions"]) == {"uid", "resourceVersion"}
     assert any(line.startswith("scaled deployment default/web to 4; created config map "
                                "reversi-live-") for line in lines), lines
+
+
+@pytest.mark.anyio
+async def test_the_role_of_the_scenario_s_tools_is_enough_for_it(tmp_path: Path) -> None:
+    """The Role docs/connectors/kubernetes.md gives the live token (role(LIVE_TOOLS)) suffices."""
+    fake = FakeKubernetes(token="kube-admin-token-notTheLiveOne-0000",
+                          grants={TOKEN: [r for t in LIVE_TOOLS for r in RBAC[t]]})
+    seed_example(fake)
+    with FakeServer(fake, tls=True) as server:
+        outcome = await run_live(KubernetesConnector, LIVE, _environ(server), data_dir=tmp_path,
+                                 log=lambda _line: None)
+    assert outcome.steps == 2
 
 
 @pytest.mark.anyio

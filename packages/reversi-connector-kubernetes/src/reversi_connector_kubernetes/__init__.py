@@ -12,7 +12,7 @@ from .__about__ import __version__
 from ._errors import ERRORS, reason_code
 from ._rbac import RBAC, Rule, role
 from .connector import (
-    CONCURRENT_CHANGE,
+    CHANGED_SINCE,
     MERGE_PATCH,
     RESTARTED_AT,
     STRATEGIC_MERGE_PATCH,
@@ -21,7 +21,7 @@ from .connector import (
 )
 
 __all__ = [
-    "CONCURRENT_CHANGE",
+    "CHANGED_SINCE",
     "ERRORS",
     "MERGE_PATCH",
     "RBAC",

@@ -24,6 +24,7 @@ __all__ = [
     "LIVE_DEPLOYMENT_VARIABLE",
     "LIVE_NAMESPACE_VARIABLE",
     "LIVE_SUMMARY",
+    "LIVE_TOOLS",
     "LIVE_VARIABLES",
     "live_scenario",
 ]
@@ -33,6 +34,17 @@ LIVE_NAMESPACE_VARIABLE = "REVERSI_LIVE_KUBE_NAMESPACE"
 
 LIVE_DEPLOYMENT_VARIABLE = "REVERSI_LIVE_KUBE_DEPLOYMENT"
 """The deployment of that namespace the scenario scales up by one and back."""
+
+
+LIVE_TOOLS = (
+    "kubernetes.get_deployment",
+    "kubernetes.list_pods",
+    "kubernetes.scale_deployment",
+    "kubernetes.restore_replicas",
+    "kubernetes.create_configmap",
+    "kubernetes.delete_configmap",
+)
+"""The tools the scenario calls: ``role(LIVE_TOOLS)`` is the Role its token needs."""
 
 
 async def live_scenario(live: LiveContext) -> None:

@@ -22,8 +22,9 @@ set (and is the same deployment, by uid), and sends the resourceVersion it read 
 precondition; delete_configmap deletes only the config map the call created (uid) and only
 while its data and labels are those the call wrote (a content hash), with the uid and the
 resourceVersion it read as preconditions. Otherwise they fail with
-``ToolError(code="concurrent_change")`` naming what changed (docs/connectors/kubernetes.md
-says how a person can still force the undo).
+``ToolError(code="changed_since")`` naming what changed, unless a person allowed that
+step's undo to overwrite it (``reversi rollback RUN --overwrite STEP``, which the
+compensation sees as ``CallContext.overwrite``; docs/engine.md, RB-10).
 """
 
 from __future__ import annotations
@@ -81,7 +82,7 @@ if TYPE_CHECKING:
     import os
 
 __all__ = [
-    "CONCURRENT_CHANGE",
+    "CHANGED_SINCE",
     "MERGE_PATCH",
     "RESTARTED_AT",
     "STRATEGIC_MERGE_PATCH",
@@ -98,8 +99,9 @@ MERGE_PATCH = "application/merge-patch+json"
 STRATEGIC_MERGE_PATCH = "application/strategic-merge-patch+json"
 """The patch type ``kubectl rollout restart`` sends; rollout_restart sends the same."""
 
-CONCURRENT_CHANGE = "concurrent_change"
-"""The code of a compensation that refuses to overwrite a change made after its call."""
+CHANGED_SINCE = "changed_since"
+"""The code of a compensation that refuses to overwrite a change made after its call
+(the code fs, postgres and github use too)."""
 
 _DEPLOYMENTS = "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/deployment-v1/"
 _PODS = "https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/"
@@ -111,7 +113,7 @@ _SCALE = _DEPLOYMENT + "/scale"
 _CONFIGMAP = "/api/v1/namespaces/{namespace}/configmaps/{name}"
 _POD = "/api/v1/namespaces/{namespace}/pods/{name}"
 
-_FORCE = "docs/connectors/kubernetes.md says how to force the undo"
+_FORCE = "to undo it anyway: reversi rollback RUN --overwrite STEP (docs/engine.md)"
 
 _SAME_DEPLOYMENT = Requirement(
     tool="kubernetes.scale_deployment",
@@ -650,39 +652,43 @@ class KubernetesConnector(HttpConnector):
         ``replicas`` already, nothing is written (``restored`` false). When it has another
         count than ``expected_replicas`` (the one scale_deployment set: an autoscaler or a
         person scaled it since), or its uid is not ``uid`` (it was deleted and created
-        anew), nothing is changed and the call fails with code ``concurrent_change``,
+        anew), nothing is changed and the call fails with code ``changed_since``,
         naming the count it has now. Otherwise it sets ``replicas`` with a JSON merge
         patch carrying the uid and the resourceVersion it read
         (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/deployment-v1/#patch-partially-update-scale-of-the-specified-deployment),
         so a scale made between the read and the write fails it with 409 ``conflict``
-        (run it again). Returns ``{"namespace", "name", "replicas", "restored"}``. RBAC:
+        (run it again). When a person allowed this step's undo to overwrite
+        (``ctx.overwrite``: ``reversi rollback RUN --overwrite STEP``, docs/engine.md),
+        neither the count nor the uid is compared: the deployment of that name gets
+        ``replicas`` back, with the uid and resourceVersion just read as preconditions.
+        Returns ``{"namespace", "name", "replicas", "restored"}``. RBAC:
         ``get`` and ``patch`` on ``deployments/scale``. Raises ``ToolError``: code
-        ``concurrent_change``; 404 ``not_found`` (the deployment is gone: nothing to
+        ``changed_since``; 404 ``not_found`` (the deployment is gone: nothing to
         restore); 409 ``conflict``; 401, 403, ``rate_limited``; ``EffectUncertainError``
         when the patch's answer was lost.
         """
         where = f"deployment {args.namespace}/{args.name}"
         current = await self._read_scale(ctx, args.namespace, args.name)
-        if current["uid"] != args.uid:
+        if current["uid"] != args.uid and not ctx.overwrite:
             raise ToolError(
                 f"kubernetes: {where} is not the one that was scaled: it was deleted and created "
                 f"again since (uid {current['uid']}, not {args.uid}); not scaling the new one "
                 f"({_FORCE})",
-                code=CONCURRENT_CHANGE,
+                code=CHANGED_SINCE,
             )
         done = {"namespace": args.namespace, "name": args.name, "replicas": current["replicas"]}
         if current["replicas"] == args.replicas:
             return {**done, "restored": False}
-        if current["replicas"] != args.expected_replicas:
+        if current["replicas"] != args.expected_replicas and not ctx.overwrite:
             raise ToolError(
                 f"kubernetes: {where} now has {current['replicas']} replicas, not the "
                 f"{args.expected_replicas} that kubernetes.scale_deployment set: someone (an "
                 f"autoscaler or a person) scaled it since, so it is not put back to "
                 f"{args.replicas} ({_FORCE})",
-                code=CONCURRENT_CHANGE,
+                code=CHANGED_SINCE,
             )
         patch = {
-            "metadata": {"uid": args.uid, "resourceVersion": current["resource_version"]},
+            "metadata": {"uid": current["uid"], "resourceVersion": current["resource_version"]},
             "spec": {"replicas": args.replicas},
         }
         await self._patch(
@@ -704,15 +710,18 @@ class KubernetesConnector(HttpConnector):
         (``replaced`` true): both leave everything as it is, with ``deleted`` false. When
         ``content_hash`` is given and its data or labels are no longer those the run's
         create_configmap wrote, nothing is deleted and the call fails with code
-        ``concurrent_change``. Otherwise it deletes with ``DeleteOptions`` preconditions on
+        ``changed_since``. Otherwise it deletes with ``DeleteOptions`` preconditions on
         the uid and the resourceVersion it read
         (``DELETE``, https://kubernetes.io/docs/reference/kubernetes-api/config-and-storage-resources/config-map-v1/#delete-delete-a-configmap,
         https://kubernetes.io/docs/reference/kubernetes-api/common-definitions/delete-options/),
         so an edit, or a new config map of the same name, arriving between the read and the
         delete is not deleted: the API server answers 409 ``conflict`` (run it again) and
-        a 404 counts as gone. Returns ``{"namespace", "name", "uid", "deleted",
-        "replaced"}``. RBAC: ``get`` and ``delete`` on ``configmaps``. Raises ``ToolError``:
-        code ``concurrent_change``; 409 ``conflict``; 401, 403 ``forbidden``,
+        a 404 counts as gone. When a person allowed this step's undo to overwrite
+        (``ctx.overwrite``: ``reversi rollback RUN --overwrite STEP``, docs/engine.md),
+        an edited config map of ``uid`` is deleted all the same; one of another uid is
+        still left alone (it is not the one the call created). Returns ``{"namespace",
+        "name", "uid", "deleted", "replaced"}``. RBAC: ``get`` and ``delete`` on ``configmaps``. Raises ``ToolError``:
+        code ``changed_since``; 409 ``conflict``; 401, 403 ``forbidden``,
         ``rate_limited``, 5xx naming the status; ``EffectUncertainError`` when the delete's
         answer was lost.
         """
@@ -725,13 +734,14 @@ class KubernetesConnector(HttpConnector):
         meta = _meta(configmap)
         if meta.get("uid") != args.uid:
             return {**done, "deleted": False, "replaced": True}
-        if args.content_hash is not None and content_hash(configmap) != args.content_hash:
+        edited = args.content_hash is not None and content_hash(configmap) != args.content_hash
+        if edited and not ctx.overwrite:
             raise ToolError(
                 f"kubernetes: config map {args.namespace}/{args.name} was changed since it was "
                 "created: its data or labels are no longer what kubernetes.create_configmap "
                 f"wrote (resourceVersion {meta.get('resourceVersion')}); not deleting someone "
                 f"else's edit ({_FORCE})",
-                code=CONCURRENT_CHANGE,
+                code=CHANGED_SINCE,
             )
         preconditions = {"uid": args.uid}
         if isinstance(meta.get("resourceVersion"), str):

@@ -30,7 +30,7 @@ compensation must not overwrite.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,14 @@ from reversi_core.testing import (
 )
 
 from ._fake import DEFAULT_IMAGE, PATCH_TYPES, FakeKubernetes, request_attributes
-from ._live import LIVE_DEPLOYMENT_VARIABLE, LIVE_NAMESPACE_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
+from ._live import (
+    LIVE_DEPLOYMENT_VARIABLE,
+    LIVE_NAMESPACE_VARIABLE,
+    LIVE_SUMMARY,
+    LIVE_TOOLS,
+    LIVE_VARIABLES,
+    live_scenario,
+)
 from ._rbac import RBAC, Rule, role
 from .connector import KubernetesConnector
 
@@ -60,6 +67,7 @@ __all__ = [
     "FAILURES",
     "LIMIT",
     "LIVE",
+    "LIVE_TOOLS",
     "NAMESPACE",
     "PATCH_TYPES",
     "RBAC",
@@ -247,9 +255,9 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure(_pod_of_another_uid, code="conflict", status=409),
     ],
     "kubernetes.restore_replicas": [
-        Failure(_restore_after_someone_scaled, code="concurrent_change"),
+        Failure(_restore_after_someone_scaled, code="changed_since"),
     ],
-    "kubernetes.delete_configmap": [Failure(_delete_edited, code="concurrent_change")],
+    "kubernetes.delete_configmap": [Failure(_delete_edited, code="changed_since")],
 }
 """Calls the API server (or the connector's concurrent-change rule) turns down, with their codes."""
 
