@@ -398,6 +398,12 @@ class FakeKubernetes(VendorFake):
             raise KeyError(f"no {resource} {namespace}/{name} in the fake")
         return found
 
+    def _read(self, resource: str, request: FakeRequest) -> FakeResponse:
+        """200 with a copy of the object the path names, or 404 naming it."""
+        p = request.path_params
+        obj = self.store.get(resource, p["namespace"], p["name"])
+        return FakeResponse(200, json=copy.deepcopy(obj)) if obj is not None else self._missing(resource, p["name"])
+
     def _missing(self, resource: str, name: str) -> FakeResponse:
         kind = resource.split("/")[0]
         return self.status(
@@ -519,11 +525,7 @@ class FakeKubernetes(VendorFake):
     @vendor_route("GET", _DEPLOYMENT, docs=f"{_DEPLOYMENT_DOCS}#get-read-the-specified-deployment")
     def read_deployment(self, request: FakeRequest) -> FakeResponse:
         """200 with the Deployment, 404."""
-        p = request.path_params
-        obj = self.store.get("deployments", p["namespace"], p["name"])
-        if obj is None:
-            return self._missing("deployments", p["name"])
-        return FakeResponse(200, json=copy.deepcopy(obj))
+        return self._read("deployments", request)
 
     @vendor_route("PATCH", _DEPLOYMENT, body="json",
                   docs=f"{_DEPLOYMENT_DOCS}#patch-partially-update-the-specified-deployment")
@@ -659,9 +661,7 @@ class FakeKubernetes(VendorFake):
                   docs=f"{_POD_DOCS}#get-read-the-specified-pod")
     def read_pod(self, request: FakeRequest) -> FakeResponse:
         """200 with the Pod, 404."""
-        p = request.path_params
-        obj = self.store.get("pods", p["namespace"], p["name"])
-        return FakeResponse(200, json=copy.deepcopy(obj)) if obj is not None else self._missing("pods", p["name"])
+        return self._read("pods", request)
 
     @vendor_route("DELETE", "/api/v1/namespaces/{namespace}/pods/{name}", body="json",
                   docs=f"{_POD_DOCS}#delete-delete-a-pod")
@@ -723,9 +723,7 @@ class FakeKubernetes(VendorFake):
                   docs=f"{_CONFIGMAP_DOCS}#get-read-the-specified-configmap")
     def read_configmap(self, request: FakeRequest) -> FakeResponse:
         """200 with the ConfigMap, 404."""
-        p = request.path_params
-        obj = self.store.get("configmaps", p["namespace"], p["name"])
-        return FakeResponse(200, json=copy.deepcopy(obj)) if obj is not None else self._missing("configmaps", p["name"])
+        return self._read("configmaps", request)
 
     @vendor_route("DELETE", "/api/v1/namespaces/{namespace}/configmaps/{name}", body="json",
                   docs=f"{_CONFIGMAP_DOCS}#delete-delete-a-configmap")
