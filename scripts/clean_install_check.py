@@ -62,6 +62,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reversi_core.connector import available_connectors, load_connector_class
+from reversi_core.manifest import Compensation, MappingFailed, evaluate_argument_map
 from reversi_core.testing import ExampleCalls, load_fixture
 
 BIN = Path(sys.executable).parent
@@ -271,17 +272,6 @@ def closed_port(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def resolve(path: str, args: dict[str, Any], result: dict[str, Any]) -> Any:
-    """A manifest argument_map source (``args.path``, ``result.backup``) to its value."""
-    head, _, rest = path.partition(".")
-    expect(head in ("args", "result"), f"argument_map source {path!r} is not args.* or result.*")
-    value: Any = args if head == "args" else result
-    for part in rest.split("."):
-        expect(isinstance(value, dict) and part in value, f"{path!r} not found in {value!r}")
-        value = value[part]
-    return value
-
-
 def compensation_call(tool: str, args: dict[str, Any], step_number: int = 1) -> str:
     return json.dumps(
         {
@@ -337,6 +327,23 @@ def connector_variables(name: str) -> list[str]:
     """Every environment variable the connector reads, its credential first."""
     cls = load_connector_class(name)
     return [v for v in dict.fromkeys([cls.credential_env, *cls.env_vars]) if v]
+
+
+def stand_ins(name: str) -> dict[str, str]:
+    """Values for the variables the connector needs to be built, reaching nothing: the
+    credential and every required setting :data:`PROBE_SECRET`, except the base URL's
+    setting of an HTTP connector, a closed port on 127.0.0.1 over https (kubernetes's
+    ``KUBE_API_SERVER`` is both its credential variable and its base URL)."""
+    from reversi_core.http import HttpConnector
+
+    cls = load_connector_class(name)
+    env = {cls.credential_env: PROBE_SECRET} if cls.credential_env else {}
+    if issubclass(cls, HttpConnector):
+        for setting in cls.settings:
+            if setting.required and setting.default is None:
+                base = setting.option == cls.base.option
+                env[setting.env] = "https://127.0.0.1:9" if base else PROBE_SECRET
+    return env
 
 
 def without(variables: list[str]) -> dict[str, str]:
@@ -395,10 +402,7 @@ def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], probe
     bare = without(variables)
     wanted = sorted(m["name"] for m in manifests)
     if probe is None:  # stand-ins: the handshake needs no backend
-        env = dict(bare)
-        cls = load_connector_class(name)
-        if cls.credential_env:
-            env[cls.credential_env] = PROBE_SECRET
+        env = dict(bare, **stand_ins(name))
         served = anyio.run(serve_session, name, [], env, None)
         step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
         expect(served.tools == wanted, f"tools/list gives {served.tools}, the manifests {wanted}")
@@ -427,7 +431,11 @@ def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], probe
     step(f"serve {name}: {tool} through MCP succeeded and changed the backend")
     compensation = {m["name"]: m for m in manifests}[tool]["compensation"]
     undo = compensation["tool"]
-    undo_args = {k: resolve(v, args, result) for k, v in compensation["argument_map"].items()}
+    # the engine's own evaluation of the map: args.*, result.* and {"const": value} sources
+    try:
+        undo_args = evaluate_argument_map(Compensation.model_validate(compensation), args, result)
+    except MappingFailed as exc:
+        raise ProbeFailure(f"{tool}'s argument map: {exc}") from None
     residue = fixture.residue.get(tool)
     normalise = residue.normalise if residue is not None else (lambda value: value)
     for attempt in ("", " again (idempotent)"):
