@@ -329,6 +329,23 @@ def connector_variables(name: str) -> list[str]:
     return [v for v in dict.fromkeys([cls.credential_env, *cls.env_vars]) if v]
 
 
+def stand_ins(name: str) -> dict[str, str]:
+    """Values for the variables the connector needs to be built, reaching nothing: the
+    credential and every required setting :data:`PROBE_SECRET`, except the base URL's
+    setting of an HTTP connector, a closed port on 127.0.0.1 over https (kubernetes's
+    ``KUBE_API_SERVER`` is both its credential variable and its base URL)."""
+    from reversi_core.http import HttpConnector
+
+    cls = load_connector_class(name)
+    env = {cls.credential_env: PROBE_SECRET} if cls.credential_env else {}
+    if issubclass(cls, HttpConnector):
+        for setting in cls.settings:
+            if setting.required and setting.default is None:
+                base = setting.option == cls.base.option
+                env[setting.env] = "https://127.0.0.1:9" if base else PROBE_SECRET
+    return env
+
+
 def without(variables: list[str]) -> dict[str, str]:
     """This process's environment minus ``variables``: a developer's own credentials
     never reach the probe."""
@@ -385,10 +402,7 @@ def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], probe
     bare = without(variables)
     wanted = sorted(m["name"] for m in manifests)
     if probe is None:  # stand-ins: the handshake needs no backend
-        env = dict(bare)
-        cls = load_connector_class(name)
-        if cls.credential_env:
-            env[cls.credential_env] = PROBE_SECRET
+        env = dict(bare, **stand_ins(name))
         served = anyio.run(serve_session, name, [], env, None)
         step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
         expect(served.tools == wanted, f"tools/list gives {served.tools}, the manifests {wanted}")

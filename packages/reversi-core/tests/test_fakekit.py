@@ -383,6 +383,49 @@ def test_tls_with_a_given_ca(counter: Counter) -> None:
             assert http.get("/counter").status_code == 200
 
 
+def test_tls_serves_a_given_certificate(counter: Counter) -> None:
+    import datetime as dt
+
+    import trustme
+
+    ca = trustme.CA()
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    # a certificate for another name: the CA is trusted, the name is not the one dialled
+    other_name = ca.issue_cert("kubernetes.default.svc")
+    with FakeServer(counter.app, tls=ca, certificate=other_name) as server:
+        with httpx.Client(base_url=server.url, verify=trusting) as http, pytest.raises(
+            httpx.ConnectError, match=r"not valid for '127\.0\.0\.1'"
+        ):
+            http.get("/counter")
+        assert server.requests == []
+    # an expired certificate for the right name
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
+    expired = ca.issue_cert(
+        "127.0.0.1", not_before=past - dt.timedelta(days=30), not_after=past
+    )
+    with (
+        FakeServer(counter.app, tls=ca, certificate=expired) as server,
+        httpx.Client(base_url=server.url, verify=trusting) as http,
+        pytest.raises(httpx.ConnectError, match="certificate has expired"),
+    ):
+        http.get("/counter")
+    # a good certificate served on purpose is used as it is
+    good = ca.issue_cert("127.0.0.1")
+    with (
+        FakeServer(counter.app, tls=ca, certificate=good) as server,
+        httpx.Client(base_url=server.url, verify=trusting) as http,
+    ):
+        assert http.get("/counter").json() == {"value": 0}
+
+
+def test_a_certificate_needs_tls(counter: Counter) -> None:
+    import trustme
+
+    with pytest.raises(ValueError, match="needs tls"):
+        FakeServer(counter.app, certificate=trustme.CA().issue_cert("127.0.0.1"))
+
+
 def test_tls_helpers_need_tls(server: FakeServer) -> None:
     with pytest.raises(RuntimeError):
         server.client_ssl_context()
