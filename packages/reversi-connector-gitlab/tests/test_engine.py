@@ -38,12 +38,22 @@ async def test_a_run_is_rolled_back_notes_before_their_issue_and_branches_before
     with SQLiteJournal.open(tmp_path / "data") as journal:
         run = start(gitlab, journal)
         await run.call("gitlab.get_issue", at(issue_iid=1))
-        issue_step, issue = await run.call("gitlab.create_issue", at(title="Flaky test", labels=["bug"]))
-        note_step, note = await run.call("gitlab.add_note", at(issue_iid=issue["iid"], body="Mine."))
+        issue_step, issue = await run.call(
+            "gitlab.create_issue", at(title="Flaky test", labels=["bug"])
+        )
+        note_step, note = await run.call(
+            "gitlab.add_note", at(issue_iid=issue["iid"], body="Mine.")
+        )
         old_note_step, _ = await run.call("gitlab.add_note", at(issue_iid=1, body="Linked."))
-        base_step, base = await run.call("gitlab.create_branch", at(branch="agent/base", ref="main"))
-        child_step, child = await run.call("gitlab.create_branch", at(branch="agent/child", ref="agent/base"))
-        other_step, _ = await run.call("gitlab.create_branch", {"project": PROJECT_ID, "branch": "x", "ref": "agent/base"})
+        base_step, base = await run.call(
+            "gitlab.create_branch", at(branch="agent/base", ref="main")
+        )
+        child_step, child = await run.call(
+            "gitlab.create_branch", at(branch="agent/child", ref="agent/base")
+        )
+        other_step, _ = await run.call(
+            "gitlab.create_branch", {"project": PROJECT_ID, "branch": "x", "ref": "agent/base"}
+        )
         requires = {s.seq: s.requires for s in run.steps()}
         assert requires[note_step] == [issue_step]
         assert requires[old_note_step] == []  # issue #1 was not created by the run
@@ -54,11 +64,18 @@ async def test_a_run_is_rolled_back_notes_before_their_issue_and_branches_before
         report = await run.rollback(compensate=compensator_for([gitlab]))
         assert report.complete, report.to_json()
         order = [f"{r.method} {r.target}" for r in server.requests]
-        note_deleted = order.index(f"DELETE /api/v4/projects/acme%2Fbackend/issues/{issue['iid']}/notes/{note['id']}")
+        note_deleted = order.index(
+            f"DELETE /api/v4/projects/acme%2Fbackend/issues/{issue['iid']}/notes/{note['id']}"
+        )
         closed = order.index(f"PUT /api/v4/projects/acme%2Fbackend/issues/{issue['iid']}")
-        child_deleted = order.index("DELETE /api/v4/projects/acme%2Fbackend/repository/branches/agent%2Fchild")
-        base_deleted = order.index("DELETE /api/v4/projects/acme%2Fbackend/repository/branches/agent%2Fbase")
-        assert note_deleted < closed and child_deleted < base_deleted
+        child_deleted = order.index(
+            "DELETE /api/v4/projects/acme%2Fbackend/repository/branches/agent%2Fchild"
+        )
+        base_deleted = order.index(
+            "DELETE /api/v4/projects/acme%2Fbackend/repository/branches/agent%2Fbase"
+        )
+        assert note_deleted < closed
+        assert child_deleted < base_deleted
         assert child["sha"] == base["sha"]
 
         after = fake.snapshot()["projects"][PROJECT]
@@ -76,8 +93,12 @@ async def test_a_child_branch_that_cannot_be_deleted_keeps_its_base(
     with SQLiteJournal.open(tmp_path / "data") as journal:
         run = start(gitlab, journal)
         base_step, _ = await run.call("gitlab.create_branch", at(branch="agent/base", ref="main"))
-        child_step, _ = await run.call("gitlab.create_branch", at(branch="agent/child", ref="agent/base"))
-        server.faults.add(Fault.status(500), method="GET", times=1)  # the child's read before deleting
+        child_step, _ = await run.call(
+            "gitlab.create_branch", at(branch="agent/child", ref="agent/base")
+        )
+        server.faults.add(
+            Fault.status(500), method="GET", times=1
+        )  # the child's read before deleting
         first = await run.rollback(compensate=compensator_for([gitlab]))
         by_seq = {s.seq: s for s in first.steps}
         assert by_seq[child_step].rollback_state is RollbackState.COMPENSATION_FAILED
@@ -123,7 +144,9 @@ async def test_an_undo_never_overwrites_a_later_change_and_completes_once_it_is_
         assert fake.snapshot() == before
 
 
-async def test_every_undoable_tool_is_raced_or_restores_nothing(fake: FakeGitLab, server: FakeServer) -> None:
+async def test_every_undoable_tool_is_raced_or_restores_nothing(
+    fake: FakeGitLab, server: FakeServer
+) -> None:
     """Each reversible tool has a concurrent change, or a reason in RESTORES_NOTHING; not both."""
     manifests = GitlabConnector.manifests()
     undoable = {m.name for m in manifests if m.effect in (Effect.REVERSIBLE, Effect.COMPENSABLE)}

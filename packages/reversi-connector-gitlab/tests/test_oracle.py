@@ -57,7 +57,11 @@ def _is(kind: type, attr: str) -> Callable[[Any], str | None]:
 
     def check(obj: Any) -> str | None:
         value = getattr(obj, attr, None)
-        return None if isinstance(value, kind) and not isinstance(value, bool) else f"{attr} is {value!r}"
+        return (
+            None
+            if isinstance(value, kind) and not isinstance(value, bool)
+            else f"{attr} is {value!r}"
+        )
 
     return check
 
@@ -65,7 +69,9 @@ def _is(kind: type, attr: str) -> Callable[[Any], str | None]:
 def _issue(obj: Any) -> str | None:
     if not isinstance(obj, gitlab.v4.objects.ProjectIssue):
         return f"not a ProjectIssue: {obj!r}"
-    problems = [p for p in (_is(int, "iid")(obj), _is(int, "project_id")(obj), _is(str, "state")(obj)) if p]
+    problems = [
+        p for p in (_is(int, "iid")(obj), _is(int, "project_id")(obj), _is(str, "state")(obj)) if p
+    ]
     if obj.get_id() != getattr(obj, "iid", None):
         problems.append("get_id() is not the iid")
     return "; ".join(problems) or None
@@ -98,7 +104,9 @@ def _closed(gl: gitlab.Gitlab) -> Any:
 
 
 def _new_note(gl: gitlab.Gitlab) -> Any:
-    issue = gl.projects.get(PROJECT, lazy=True).issues.get(1)  # the note manager needs its attributes
+    issue = gl.projects.get(PROJECT, lazy=True).issues.get(
+        1
+    )  # the note manager needs its attributes
     return issue.notes.create({"body": "from python-gitlab"})
 
 
@@ -126,8 +134,16 @@ STEPS: list[Step] = [
     Step("get an issue", lambda gl: _project()(gl).issues.get(1), _issue),
     Step("get an issue by ID", lambda gl: gl.projects.get(42, lazy=True).issues.get(2), _issue),
     Step("get an issue of a nested project", lambda gl: _project(NESTED)(gl).issues.get(1), _issue),
-    Step("create an issue", lambda gl: _project()(gl).issues.create({"title": "x", "labels": "bug,new"}), _issue),
-    Step("close an issue", _closed, lambda obj: _issue(obj) or (None if obj.state == "closed" else obj.state)),
+    Step(
+        "create an issue",
+        lambda gl: _project()(gl).issues.create({"title": "x", "labels": "bug,new"}),
+        _issue,
+    ),
+    Step(
+        "close an issue",
+        _closed,
+        lambda obj: _issue(obj) or (None if obj.state == "closed" else obj.state),
+    ),
     Step("create a note", _new_note, _note),
     Step("get and delete a note", _note_round_trip, _note),
     Step("create, get and delete a branch", _branch_round_trip, _branch),
@@ -221,27 +237,39 @@ READ_ONLY_STEPS: list[Step] = [
 ]
 
 
-def _sdk_drive(fake_class: type[FakeGitLab] = FakeGitLab) -> tuple[list[str], list[FakeRequest], FakeGitLab]:
+def _sdk_drive(
+    fake_class: type[FakeGitLab] = FakeGitLab,
+) -> tuple[list[str], list[FakeRequest], FakeGitLab]:
     """Run :data:`STEPS` (and :data:`READ_ONLY_STEPS`) with python-gitlab; return what went wrong."""
     fake = fake_class(token=TOKEN, read_only_tokens=[READ_ONLY_TOKEN])
     seed_example(fake)
     wrong: list[str] = []
     with FakeServer(fake) as server:
         for token, steps in ((TOKEN, STEPS), (READ_ONLY_TOKEN, READ_ONLY_STEPS)):
-            gl = gitlab.Gitlab(url=server.url, private_token=token, timeout=5, retry_transient_errors=False)
+            gl = gitlab.Gitlab(
+                url=server.url, private_token=token, timeout=5, retry_transient_errors=False
+            )
             for step in steps:
                 try:
                     value = step.act(gl)
                 except gle.GitlabError as exc:
                     got = (type(exc), exc.response_code, exc.error_message)
-                    if step.refusal is None or not isinstance(exc, step.refusal[0]) or got[1:] != step.refusal[1:]:
-                        wrong.append(f"{step.name}: python-gitlab raised {type(exc).__name__}{got[1:]}")
+                    if (
+                        step.refusal is None
+                        or not isinstance(exc, step.refusal[0])
+                        or got[1:] != step.refusal[1:]
+                    ):
+                        wrong.append(
+                            f"{step.name}: python-gitlab raised {type(exc).__name__}{got[1:]}"
+                        )
                     continue
                 except (AttributeError, KeyError, TypeError) as exc:
                     wrong.append(f"{step.name}: python-gitlab could not use the answer: {exc!r}")
                     continue
                 if step.refusal is not None:
-                    wrong.append(f"{step.name}: python-gitlab accepted {value!r}, expected a refusal")
+                    wrong.append(
+                        f"{step.name}: python-gitlab accepted {value!r}, expected a refusal"
+                    )
                     continue
                 problem = step.check(value)
                 if problem:
@@ -286,7 +314,12 @@ async def _connector_drive() -> tuple[list[FakeRequest], FakeGitLab]:
             if tool == "gitlab.add_note":
                 await connector.call(
                     "gitlab.delete_note",
-                    {**at, "issue_iid": 1, "note_id": result["id"], "expected_body": result["body"]},
+                    {
+                        **at,
+                        "issue_iid": 1,
+                        "note_id": result["id"],
+                        "expected_body": result["body"],
+                    },
                 )
         await connector.aclose()
         return server.requests, fake
@@ -296,14 +329,17 @@ def test_python_gitlab_covers_every_route_the_connector_uses_with_the_same_paths
     sdk_requests, fake = _sdk_drive()[1:]
     ours, _ = anyio.run(_connector_drive)
     assert _routes(fake, ours) <= _routes(fake, sdk_requests)
-    assert len(_routes(fake, ours)) == 9  # GET/POST/PUT issue, POST/GET/DELETE note, POST/GET/DELETE branch
+    assert (
+        len(_routes(fake, ours)) == 9
+    )  # GET/POST/PUT issue, POST/GET/DELETE note, POST/GET/DELETE branch
     sdk_paths = {r.target.split("?", 1)[0] for r in sdk_requests}
     for path in (
         "/api/v4/projects/acme%2Fbackend/issues/1",
         "/api/v4/projects/acme%2Fplatform%2Finfra/issues/1",
         "/api/v4/projects/acme%2Fbackend/repository/branches/agent%2Fpy",
     ):
-        assert path in sdk_paths and path in {r.target for r in ours}
+        assert path in sdk_paths
+        assert path in {r.target for r in ours}
 
 
 # -- drift: python-gitlab fails a fake that answers in a shape GitLab does not use ------------
@@ -315,7 +351,9 @@ class IssueWithoutIid(FakeGitLab):
     def get_issue(self, request: FakeRequest) -> FakeResponse:
         answer = super().get_issue(request)
         if isinstance(answer.json, dict):
-            return dataclasses.replace(answer, json={k: v for k, v in answer.json.items() if k != "iid"})
+            return dataclasses.replace(
+                answer, json={k: v for k, v in answer.json.items() if k != "iid"}
+            )
         return answer
 
 
@@ -330,7 +368,9 @@ class NoteAsList(FakeGitLab):
 class ErrorAsDetail(FakeGitLab):
     """Errors answered as ``{"detail": ...}``, a shape GitLab does not use."""
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         return FakeResponse(status, json={"detail": message})
 
 
@@ -348,7 +388,9 @@ class IssueWithoutProjectId(FakeGitLab):
     def get_issue(self, request: FakeRequest) -> FakeResponse:
         answer = super().get_issue(request)
         if isinstance(answer.json, dict):
-            return dataclasses.replace(answer, json={k: v for k, v in answer.json.items() if k != "project_id"})
+            return dataclasses.replace(
+                answer, json={k: v for k, v in answer.json.items() if k != "project_id"}
+            )
         return answer
 
 
@@ -357,11 +399,13 @@ class IssueWithoutProjectId(FakeGitLab):
     [
         (IssueWithoutIid, "get an issue: iid is None"),
         (NoteAsList, "create a note: python-gitlab raised GitlabParsingError"),
-        (ErrorAsDetail, "a missing project: python-gitlab raised GitlabGetError(404, '{\"detail\""),
+        (ErrorAsDetail, 'a missing project: python-gitlab raised GitlabGetError(404, \'{"detail"'),
         (BranchAsText, "create, get and delete a branch: python-gitlab raised GitlabParsingError"),
         (IssueWithoutProjectId, "get an issue: project_id is 'acme%2Fbackend'"),
     ],
 )
-def test_a_fake_that_drifts_from_gitlab_fails_python_gitlab(fake_class: type[FakeGitLab], words: str) -> None:
+def test_a_fake_that_drifts_from_gitlab_fails_python_gitlab(
+    fake_class: type[FakeGitLab], words: str
+) -> None:
     wrong, _, _ = _sdk_drive(fake_class)
     assert any(w.startswith(words) for w in wrong), wrong

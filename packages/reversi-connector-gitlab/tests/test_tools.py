@@ -21,7 +21,12 @@ from reversi_connector_gitlab.testing import (
     FakeGitLab,
 )
 from reversi_core.connector import CallContext
-from reversi_core.errors import ConfigurationError, EffectUncertainError, InvalidArgumentsError, ToolError
+from reversi_core.errors import (
+    ConfigurationError,
+    EffectUncertainError,
+    InvalidArgumentsError,
+    ToolError,
+)
 from reversi_core.testing import FakeServer, Fault
 
 pytestmark = pytest.mark.anyio
@@ -70,7 +75,8 @@ async def test_the_token_travels_in_private_token_only(
     request = server.requests[-1]
     assert request.headers["private-token"] == TOKEN
     assert "authorization" not in {k.lower() for k in request.headers}
-    assert TOKEN not in request.target and TOKEN not in request.text
+    assert TOKEN not in request.target
+    assert TOKEN not in request.text
 
 
 @pytest.mark.parametrize(
@@ -86,7 +92,8 @@ async def test_a_project_is_an_id_or_a_full_path_encoded_as_one_segment(
     gitlab: GitlabConnector, server: FakeServer, project: int | str, target: str
 ) -> None:
     read = await gitlab.call("gitlab.get_issue", {"project": project, "issue_iid": 1})
-    assert read["project"] == project and read["title"] == "Crash on start"
+    assert read["project"] == project
+    assert read["title"] == "Crash on start"
     assert server.requests[-1].target == target
 
 
@@ -96,7 +103,9 @@ async def test_a_nested_path_and_a_branch_with_slashes_are_one_segment_each(
     await gitlab.call("gitlab.get_issue", {"project": NESTED, "issue_iid": 1})
     assert server.requests[-1].target == "/api/v4/projects/acme%2Fplatform%2Finfra/issues/1"
     made = await gitlab.call("gitlab.create_branch", at(branch="agent/fix/42", ref="main"))
-    await gitlab.call("gitlab.delete_branch", at(branch="agent/fix/42", expected_sha=made["sha"]), UNDO)
+    await gitlab.call(
+        "gitlab.delete_branch", at(branch="agent/fix/42", expected_sha=made["sha"]), UNDO
+    )
     assert [r.target for r in server.requests[-2:]] == [
         "/api/v4/projects/acme%2Fbackend/repository/branches/agent%2Ffix%2F42"
     ] * 2
@@ -153,7 +162,9 @@ async def test_arguments_gitlab_would_misread_are_refused_before_any_request(
     assert server.requests == []
 
 
-async def test_text_that_only_mentions_a_slash_command_is_posted(gitlab: GitlabConnector, fake: FakeGitLab) -> None:
+async def test_text_that_only_mentions_a_slash_command_is_posted(
+    gitlab: GitlabConnector, fake: FakeGitLab
+) -> None:
     body = "Paths: /usr/bin/python and `/close` in a code span; 50/50."
     made = await gitlab.call("gitlab.add_note", at(issue_iid=1, body=body))
     assert made["body"] == body
@@ -166,8 +177,12 @@ async def test_text_that_only_mentions_a_slash_command_is_posted(gitlab: GitlabC
 async def test_create_issue_sends_labels_comma_separated_and_returns_the_iid(
     gitlab: GitlabConnector, fake: FakeGitLab, server: FakeServer
 ) -> None:
-    made = await gitlab.call("gitlab.create_issue", at(title="Flaky", labels=["bug", "needs-triage", "bug"]))
-    assert made["iid"] == 3 and made["state"] == "opened" and made["labels"] == ["bug", "needs-triage"]
+    made = await gitlab.call(
+        "gitlab.create_issue", at(title="Flaky", labels=["bug", "needs-triage", "bug"])
+    )
+    assert made["iid"] == 3
+    assert made["state"] == "opened"
+    assert made["labels"] == ["bug", "needs-triage"]
     assert server.requests[-1].json == {"title": "Flaky", "labels": "bug,needs-triage"}
     assert fake.project(PROJECT).labels["needs-triage"] is True  # GitLab made it
 
@@ -182,7 +197,9 @@ async def test_close_issue_closes_once_and_again_changes_nothing(
     }
     assert server.requests[-1].json == {"state_event": "close"}
     after = fake.snapshot()
-    assert [n["body"] for n in after["projects"][PROJECT]["issues"]["1"]["notes"] if n["system"]] == ["closed"]
+    assert [
+        n["body"] for n in after["projects"][PROJECT]["issues"]["1"]["notes"] if n["system"]
+    ] == ["closed"]
     await gitlab.call("gitlab.close_issue", at(issue_iid=1), UNDO)
     assert fake.snapshot() == after
 
@@ -191,7 +208,9 @@ async def test_a_note_is_deleted_only_while_it_reads_as_the_call_left_it(
     gitlab: GitlabConnector, fake: FakeGitLab
 ) -> None:
     made = await gitlab.call("gitlab.add_note", at(issue_iid=1, body="Looking into it."))
-    fake.edit_note(PROJECT_ID, 1, made["id"], "Looking into it. (Maintainer: this is a duplicate of #9)")
+    fake.edit_note(
+        PROJECT_ID, 1, made["id"], "Looking into it. (Maintainer: this is a duplicate of #9)"
+    )
     undo = at(issue_iid=1, note_id=made["id"], expected_body=made["body"])
     with pytest.raises(ToolError) as caught:
         await gitlab.call("gitlab.delete_note", undo, UNDO)
@@ -220,7 +239,9 @@ async def test_someone_elses_note_is_refused_by_gitlab(gitlab: GitlabConnector) 
 # -- branches --------------------------------------------------------------------------------
 
 
-async def test_create_branch_returns_the_commit_it_started_at(gitlab: GitlabConnector, fake: FakeGitLab) -> None:
+async def test_create_branch_returns_the_commit_it_started_at(
+    gitlab: GitlabConnector, fake: FakeGitLab
+) -> None:
     made = await gitlab.call("gitlab.create_branch", at(branch="agent/a", ref="dev"))
     assert made == {
         "project": PROJECT,
@@ -233,7 +254,9 @@ async def test_create_branch_returns_the_commit_it_started_at(gitlab: GitlabConn
     assert fake.project(PROJECT).branches["agent/a"] == SHA_DEV
 
 
-async def test_a_branch_someone_pushed_to_is_not_deleted(gitlab: GitlabConnector, fake: FakeGitLab) -> None:
+async def test_a_branch_someone_pushed_to_is_not_deleted(
+    gitlab: GitlabConnector, fake: FakeGitLab
+) -> None:
     made = await gitlab.call("gitlab.create_branch", at(branch="agent/b", ref=SHA_FEATURE))
     pushed = fake.push(PROJECT_ID, "agent/b", "a colleague's fix")
     undo = at(branch="agent/b", expected_sha=made["sha"])
@@ -256,12 +279,16 @@ async def test_a_protected_branch_refusal_names_the_role_needed(
     assert "takes the Maintainer role" in str(caught.value)
     assert "release" in fake.project(PROJECT).branches
     fake.project(PROJECT).role = "maintainer"
-    assert (await gitlab.call("gitlab.delete_branch", at(branch="release"), UNDO))["deleted"] is True
+    assert (await gitlab.call("gitlab.delete_branch", at(branch="release"), UNDO))[
+        "deleted"
+    ] is True
 
 
 async def test_a_reporter_cannot_create_a_branch(gitlab: GitlabConnector) -> None:
     with pytest.raises(ToolError) as caught:
-        await gitlab.call("gitlab.create_branch", {"project": DOCS_PROJECT, "branch": "x", "ref": "main"})
+        await gitlab.call(
+            "gitlab.create_branch", {"project": DOCS_PROJECT, "branch": "x", "ref": "main"}
+        )
     assert (caught.value.status, caught.value.code) == (403, "forbidden")
 
 
@@ -287,14 +314,41 @@ async def test_a_read_api_token_reads_and_its_writes_are_insufficient_scope(
         (404, {"message": "404 Project Not Found"}, "project_not_found", "404 Project Not Found"),
         (404, {"error": "404 Not Found"}, "not_found", "404 Not Found"),
         (400, {"error": "title is missing"}, "bad_request", "title is missing"),
-        (400, {"message": {"title": ["can't be blank", "is too short"]}}, "validation_failed", "title: can't be blank, is too short"),
+        (
+            400,
+            {"message": {"title": ["can't be blank", "is too short"]}},
+            "validation_failed",
+            "title: can't be blank, is too short",
+        ),
         (401, {"message": "401 Unauthorized"}, "unauthorized", "401 Unauthorized"),
-        (401, {"error": "invalid_token", "error_description": "Token is expired. You can either do re-authorization or token refresh."}, "invalid_token", "Token is expired"),
-        (403, {"error": "insufficient_scope", "error_description": "The request requires higher privileges than provided by the access token.", "scope": "api"}, "insufficient_scope", "higher privileges"),
+        (
+            401,
+            {
+                "error": "invalid_token",
+                "error_description": "Token is expired. You can either do re-authorization or token refresh.",
+            },
+            "invalid_token",
+            "Token is expired",
+        ),
+        (
+            403,
+            {
+                "error": "insufficient_scope",
+                "error_description": "The request requires higher privileges than provided by the access token.",
+                "scope": "api",
+            },
+            "insufficient_scope",
+            "higher privileges",
+        ),
         (403, {"message": "403 Forbidden"}, "forbidden", "403 Forbidden"),
         (400, {"message": "Branch already exists"}, "branch_exists", "Branch already exists"),
         (400, {"message": "Invalid reference name: nope"}, "invalid_reference", "nope"),
-        (500, {"message": "500 Internal Server Error"}, "server_error", "500 Internal Server Error"),
+        (
+            500,
+            {"message": "500 Internal Server Error"},
+            "server_error",
+            "500 Internal Server Error",
+        ),
     ],
 )
 def test_both_gitlab_error_shapes_give_a_code_and_a_message(
@@ -302,7 +356,8 @@ def test_both_gitlab_error_shapes_give_a_code_and_a_message(
 ) -> None:
     got_code, message = ERRORS.classify(status, httpx.Headers({}), body)
     assert got_code == code
-    assert message is not None and words in message
+    assert message is not None
+    assert words in message
 
 
 async def test_a_rate_limit_says_when_to_try_again(
@@ -327,7 +382,9 @@ async def test_a_lost_answer_to_a_write_is_uncertain_and_not_sent_again(
     assert [i.title for i in fake.project(PROJECT).issues.values()].count("exactly once") == 1
 
 
-async def test_an_answer_without_the_branchs_commit_is_uncertain(gitlab: GitlabConnector, server: FakeServer) -> None:
+async def test_an_answer_without_the_branchs_commit_is_uncertain(
+    gitlab: GitlabConnector, server: FakeServer
+) -> None:
     server.faults.add(Fault.status(201, json={"name": "agent/c"}, apply=True), method="POST")
     with pytest.raises(EffectUncertainError, match="names no commit"):
         await gitlab.call("gitlab.create_branch", at(branch="agent/c", ref="main"))

@@ -41,7 +41,9 @@ __all__ = [
     "spec",
 ]
 
-SPEC_FILE = Path(__file__).resolve().parent / "vendor" / "slack" / "slack-web-openapi-v2-trimmed.json"
+SPEC_FILE = (
+    Path(__file__).resolve().parent / "vendor" / "slack" / "slack-web-openapi-v2-trimmed.json"
+)
 
 _METHODS_DOCS = "https://docs.slack.dev/reference/methods"
 
@@ -90,7 +92,7 @@ def spec() -> dict[str, Any]:
 def _operation(method: str) -> dict[str, Any]:
     """The operation of a Web API method (each is declared under one HTTP verb)."""
     item = spec()["paths"][f"/{method}"]
-    (verb, operation), = item.items()
+    ((verb, operation),) = item.items()
     return {"verb": verb, **operation}
 
 
@@ -123,7 +125,9 @@ def response_problems(method: str, status: int, body: Any) -> list[str]:
         for name in ("needed", "provided"):
             schema["properties"].setdefault(name, {"type": "string"})
     expected = 429 if body.get("error") == "ratelimited" else 200
-    problems = [] if status == expected else [f"{where}: {body.get('error')!r} must be HTTP {expected}"]
+    problems = (
+        [] if status == expected else [f"{where}: {body.get('error')!r} must be HTTP {expected}"]
+    )
     return problems + _validate(schema, body, where)
 
 
@@ -156,12 +160,18 @@ def request_problems(
     sent = dict(query) if location == "query" else dict(form)
     if location == "formData":
         if query:
-            problems.append(f"{where}: a POST carries its arguments in the body, not {sorted(query)}")
+            problems.append(
+                f"{where}: a POST carries its arguments in the body, not {sorted(query)}"
+            )
         kind = (content_type or "").split(";")[0].strip().lower()
         if kind not in operation.get("consumes", []):
-            problems.append(f"{where}: content type {kind!r} is not one of {operation.get('consumes')}")
+            problems.append(
+                f"{where}: content type {kind!r} is not one of {operation.get('consumes')}"
+            )
     declared = {
-        p["name"]: p for p in operation.get("parameters", []) if p["in"] == location and p["name"] != "token"
+        p["name"]: p
+        for p in operation.get("parameters", [])
+        if p["in"] == location and p["name"] != "token"
     }
     if "token" in sent:
         problems.append(f"{where}: the token must not be sent as a parameter")

@@ -13,10 +13,12 @@ from reversi_connector_slack.testing import (
     BOT_USER,
     GENERAL,
     HUMAN_MESSAGE_TS,
+    RESTORES_NOTHING,
     FakeSlack,
 )
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 from reversi_core.journal import RollbackState
+from reversi_core.manifest import Effect
 from reversi_core.testing import FakeServer, Fault
 
 pytestmark = pytest.mark.anyio
@@ -29,18 +31,23 @@ async def test_a_run_is_rolled_back_replies_and_reactions_before_their_message(
     with SQLiteJournal.open(tmp_path / "data") as journal:
         run = Run.start(journal, registry_for([slack]), executor=executor_for([slack]))
         await run.call("slack.list_channels", {})
-        post, posted = await run.call("slack.post_message", {"channel": GENERAL, "text": "Release 2.1"})
+        post, posted = await run.call(
+            "slack.post_message", {"channel": GENERAL, "text": "Release 2.1"}
+        )
         reply, replied = await run.call(
-            "slack.post_message", {"channel": GENERAL, "text": "Notes inside.", "thread_ts": posted["ts"]}
+            "slack.post_message",
+            {"channel": GENERAL, "text": "Notes inside.", "thread_ts": posted["ts"]},
         )
         react, _ = await run.call(
             "slack.add_reaction", {"channel": GENERAL, "timestamp": posted["ts"], "name": "tada"}
         )
         again, kept = await run.call(
-            "slack.add_reaction", {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"}
+            "slack.add_reaction",
+            {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"},
         )
         other, _ = await run.call(
-            "slack.add_reaction", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"}
+            "slack.add_reaction",
+            {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"},
         )
         assert kept["added"] is False
         requires = {s.seq: s.requires for s in run.steps()}
@@ -58,7 +65,8 @@ async def test_a_run_is_rolled_back_replies_and_reactions_before_their_message(
         reaction_removed = calls.index(
             ("reactions.remove", {"channel": GENERAL, "timestamp": posted["ts"], "name": "tada"})
         )
-        assert reply_deleted < parent_deleted and reaction_removed < parent_deleted
+        assert reply_deleted < parent_deleted
+        assert reaction_removed < parent_deleted
         # the reaction that was there before the run was not touched: no request names it
         assert not any(c[1].get("name") == "white_check_mark" for c in calls)
         assert fake.snapshot() == before
@@ -76,7 +84,9 @@ async def test_a_reply_that_cannot_be_deleted_keeps_its_parent_until_it_is(
             "slack.post_message", {"channel": GENERAL, "text": "Child", "thread_ts": posted["ts"]}
         )
         server.faults.add(
-            Fault.status(200, json={"ok": False, "error": "cant_delete_message"}), method="POST", times=1
+            Fault.status(200, json={"ok": False, "error": "cant_delete_message"}),
+            method="POST",
+            times=1,
         )
         first = await run.rollback(compensate=compensator_for([slack]))
         assert not first.complete
@@ -89,3 +99,14 @@ async def test_a_reply_that_cannot_be_deleted_keeps_its_parent_until_it_is(
         second = await run.rollback(compensate=compensator_for([slack]))
         assert second.complete, second.to_json()
         assert {posted["ts"], replied["ts"]}.isdisjoint(fake.channels[GENERAL].messages)
+
+
+def test_no_undo_restores_an_earlier_state() -> None:
+    """The concurrent-change declaration: every undoable tool is in RESTORES_NOTHING, with a reason."""
+    undoable = {
+        m.name
+        for m in SlackConnector.manifests()
+        if m.effect in (Effect.REVERSIBLE, Effect.COMPENSABLE)
+    }
+    assert set(RESTORES_NOTHING) == undoable == {"slack.post_message", "slack.add_reaction"}
+    assert all(len(reason.split()) >= 12 for reason in RESTORES_NOTHING.values())

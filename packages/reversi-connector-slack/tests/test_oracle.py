@@ -63,12 +63,21 @@ WRITES: list[Call] = [
     ("slack.post_message", {"channel": GENERAL, "text": "x"}),
     ("slack.add_reaction", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"}),
     ("slack.delete_message", {"channel": GENERAL, "ts": BOT_MESSAGE_TS}),
-    ("slack.remove_reaction", {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"}),
+    (
+        "slack.remove_reaction",
+        {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"},
+    ),
 ]
 MORE: list[Call] = [
-    ("slack.add_reaction", {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"}),
+    (
+        "slack.add_reaction",
+        {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"},
+    ),
     ("slack.remove_reaction", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"}),
-    ("slack.remove_reaction", {"channel": GENERAL, "timestamp": "1712345000.999999", "name": "eyes"}),
+    (
+        "slack.remove_reaction",
+        {"channel": GENERAL, "timestamp": "1712345000.999999", "name": "eyes"},
+    ),
     ("slack.delete_message", {"channel": GENERAL, "ts": "1712345000.999999"}),
     ("slack.list_channels", {"types": ["private_channel"], "limit": 1}),
 ]
@@ -133,7 +142,9 @@ def _method(request: FakeRequest) -> str:
     return request.path.rsplit("/", 1)[-1]
 
 
-def problems_of(exchanges: Sequence[Exchange], token: str = TOKEN) -> tuple[list[str], Counter[tuple[str, str]]]:
+def problems_of(
+    exchanges: Sequence[Exchange], token: str = TOKEN
+) -> tuple[list[str], Counter[tuple[str, str]]]:
     """Every problem the description finds in ``exchanges``, and which outcomes each method had."""
     problems: list[str] = []
     seen: Counter[tuple[str, str]] = Counter()
@@ -168,11 +179,23 @@ def test_every_request_and_answer_fits_slacks_description(exchanges: list[Exchan
     problems, seen = problems_of(exchanges)
     assert problems == []
     methods = {m for m, _ in seen}
-    assert methods == {"conversations.list", "chat.postMessage", "chat.delete", "reactions.add", "reactions.remove"}
+    assert methods == {
+        "conversations.list",
+        "chat.postMessage",
+        "chat.delete",
+        "reactions.add",
+        "reactions.remove",
+    }
     for method in methods:  # each method was checked with a success and a refusal
         assert seen[(method, "ok")] > 0, method
         assert any(outcome != "ok" for m, outcome in seen if m == method), method
-    for outcome in ("already_reacted", "no_reaction", "message_not_found", "missing_scope", "invalid_auth"):
+    for outcome in (
+        "already_reacted",
+        "no_reaction",
+        "message_not_found",
+        "missing_scope",
+        "invalid_auth",
+    ):
         assert any(o == outcome for _, o in seen), outcome
     assert seen[("chat.postMessage", "ratelimited")] == 1
 
@@ -235,10 +258,15 @@ class ExtraField(FakeSlack):
         (TsAsNumber, "chat.postMessage -> 200: ts:"),
         (InventedCode, "chat.delete -> 200: error: 'not_your_message' is not one of"),
         (ChannelsAsObject, "conversations.list -> 200: channels:"),
-        (ExtraField, "reactions.add -> 200: (top): Additional properties are not allowed ('reaction'"),
+        (
+            ExtraField,
+            "reactions.add -> 200: (top): Additional properties are not allowed ('reaction'",
+        ),
     ],
 )
-def test_a_fake_that_drifts_from_slack_fails_the_description(fake_class: type[FakeSlack], words: str) -> None:
+def test_a_fake_that_drifts_from_slack_fails_the_description(
+    fake_class: type[FakeSlack], words: str
+) -> None:
     problems, _ = problems_of(anyio.run(_drive, fake_class))
     assert any(words in problem for problem in problems), problems
 
@@ -276,12 +304,24 @@ SDK_CALLS: list[tuple[str, dict[str, Any], str]] = [
     ("conversations_list", {"types": "public_channel,private_channel", "limit": 2}, "ok"),
     ("conversations_list", {"cursor": "bm9wZQ=="}, "invalid_cursor"),
     ("chat_postMessage", {"channel": GENERAL, "text": "from slack-sdk"}, "ok"),
-    ("chat_postMessage", {"channel": GENERAL, "text": "a reply", "thread_ts": HUMAN_MESSAGE_TS}, "ok"),
+    (
+        "chat_postMessage",
+        {"channel": GENERAL, "text": "a reply", "thread_ts": HUMAN_MESSAGE_TS},
+        "ok",
+    ),
     ("chat_postMessage", {"channel": "C0NOSUCH001", "text": "x"}, "channel_not_found"),
     ("reactions_add", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"}, "ok"),
-    ("reactions_add", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"}, "already_reacted"),
+    (
+        "reactions_add",
+        {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"},
+        "already_reacted",
+    ),
     ("reactions_remove", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"}, "ok"),
-    ("reactions_remove", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"}, "no_reaction"),
+    (
+        "reactions_remove",
+        {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "tada"},
+        "no_reaction",
+    ),
     ("chat_delete", {"channel": GENERAL, "ts": BOT_MESSAGE_TS}, "ok"),
     ("chat_delete", {"channel": GENERAL, "ts": BOT_MESSAGE_TS}, "message_not_found"),
     ("chat_delete", {"channel": GENERAL, "ts": HUMAN_MESSAGE_TS}, "cant_delete_message"),
@@ -302,7 +342,9 @@ def _sdk_drive(fake_class: type[FakeSlack] = FakeSlack) -> tuple[list[str], list
             except SlackApiError as exc:
                 got = exc.response.get("error") if isinstance(exc.response.data, dict) else None
                 if got != expected:
-                    wrong.append(f"{method}{kwargs}: SlackApiError {got!r} (status {exc.response.status_code})")
+                    wrong.append(
+                        f"{method}{kwargs}: SlackApiError {got!r} (status {exc.response.status_code})"
+                    )
                 continue
             if expected != "ok" or response.get("ok") is not True:
                 wrong.append(f"{method}{kwargs}: accepted {response.data!r}, expected {expected}")
@@ -315,7 +357,12 @@ def test_slack_sdks_web_client_accepts_every_answer_of_the_fake() -> None:
     assert [e.request.method for e in exchanges] == ["POST"] * len(SDK_CALLS)  # slack-sdk POSTs all
     for exchange in exchanges:  # and the answers it accepted fit the description too
         assert exchange.response is not None
-        assert response_problems(_method(exchange.request), exchange.response.status, exchange.response.json) == []
+        assert (
+            response_problems(
+                _method(exchange.request), exchange.response.status, exchange.response.json
+            )
+            == []
+        )
 
 
 class NoOk(FakeSlack):
@@ -324,7 +371,9 @@ class NoOk(FakeSlack):
     def post_message(self, request: FakeRequest) -> FakeResponse:
         answer = super().post_message(request)
         if isinstance(answer.json, dict) and answer.json.get("ok"):
-            return dataclasses.replace(answer, json={k: v for k, v in answer.json.items() if k != "ok"})
+            return dataclasses.replace(
+                answer, json={k: v for k, v in answer.json.items() if k != "ok"}
+            )
         return answer
 
 

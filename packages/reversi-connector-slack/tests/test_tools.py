@@ -6,6 +6,7 @@ import urllib.parse
 from typing import Any
 
 import pytest
+
 from reversi_connector_slack import SlackConnector
 from reversi_connector_slack.testing import (
     ALICE,
@@ -15,7 +16,7 @@ from reversi_connector_slack.testing import (
     GENERAL,
     HUMAN_MESSAGE_TS,
     NOT_A_MEMBER,
-    SECRET,
+    PRIVATE,
     FakeSlack,
 )
 from reversi_core.connector import CallContext
@@ -61,11 +62,15 @@ async def test_list_channels_reads_one_page_and_gives_the_next_cursor(
 async def test_list_channels_with_private_and_archived_ones(slack: SlackConnector) -> None:
     listed = await slack.call(
         "slack.list_channels",
-        {"types": ["public_channel", "private_channel", "public_channel"], "exclude_archived": False},
+        {
+            "types": ["public_channel", "private_channel", "public_channel"],
+            "exclude_archived": False,
+        },
     )
     by_id = {c["id"]: c for c in listed["channels"]}
-    assert sorted(by_id) == sorted([GENERAL, NOT_A_MEMBER, ARCHIVED, SECRET])
-    assert by_id[SECRET]["is_private"] and by_id[ARCHIVED]["is_archived"]
+    assert sorted(by_id) == sorted([GENERAL, NOT_A_MEMBER, ARCHIVED, PRIVATE])
+    assert by_id[PRIVATE]["is_private"]
+    assert by_id[ARCHIVED]["is_archived"]
     assert by_id[NOT_A_MEMBER]["is_member"] is False
 
 
@@ -101,7 +106,8 @@ async def test_post_message_sends_a_form_with_the_token_in_the_header_only(
     assert request.headers["content-type"] == "application/x-www-form-urlencoded"
     assert request.headers["authorization"] == f"Bearer {TOKEN}"
     assert request.form == {"channel": GENERAL, "text": text}
-    assert TOKEN not in request.target and TOKEN not in request.text
+    assert TOKEN not in request.target
+    assert TOKEN not in request.text
     assert TOKEN not in urllib.parse.unquote_plus(request.text)
 
 
@@ -110,7 +116,12 @@ async def test_a_reply_goes_into_the_thread_given(
 ) -> None:
     reply = await slack.call(
         "slack.post_message",
-        {"channel": GENERAL, "text": "On it.", "thread_ts": HUMAN_MESSAGE_TS, "reply_broadcast": True},
+        {
+            "channel": GENERAL,
+            "text": "On it.",
+            "thread_ts": HUMAN_MESSAGE_TS,
+            "reply_broadcast": True,
+        },
     )
     assert reply["thread_ts"] == HUMAN_MESSAGE_TS
     assert fake.message(GENERAL, reply["ts"]).thread_ts == HUMAN_MESSAGE_TS
@@ -156,8 +167,14 @@ async def test_timestamps_and_channels_are_checked_for_every_tool(
     calls = [
         ("slack.delete_message", {"channel": GENERAL, "ts": "1712345000"}),
         ("slack.add_reaction", {"channel": GENERAL, "timestamp": "now", "name": "eyes"}),
-        ("slack.add_reaction", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": ":eyes:"}),
-        ("slack.remove_reaction", {"channel": "#general", "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"}),
+        (
+            "slack.add_reaction",
+            {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": ":eyes:"},
+        ),
+        (
+            "slack.remove_reaction",
+            {"channel": "#general", "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"},
+        ),
         ("slack.list_channels", {"types": ["channels"]}),
         ("slack.list_channels", {"cursor": "a b"}),
     ]
@@ -183,7 +200,9 @@ async def test_slacks_refusals_in_http_200_are_tool_errors_with_slacks_code(
         await slack.call("slack.post_message", {"channel": channel, "text": "hi"})
     assert not isinstance(caught.value, EffectUncertainError)
     assert (caught.value.status, caught.value.code) == (200, code)
-    assert f"POST /chat.postMessage failed: HTTP 200, refused in the answer's body ({code})" in str(caught.value)
+    assert f"POST /chat.postMessage failed: HTTP 200, refused in the answer's body ({code})" in str(
+        caught.value
+    )
     assert words in str(caught.value)
     assert fake.snapshot() == before
 
@@ -228,9 +247,14 @@ async def test_http_429_with_retry_after_is_a_rate_limit(
 async def test_a_rate_limit_code_in_an_http_200_answer_is_a_rate_limit(
     slack: SlackConnector, server: FakeServer, code: str
 ) -> None:
-    server.faults.add(Fault.status(200, json={"ok": False, "error": code}, headers={"Retry-After": "7"}))
+    server.faults.add(
+        Fault.status(200, json={"ok": False, "error": code}, headers={"Retry-After": "7"})
+    )
     with pytest.raises(ToolError) as caught:
-        await slack.call("slack.add_reaction", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"})
+        await slack.call(
+            "slack.add_reaction",
+            {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"},
+        )
     assert (caught.value.status, caught.value.code) == (200, "rate_limited")
     assert "retry after 7 s" in str(caught.value)
 
@@ -262,7 +286,9 @@ async def test_a_write_slack_says_may_be_partly_done_is_uncertain(
 async def test_an_ok_answer_without_the_messages_ts_is_uncertain(
     slack: SlackConnector, server: FakeServer
 ) -> None:
-    server.faults.add(Fault.status(200, json={"ok": True, "channel": GENERAL}, apply=True), method="POST")
+    server.faults.add(
+        Fault.status(200, json={"ok": True, "channel": GENERAL}, apply=True), method="POST"
+    )
     with pytest.raises(EffectUncertainError, match="has no 'ts'"):
         await slack.call("slack.post_message", {"channel": GENERAL, "text": "hi"})
 
@@ -315,7 +341,10 @@ async def test_remove_reaction_counts_a_reaction_not_there_as_done(
 
 async def test_an_unknown_emoji_is_refused_by_slack(slack: SlackConnector) -> None:
     with pytest.raises(ToolError) as caught:
-        await slack.call("slack.add_reaction", {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "nope"})
+        await slack.call(
+            "slack.add_reaction",
+            {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "nope"},
+        )
     assert caught.value.code == "invalid_name"
 
 
@@ -335,7 +364,11 @@ async def test_delete_message_deletes_the_bots_message_and_counts_one_gone_as_do
     ("prepare", "ts", "code"),
     [
         (lambda fake: None, HUMAN_MESSAGE_TS, "cant_delete_message"),
-        (lambda fake: setattr(fake, "deletion_forbidden", True), BOT_MESSAGE_TS, "compliance_exports_prevent_deletion"),
+        (
+            lambda fake: setattr(fake, "deletion_forbidden", True),
+            BOT_MESSAGE_TS,
+            "compliance_exports_prevent_deletion",
+        ),
     ],
 )
 async def test_a_message_slack_will_not_delete_is_an_error(

@@ -29,7 +29,7 @@ from typing import Any
 
 from reversi_core.http import ErrorTable, RateLimit
 
-__all__ = ["ERRORS", "GitlabErrors", "PROTECTED_BRANCH_ROLE"]
+__all__ = ["ERRORS", "PROTECTED_BRANCH_ROLE", "GitlabErrors"]
 
 PROTECTED_BRANCH_ROLE = (
     "deleting a protected branch takes the Maintainer role (or Owner) in the project; a "
@@ -59,7 +59,8 @@ def normal_body(body: Any) -> dict[str, Any]:
     message, error = body.get("message"), body.get("error")
     code = None
     invalid = isinstance(message, dict)
-    if invalid:
+    text: str | None
+    if isinstance(message, dict):
         text = _problems(message)
     elif isinstance(message, list):
         text = "; ".join(str(m) for m in message[:5])
@@ -79,7 +80,11 @@ def normal_body(body: Any) -> dict[str, Any]:
 
 def _protected(body: Any) -> str:
     message = normal_body(body)["message"] or ""
-    return PROTECTED_BRANCH_ROLE if message.lower().startswith("you are not allowed to delete protected") else ""
+    return (
+        PROTECTED_BRANCH_ROLE
+        if message.lower().startswith("you are not allowed to delete protected")
+        else ""
+    )
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,14 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from reversi_core.testing import FakeRequest, FakeResponse, FakeServer, HeaderAuth, VendorFake, vendor_route
+from reversi_core.testing import (
+    FakeRequest,
+    FakeResponse,
+    FakeServer,
+    HeaderAuth,
+    VendorFake,
+    vendor_route,
+)
 
 from ._state import FakeCommit, FakeIssue, FakeNote, FakeProject, Role, commit_sha, now
 from ._wire import Wire
@@ -83,7 +90,9 @@ class FakeGitLab(VendorFake):
 
     # -- GitLab's answers to what the kit checks -----------------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """GitLab's usual error body, ``{"message": message}``."""
         return FakeResponse(status, json={"message": message, **extra})
 
@@ -141,7 +150,11 @@ class FakeGitLab(VendorFake):
         """Create a project with one commit on ``default_branch`` (protected, as GitLab makes it)."""
         with self.lock:
             project = FakeProject(
-                project_id, path, role=role, default_branch=default_branch, labels=dict.fromkeys(labels, False)
+                project_id,
+                path,
+                role=role,
+                default_branch=default_branch,
+                labels=dict.fromkeys(labels, False),
             )
             first = FakeCommit(commit_sha(path, "initial"), "Initial commit")
             project.commits[first.sha] = first
@@ -165,7 +178,9 @@ class FakeGitLab(VendorFake):
             project.commits[commit.sha] = commit
             return commit.sha
 
-    def add_branch(self, project_id: int, name: str, sha: str | None = None, *, protected: bool = False) -> str:
+    def add_branch(
+        self, project_id: int, name: str, sha: str | None = None, *, protected: bool = False
+    ) -> str:
         """Point ``name`` at ``sha`` (a new commit when ``None``); return the SHA."""
         with self.lock:
             target = sha if sha is not None else self.add_commit(project_id, f"work on {name}")
@@ -183,7 +198,12 @@ class FakeGitLab(VendorFake):
             return sha
 
     def add_issue(
-        self, project_id: int, title: str, *, description: str | None = None, labels: Iterable[str] = (),
+        self,
+        project_id: int,
+        title: str,
+        *,
+        description: str | None = None,
+        labels: Iterable[str] = (),
         state: str = "opened",
     ) -> FakeIssue:
         """Put an issue in a project (``origin="seed"``)."""
@@ -241,7 +261,9 @@ class FakeGitLab(VendorFake):
         project = self._find(request.path_params["project"])
         return project if project is not None else self.error(404, "404 Project Not Found")
 
-    def _issue_of(self, request: FakeRequest, missing: str) -> tuple[FakeProject, FakeIssue] | FakeResponse:
+    def _issue_of(
+        self, request: FakeRequest, missing: str
+    ) -> tuple[FakeProject, FakeIssue] | FakeResponse:
         project = self._project_of(request)
         if isinstance(project, FakeResponse):
             return project
@@ -264,7 +286,9 @@ class FakeGitLab(VendorFake):
     def _api(self, request: FakeRequest) -> str:
         return f"http://{request.headers.get('host', '127.0.0.1')}{self.prefix}"
 
-    def _issue_json(self, request: FakeRequest, project: FakeProject, issue: FakeIssue) -> dict[str, Any]:
+    def _issue_json(
+        self, request: FakeRequest, project: FakeProject, issue: FakeIssue
+    ) -> dict[str, Any]:
         return self.wire.issue(project, issue, self._api(request))
 
     # -- issues ------------------------------------------------------------------------
@@ -294,7 +318,9 @@ class FakeGitLab(VendorFake):
         if len(title) > 255:
             return _invalid(title=["is too long (maximum is 255 characters)"])
         raw = params.get("labels") or []
-        labels = [x.strip() for x in (raw.split(",") if isinstance(raw, str) else raw) if str(x).strip()]
+        labels = [
+            x.strip() for x in (raw.split(",") if isinstance(raw, str) else raw) if str(x).strip()
+        ]
         for label in labels:
             project.labels.setdefault(label, True)
         description = params.get("description")
@@ -312,7 +338,9 @@ class FakeGitLab(VendorFake):
         project.next_iid += 1
         return FakeResponse(201, json=self._issue_json(request, project, issue))
 
-    @vendor_route("PUT", f"{_PROJECT}/issues/{{iid}}", docs=f"{_ISSUES}/#edit-an-issue", body="json")
+    @vendor_route(
+        "PUT", f"{_PROJECT}/issues/{{iid}}", docs=f"{_ISSUES}/#edit-an-issue", body="json"
+    )
     def edit_issue(self, request: FakeRequest) -> FakeResponse:
         """200; 404; 403 below Reporter. ``state_event`` ``close`` or ``reopen`` (each adds a
         system note when it changes the state; closing a closed issue answers 200 again),
@@ -341,7 +369,12 @@ class FakeGitLab(VendorFake):
 
     # -- notes -------------------------------------------------------------------------
 
-    @vendor_route("POST", f"{_PROJECT}/issues/{{iid}}/notes", docs=f"{_NOTES}/#create-new-issue-note", body="json")
+    @vendor_route(
+        "POST",
+        f"{_PROJECT}/issues/{{iid}}/notes",
+        docs=f"{_NOTES}/#create-new-issue-note",
+        body="json",
+    )
     def create_note(self, request: FakeRequest) -> FakeResponse:
         """201; 400 ``{"error": "body is missing"}`` or ``{"message": {"note": ["can't be
         blank"]}}``; 404 ``404 Issue Not Found``."""
@@ -359,7 +392,9 @@ class FakeGitLab(VendorFake):
         issue.updated_at = now()
         return FakeResponse(201, json=self.wire.note(project, issue, note))
 
-    def _note_of(self, request: FakeRequest) -> tuple[FakeProject, FakeIssue, FakeNote] | FakeResponse:
+    def _note_of(
+        self, request: FakeRequest
+    ) -> tuple[FakeProject, FakeIssue, FakeNote] | FakeResponse:
         found = self._issue_of(request, "404 Issue Not Found")
         if isinstance(found, FakeResponse):
             return found
@@ -368,7 +403,9 @@ class FakeGitLab(VendorFake):
         note = issue.note(int(raw)) if raw.isdigit() else None
         return (project, issue, note) if note is not None else self.error(404, "404 Not found")
 
-    @vendor_route("GET", f"{_PROJECT}/issues/{{iid}}/notes/{{note}}", docs=f"{_NOTES}/#get-single-issue-note")
+    @vendor_route(
+        "GET", f"{_PROJECT}/issues/{{iid}}/notes/{{note}}", docs=f"{_NOTES}/#get-single-issue-note"
+    )
     def get_note(self, request: FakeRequest) -> FakeResponse:
         """200; 404."""
         found = self._note_of(request)
@@ -376,7 +413,12 @@ class FakeGitLab(VendorFake):
             return found
         return FakeResponse(200, json=self.wire.note(*found))
 
-    @vendor_route("PUT", f"{_PROJECT}/issues/{{iid}}/notes/{{note}}", docs=f"{_NOTES}/#modify-existing-issue-note", body="json")
+    @vendor_route(
+        "PUT",
+        f"{_PROJECT}/issues/{{iid}}/notes/{{note}}",
+        docs=f"{_NOTES}/#modify-existing-issue-note",
+        body="json",
+    )
     def edit_note_route(self, request: FakeRequest) -> FakeResponse:
         """200; 404; 403 for someone else's note below Maintainer, or a system note."""
         found = self._note_of(request)
@@ -391,7 +433,11 @@ class FakeGitLab(VendorFake):
         note.body, note.updated_at = body, now()
         return FakeResponse(200, json=self.wire.note(project, issue, note))
 
-    @vendor_route("DELETE", f"{_PROJECT}/issues/{{iid}}/notes/{{note}}", docs=f"{_NOTES}/#delete-an-issue-note")
+    @vendor_route(
+        "DELETE",
+        f"{_PROJECT}/issues/{{iid}}/notes/{{note}}",
+        docs=f"{_NOTES}/#delete-an-issue-note",
+    )
     def delete_note(self, request: FakeRequest) -> FakeResponse:
         """204; 404; 403 for someone else's note below Maintainer, or a system note."""
         found = self._note_of(request)
@@ -413,7 +459,12 @@ class FakeGitLab(VendorFake):
             return next((sha for sha in project.commits if sha.startswith(ref)), None)
         return None
 
-    @vendor_route("POST", f"{_PROJECT}/repository/branches", docs=f"{_BRANCHES}/#create-repository-branch", body="json")
+    @vendor_route(
+        "POST",
+        f"{_PROJECT}/repository/branches",
+        docs=f"{_BRANCHES}/#create-repository-branch",
+        body="json",
+    )
     def create_branch(self, request: FakeRequest) -> FakeResponse:
         """201; 400 ``{"error": "branch is missing"}``, ``Branch already exists``, ``Invalid
         reference name: <ref>``, ``Branch name is invalid``; 403 below Developer; 404.
@@ -443,9 +494,15 @@ class FakeGitLab(VendorFake):
         if isinstance(project, FakeResponse):
             return project
         name = request.path_params["branch"]
-        return (project, name) if name in project.branches else self.error(404, "404 Branch Not Found")
+        return (
+            (project, name) if name in project.branches else self.error(404, "404 Branch Not Found")
+        )
 
-    @vendor_route("GET", f"{_PROJECT}/repository/branches/{{branch}}", docs=f"{_BRANCHES}/#get-single-repository-branch")
+    @vendor_route(
+        "GET",
+        f"{_PROJECT}/repository/branches/{{branch}}",
+        docs=f"{_BRANCHES}/#get-single-repository-branch",
+    )
     def get_branch(self, request: FakeRequest) -> FakeResponse:
         """200; 404 ``404 Branch Not Found`` (the name must be encoded as one segment)."""
         found = self._branch_of(request)
@@ -453,7 +510,11 @@ class FakeGitLab(VendorFake):
             return found
         return FakeResponse(200, json=self.wire.branch(*found))
 
-    @vendor_route("DELETE", f"{_PROJECT}/repository/branches/{{branch}}", docs=f"{_BRANCHES}/#delete-repository-branch")
+    @vendor_route(
+        "DELETE",
+        f"{_PROJECT}/repository/branches/{{branch}}",
+        docs=f"{_BRANCHES}/#delete-repository-branch",
+    )
     def delete_branch(self, request: FakeRequest) -> FakeResponse:
         """204; 404 ``404 Branch Not Found``; 403 below Developer; 400 for the default branch
         and, below Maintainer, for a protected one (GitLab's messages)."""

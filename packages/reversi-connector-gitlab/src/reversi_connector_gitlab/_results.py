@@ -78,7 +78,9 @@ class CreateBranchResult(_Result):
         description="The commit the branch was created at; the undo deletes the branch only "
         "while it still points there."
     )
-    protected: bool | None = Field(description="Whether the name falls under a protected-branch rule.")
+    protected: bool | None = Field(
+        description="Whether the name falls under a protected-branch rule."
+    )
     web_url: str | None = Field(description="The branch's page on GitLab.")
 
 

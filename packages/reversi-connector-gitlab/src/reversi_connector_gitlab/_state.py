@@ -7,7 +7,16 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-__all__ = ["ROLES", "FakeCommit", "FakeIssue", "FakeNote", "FakeProject", "Role", "commit_sha", "now"]
+__all__ = [
+    "ROLES",
+    "FakeCommit",
+    "FakeIssue",
+    "FakeNote",
+    "FakeProject",
+    "Role",
+    "commit_sha",
+    "now",
+]
 
 Role = Literal["guest", "reporter", "developer", "maintainer", "owner"]
 ROLES: tuple[Role, ...] = ("guest", "reporter", "developer", "maintainer", "owner")
@@ -106,7 +115,9 @@ class FakeProject:
                     "labels": sorted(issue.labels),
                     "confidential": issue.confidential,
                     "origin": issue.origin,
-                    "notes": [{"id": n.id, "body": n.body, "system": n.system} for n in issue.notes],
+                    "notes": [
+                        {"id": n.id, "body": n.body, "system": n.system} for n in issue.notes
+                    ],
                 }
                 for iid, issue in sorted(self.issues.items())
             },

@@ -87,7 +87,9 @@ def _same_project(**more: Source) -> dict[str, Source]:
 
 
 def _on(tool_name: str, *matches: Match) -> Requirement:
-    return Requirement(tool=tool_name, match=[Match(this="args.project", earlier="args.project"), *matches])
+    return Requirement(
+        tool=tool_name, match=[Match(this="args.project", earlier="args.project"), *matches]
+    )
 
 
 def _labels(value: Any) -> list[str]:
@@ -119,7 +121,9 @@ def _new_issue(args: CreateIssueArgs) -> dict[str, Any]:
     return payload
 
 
-def _issue_made(gitlab: GitlabConnector, args: CreateIssueArgs, resp: HttpResponse) -> dict[str, Any]:
+def _issue_made(
+    gitlab: GitlabConnector, args: CreateIssueArgs, resp: HttpResponse
+) -> dict[str, Any]:
     issue = gitlab.expect_object(resp, "issue", wrote=True)
     iid = gitlab.expect_field(issue, "iid", resp, wrote=True)
     if not isinstance(iid, int):
@@ -159,7 +163,9 @@ def _branch_made(
     }
 
 
-def _issue_closed(gitlab: GitlabConnector, args: CloseIssueArgs, resp: HttpResponse) -> dict[str, Any]:
+def _issue_closed(
+    gitlab: GitlabConnector, args: CloseIssueArgs, resp: HttpResponse
+) -> dict[str, Any]:
     issue = gitlab.expect_object(resp, "issue", wrote=True)
     if issue.get("state") != "closed":
         raise ToolError(
@@ -309,7 +315,7 @@ class GitlabConnector(HttpConnector):
         summary="Close an issue; closing a closed issue again succeeds and changes nothing.",
         docs=f"{_DOCS}/issues/#edit-an-issue",
         details="Sends ``state_event: close``. The issue stays visible, closed, with a system "
-        "note saying so. A 404 is an error here, not \"already done\": the token may have "
+        'note saying so. A 404 is an error here, not "already done": the token may have '
         "lost its access.",
         body=lambda args: {"state_event": "close"},
         echo=("project",),
@@ -342,7 +348,12 @@ class GitlabConnector(HttpConnector):
             iid=args.issue_iid,
             note=args.note_id,
         )
-        gone = {"project": args.project, "issue_iid": args.issue_iid, "note_id": args.note_id, "deleted": False}
+        gone = {
+            "project": args.project,
+            "issue_iid": args.issue_iid,
+            "note_id": args.note_id,
+            "deleted": False,
+        }
         if args.expected_body is not None:
             found = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
             if found.status == 404:

@@ -175,7 +175,11 @@ async def _branch_from_new_branch(ctx: ExampleContext[Any]) -> Mapping[str, Any]
 
 
 EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
-    "gitlab.get_issue": [_at(issue_iid=1), {"project": PROJECT_ID, "issue_iid": 2}, {"project": NESTED, "issue_iid": 1}],
+    "gitlab.get_issue": [
+        _at(issue_iid=1),
+        {"project": PROJECT_ID, "issue_iid": 2},
+        {"project": NESTED, "issue_iid": 1},
+    ],
     "gitlab.create_issue": [
         _at(title="Found by the agent", description="Steps to reproduce..."),
         {"project": PROJECT_ID, "title": "Labelled", "labels": ["bug", "needs-triage"]},
@@ -215,10 +219,16 @@ FAILURES: Mapping[str, list[Failure]] = {
     "gitlab.create_branch": [
         Failure(_at(branch="dev", ref="main"), code="branch_exists", status=400),
         Failure(_at(branch="agent/x", ref="no-such-ref"), code="invalid_reference", status=400),
-        Failure({"project": DOCS_PROJECT, "branch": "agent/x", "ref": "main"}, code="forbidden", status=403),
+        Failure(
+            {"project": DOCS_PROJECT, "branch": "agent/x", "ref": "main"},
+            code="forbidden",
+            status=403,
+        ),
     ],
     "gitlab.close_issue": [Failure(_at(issue_iid=999), code="not_found", status=404)],
-    "gitlab.delete_note": [Failure(_at(issue_iid=1, note_id=NOTE_ID), code="forbidden", status=403)],
+    "gitlab.delete_note": [
+        Failure(_at(issue_iid=1, note_id=NOTE_ID), code="forbidden", status=403)
+    ],
     "gitlab.delete_branch": [
         Failure(_at(branch="release"), code="protected_branch", status=400),
         Failure(_at(branch="main"), code="default_branch", status=400),
@@ -229,7 +239,10 @@ FAILURES: Mapping[str, list[Failure]] = {
 DEPENDENCIES: list[Dependency] = [
     Dependency("gitlab.create_issue", _at(title="New"), "gitlab.add_note", _note_on_new_issue),
     Dependency(
-        "gitlab.create_branch", _at(branch="agent/base", ref="main"), "gitlab.create_branch", _branch_from_new_branch
+        "gitlab.create_branch",
+        _at(branch="agent/base", ref="main"),
+        "gitlab.create_branch",
+        _branch_from_new_branch,
     ),
 ]
 
@@ -273,7 +286,9 @@ def _change(what: str, revert: Callable[[], None]) -> Any:
     return made(what=what, revert=revert)
 
 
-def concurrent_change(handle: Any, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> Any:
+def concurrent_change(
+    handle: Any, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> Any:
     """Change, through the fake's own state, what ``tool``'s undo would otherwise overwrite.
 
     For ``gitlab.add_note``: someone edits the note (``what``: "the note's body"); for
@@ -289,14 +304,21 @@ def concurrent_change(handle: Any, tool: str, args: Mapping[str, Any], result: M
     if tool == "gitlab.create_branch":
         branch, sha = args["branch"], result["sha"]
         fake.push(project.id, branch, "someone else's work")
-        return _change("the branch's head", lambda: fake.add_branch(project.id, branch, sha))
+
+        def move_back() -> None:
+            fake.add_branch(project.id, branch, sha)
+
+        return _change("the branch's head", move_back)
     return None
 
 
 def _concurrency_declarations() -> dict[str, Any]:
     """The concurrent-change fields, for a ``CertificationFixture`` that has them (issue 21)."""
     fields = {f.name for f in dataclasses.fields(CertificationFixture)}
-    given: dict[str, Any] = {"concurrent_change": concurrent_change, "restores_nothing": RESTORES_NOTHING}
+    given: dict[str, Any] = {
+        "concurrent_change": concurrent_change,
+        "restores_nothing": RESTORES_NOTHING,
+    }
     return {name: value for name, value in given.items() if name in fields}
 
 
@@ -305,7 +327,10 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
     return CertificationFixture(
         backend_summary="its fake of GitLab's REST API v4, faults included",
         command_line=lambda server: (
-            {"GITLAB_TOKEN": CERTIFICATION_TOKEN, "GITLAB_BASE_URL": _fake(server).base_url(server)},
+            {
+                "GITLAB_TOKEN": CERTIFICATION_TOKEN,
+                "GITLAB_BASE_URL": _fake(server).base_url(server),
+            },
             [],
         ),
         backend=gitlab_backend,

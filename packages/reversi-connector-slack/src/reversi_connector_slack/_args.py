@@ -97,7 +97,9 @@ class ListChannelsArgs(_Args):
     def _known_types(self) -> ListChannelsArgs:
         unknown = sorted(set(self.types) - set(_CONVERSATION_TYPES))
         if unknown:
-            raise ValueError(f"unknown conversation types {unknown}: use {list(_CONVERSATION_TYPES)}")
+            raise ValueError(
+                f"unknown conversation types {unknown}: use {list(_CONVERSATION_TYPES)}"
+            )
         return self
 
 

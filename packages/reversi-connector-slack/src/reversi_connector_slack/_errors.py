@@ -61,7 +61,8 @@ def _details(body: Any) -> str:
     needed, provided = body_value(body, "needed"), body_value(body, "provided")
     if isinstance(needed, str):
         parts.append(
-            f"needs scope {needed}" + (f" (the token has: {provided})" if isinstance(provided, str) else "")
+            f"needs scope {needed}"
+            + (f" (the token has: {provided})" if isinstance(provided, str) else "")
         )
     messages = body_value(body, "response_metadata.messages")
     if isinstance(messages, list):

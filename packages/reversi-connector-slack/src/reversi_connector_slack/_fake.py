@@ -10,7 +10,14 @@ import json as jsonlib
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from reversi_core.testing import BearerAuth, FakeRequest, FakeResponse, FakeServer, VendorFake, vendor_route
+from reversi_core.testing import (
+    BearerAuth,
+    FakeRequest,
+    FakeResponse,
+    FakeServer,
+    VendorFake,
+    vendor_route,
+)
 
 from ._state import FakeChannel, FakeMessage
 
@@ -128,7 +135,9 @@ class FakeSlack(VendorFake):
 
     # -- Slack's answers to what the kit checks ------------------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """Slack's error body ``{"ok": false, "error": code}`` (``message`` is not part of it)."""
         return FakeResponse(status, json={"ok": False, "error": code or message, **extra})
 
@@ -261,7 +270,9 @@ class FakeSlack(VendorFake):
         missing = [s for s in scopes if s not in held]
         if not missing:
             return None
-        return self.refuse("missing_scope", needed=",".join(missing), provided=",".join(sorted(held)))
+        return self.refuse(
+            "missing_scope", needed=",".join(missing), provided=",".join(sorted(held))
+        )
 
     def _visible(self, request: FakeRequest, channel_id: Any) -> FakeChannel | None:
         """The conversation, unless it does not exist or is private without the bot in it."""
@@ -330,7 +341,9 @@ class FakeSlack(VendorFake):
         args = self._args(request)
         if isinstance(args, FakeResponse):
             return args
-        types = [t.strip() for t in str(args.get("types") or "public_channel").split(",") if t.strip()]
+        types = [
+            t.strip() for t in str(args.get("types") or "public_channel").split(",") if t.strip()
+        ]
         if any(t not in _SCOPE_OF_TYPE for t in types):
             return self.refuse("invalid_types")
         refused = self._needs(request, *dict.fromkeys(_SCOPE_OF_TYPE[t] for t in types))

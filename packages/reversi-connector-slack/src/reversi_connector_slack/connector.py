@@ -71,6 +71,7 @@ _METHODS = "https://docs.slack.dev/reference/methods"
 
 _TOKEN_HELP = "a Slack bot token (xoxb-...) with the scopes of docs/connectors/slack.md"  # noqa: S105 - words, not a secret
 
+
 def _posted_here(this_channel: str, this_ts: str) -> Requirement:
     """This call works on a message an earlier slack.post_message of the run posted."""
     return Requirement(
@@ -104,7 +105,9 @@ def _posted(slack: SlackConnector, args: PostMessageArgs, resp: HttpResponse) ->
     }
 
 
-def _text_field(slack: SlackConnector, answer: Mapping[str, Any], key: str, resp: HttpResponse) -> str:
+def _text_field(
+    slack: SlackConnector, answer: Mapping[str, Any], key: str, resp: HttpResponse
+) -> str:
     value = slack.expect_field(answer, key, resp, wrote=True)
     if not isinstance(value, str):
         raise slack.malformed(f"has a {key!r} that is not a string", resp, wrote=True)

@@ -77,14 +77,15 @@ __all__ = [
     "LIMIT",
     "MAX_DISTINCT_REACTIONS",
     "NOT_A_MEMBER",
+    "PRIVATE",
     "READ_SCOPES",
     "RESTORES_NOTHING",
-    "SECRET",
     "TEAM_ID",
     "FakeChannel",
     "FakeMessage",
     "FakeSlack",
     "certification_fixture",
+    "concurrent_change",
     "seed_example",
     "slack_backend",
 ]
@@ -101,8 +102,8 @@ NOT_A_MEMBER = "C0RANDOM001"
 """#random: public, the bot is not a member (``not_in_channel``)."""
 ARCHIVED = "C0OLDNEWS01"
 """#old-news: archived (``is_archived``)."""
-SECRET = "C0SECRET001"
-"""#secret: private, the bot is a member."""
+PRIVATE = "C0SECRET001"
+"""#secret: a private channel; the bot is a member."""
 ALICE = "U0ALICE001"
 """A person of the workspace."""
 HUMAN_MESSAGE_TS = "1712345000.000100"
@@ -116,8 +117,10 @@ def seed_example(fake: FakeSlack) -> None:
     fake.add_channel(GENERAL, "general", general=True, members=[ALICE])
     fake.add_channel(NOT_A_MEMBER, "random", bot_is_member=False, members=[ALICE])
     fake.add_channel(ARCHIVED, "old-news", archived=True)
-    fake.add_channel(SECRET, "secret", private=True, members=[ALICE])
-    fake.add_message(GENERAL, "Deploy at noon?", user=ALICE, ts=HUMAN_MESSAGE_TS, reactions={"eyes": [ALICE]})
+    fake.add_channel(PRIVATE, "secret", private=True, members=[ALICE])
+    fake.add_message(
+        GENERAL, "Deploy at noon?", user=ALICE, ts=HUMAN_MESSAGE_TS, reactions={"eyes": [ALICE]}
+    )
     fake.add_message(
         GENERAL,
         "Build 41 passed.",
@@ -162,7 +165,11 @@ async def _remove_new_reaction(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
 
 async def _reply_to_new_message(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     parent = ctx.results["slack.post_message"]
-    return {"channel": parent["channel"], "text": "Details in the thread.", "thread_ts": parent["ts"]}
+    return {
+        "channel": parent["channel"],
+        "text": "Details in the thread.",
+        "thread_ts": parent["ts"],
+    }
 
 
 async def _react_to_new_message(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -185,7 +192,7 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
             "thread_ts": HUMAN_MESSAGE_TS,
             "reply_broadcast": True,
         },
-        {"channel": SECRET, "text": "A private note."},
+        {"channel": PRIVATE, "text": "A private note."},
     ],
     "slack.add_reaction": [
         {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"},
@@ -200,7 +207,12 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
         {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark"},
         _remove_new_reaction,
         {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "eyes"},
-        {"channel": GENERAL, "timestamp": BOT_MESSAGE_TS, "name": "white_check_mark", "added_by_call": False},
+        {
+            "channel": GENERAL,
+            "timestamp": BOT_MESSAGE_TS,
+            "name": "white_check_mark",
+            "added_by_call": False,
+        },
     ],
 }
 """Calls of every tool. ``remove_reaction`` of Alice's ``eyes``: the bot has none, so
@@ -215,22 +227,41 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure({"channel": ARCHIVED, "text": "x"}, code="is_archived"),
     ],
     "slack.add_reaction": [
-        Failure({"channel": GENERAL, "timestamp": "1712345000.999999", "name": "eyes"}, code="message_not_found"),
-        Failure({"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "not-an-emoji"}, code="invalid_name"),
+        Failure(
+            {"channel": GENERAL, "timestamp": "1712345000.999999", "name": "eyes"},
+            code="message_not_found",
+        ),
+        Failure(
+            {"channel": GENERAL, "timestamp": HUMAN_MESSAGE_TS, "name": "not-an-emoji"},
+            code="invalid_name",
+        ),
     ],
     "slack.delete_message": [
         Failure({"channel": GENERAL, "ts": HUMAN_MESSAGE_TS}, code="cant_delete_message"),
         Failure({"channel": "C0NOSUCH001", "ts": BOT_MESSAGE_TS}, code="channel_not_found"),
     ],
     "slack.remove_reaction": [
-        Failure({"channel": "C0NOSUCH001", "timestamp": BOT_MESSAGE_TS, "name": "eyes"}, code="channel_not_found"),
+        Failure(
+            {"channel": "C0NOSUCH001", "timestamp": BOT_MESSAGE_TS, "name": "eyes"},
+            code="channel_not_found",
+        ),
     ],
 }
 """Calls Slack turns down with HTTP 200 and ``"ok": false``, each with Slack's code."""
 
 DEPENDENCIES: list[Dependency] = [
-    Dependency("slack.post_message", {"channel": GENERAL, "text": "Release 2.1 is out."}, "slack.post_message", _reply_to_new_message),
-    Dependency("slack.post_message", {"channel": GENERAL, "text": "Release 2.1 is out."}, "slack.add_reaction", _react_to_new_message),
+    Dependency(
+        "slack.post_message",
+        {"channel": GENERAL, "text": "Release 2.1 is out."},
+        "slack.post_message",
+        _reply_to_new_message,
+    ),
+    Dependency(
+        "slack.post_message",
+        {"channel": GENERAL, "text": "Release 2.1 is out."},
+        "slack.add_reaction",
+        _react_to_new_message,
+    ),
 ]
 
 RESTORES_NOTHING: Mapping[str, str] = {
@@ -269,7 +300,10 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
     return CertificationFixture(
         backend_summary="its fake of Slack's Web API, faults included",
         command_line=lambda server: (
-            {"SLACK_BOT_TOKEN": CERTIFICATION_TOKEN, "SLACK_BASE_URL": _fake(server).base_url(server)},
+            {
+                "SLACK_BOT_TOKEN": CERTIFICATION_TOKEN,
+                "SLACK_BASE_URL": _fake(server).base_url(server),
+            },
             [],
         ),
         backend=slack_backend,
