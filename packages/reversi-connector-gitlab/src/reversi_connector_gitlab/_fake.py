@@ -42,6 +42,11 @@ def _invalid(**problems: list[str]) -> FakeResponse:
     return FakeResponse(400, json={"message": problems})
 
 
+def _may_change(project: FakeProject, note: FakeNote) -> bool:
+    """Whether the token user may edit or delete ``note``: its own, or anyone's as Maintainer."""
+    return not note.system and (note.author == BOT or project.may("maintainer"))
+
+
 class FakeGitLab(VendorFake):
     """A fake of GitLab's REST API v4: issues, issue notes and repository branches.
 
@@ -425,7 +430,7 @@ class FakeGitLab(VendorFake):
         if isinstance(found, FakeResponse):
             return found
         project, issue, note = found
-        if note.system or (note.author != BOT and not project.may("maintainer")):
+        if not _may_change(project, note):
             return self.error(403, "403 Forbidden")
         body = self._params(request).get("body")
         if not isinstance(body, str) or not body.strip():
@@ -444,7 +449,7 @@ class FakeGitLab(VendorFake):
         if isinstance(found, FakeResponse):
             return found
         project, issue, note = found
-        if note.system or (note.author != BOT and not project.may("maintainer")):
+        if not _may_change(project, note):
             return self.error(403, "403 Forbidden")
         issue.notes.remove(note)
         return FakeResponse(204)

@@ -26,7 +26,7 @@ leaves behind, the token scopes and the project role each tool needs are in
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reversi_core.connector import CallContext, tool
@@ -348,26 +348,25 @@ class GitlabConnector(HttpConnector):
             iid=args.issue_iid,
             note=args.note_id,
         )
-        gone = {
+
+        def changed(answer: dict[str, Any]) -> str | None:
+            if answer.get("body") == args.expected_body:
+                return None
+            return (
+                f"gitlab: note {args.note_id} on issue #{args.issue_iid} was changed since the "
+                "call that added it (the note's body is no longer the one it set), so it was not "
+                "deleted; see docs/connectors/gitlab.md to delete it anyway"
+            )
+
+        deleted = await self._delete(
+            ctx, path, "note", changed if args.expected_body is not None else None
+        )
+        return {
             "project": args.project,
             "issue_iid": args.issue_iid,
             "note_id": args.note_id,
-            "deleted": False,
+            "deleted": deleted,
         }
-        if args.expected_body is not None:
-            found = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
-            if found.status == 404:
-                return gone
-            body = self.expect_object(found, "note", wrote=False).get("body")
-            if body != args.expected_body:
-                raise ToolError(
-                    f"gitlab: note {args.note_id} on issue #{args.issue_iid} was changed since "
-                    "the call that added it (the note's body is no longer the one it set), so it "
-                    "was not deleted; see docs/connectors/gitlab.md to delete it anyway",
-                    code=CHANGED_SINCE,
-                )
-        resp = await self.request(ctx, "DELETE", path, ok_statuses=frozenset({404}))
-        return {**gone, "deleted": resp.status != 404}
 
     @tool(
         effect=Effect.IDEMPOTENT,
@@ -398,20 +397,41 @@ class GitlabConnector(HttpConnector):
             project=args.project,
             branch=args.branch,
         )
-        gone = {"project": args.project, "branch": args.branch, "deleted": False}
-        if args.expected_sha is not None:
+        expected = args.expected_sha
+
+        def changed(answer: dict[str, Any]) -> str | None:
+            commit = answer.get("commit")
+            head = commit.get("id") if isinstance(commit, dict) else None
+            if expected is None or head == expected:
+                return None
+            return (
+                f"gitlab: branch {args.branch!r} was changed since the call that created it (the "
+                f"branch's head moved from {expected[:12]} to {str(head)[:12]}), so it was not "
+                "deleted; see docs/connectors/gitlab.md to delete it anyway"
+            )
+
+        deleted = await self._delete(ctx, path, "branch", changed if expected is not None else None)
+        return {"project": args.project, "branch": args.branch, "deleted": deleted}
+
+    async def _delete(
+        self,
+        ctx: CallContext,
+        path: str,
+        what: str,
+        changed: Callable[[dict[str, Any]], str | None] | None,
+    ) -> bool:
+        """``DELETE path``; false when GitLab answers 404 (already gone).
+
+        With ``changed`` the object is read first (``GET path``): a 404 is already gone, and
+        when ``changed(answer)`` gives a reason (someone changed the object after the forward
+        call), nothing is deleted and ``ToolError(code="changed_since")`` says why.
+        """
+        if changed is not None:
             found = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
             if found.status == 404:
-                return gone
-            commit = self.expect_object(found, "branch", wrote=False).get("commit")
-            head = commit.get("id") if isinstance(commit, dict) else None
-            if head != args.expected_sha:
-                raise ToolError(
-                    f"gitlab: branch {args.branch!r} was changed since the call that created it "
-                    f"(the branch's head moved from {args.expected_sha[:12]} to "
-                    f"{str(head)[:12]}), so it was not deleted; see docs/connectors/gitlab.md to "
-                    "delete it anyway",
-                    code=CHANGED_SINCE,
-                )
+                return False
+            reason = changed(self.expect_object(found, what, wrote=False))
+            if reason is not None:
+                raise ToolError(reason, code=CHANGED_SINCE)
         resp = await self.request(ctx, "DELETE", path, ok_statuses=frozenset({404}))
-        return {**gone, "deleted": resp.status != 404}
+        return resp.status != 404

@@ -26,7 +26,7 @@ scopes, are in ``docs/connectors/slack.md``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reversi_core.connector import CallContext, tool
@@ -164,39 +164,19 @@ class SlackConnector(HttpConnector):
         super().__init__(token=token, base_url=base_url, timeouts=timeouts, transport=transport)
 
     async def request(
-        self,
-        ctx: CallContext,
-        method: str,
-        path: str,
-        *,
-        params: Mapping[str, Any] | None = None,
-        json: Any = None,
-        data: Mapping[str, Any] | None = None,
-        content: bytes | str | None = None,
-        headers: Mapping[str, str] | None = None,
-        write: bool | None = None,
-        ok_statuses: Collection[int] = (),
+        self, ctx: CallContext, method: str, path: str, **options: Any
     ) -> HttpResponse:
         """:meth:`HttpConnector.request`, with Slack's "maybe partly done" codes uncertain after a write.
 
-        A write answered ``fatal_error`` or ``internal_error``
+        ``options`` are those of :meth:`HttpConnector.request`. A write answered
+        ``fatal_error`` or ``internal_error``
         (https://docs.slack.dev/reference/methods/chat.postMessage, "Errors") raises
         :class:`~reversi_core.errors.EffectUncertainError`; every other answer is the kit's.
         """
         try:
-            return await super().request(
-                ctx,
-                method,
-                path,
-                params=params,
-                json=json,
-                data=data,
-                content=content,
-                headers=headers,
-                write=write,
-                ok_statuses=ok_statuses,
-            )
+            return await super().request(ctx, method, path, **options)
         except ToolError as exc:
+            write = options.get("write")
             writes = write if write is not None else method.upper() not in READ_METHODS
             if writes and exc.code in MAYBE_APPLIED:
                 raise EffectUncertainError(
