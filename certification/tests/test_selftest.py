@@ -299,7 +299,7 @@ async def test_a_retried_undo_under_a_fresh_key_fails_even_when_the_connector_is
     compensator receives, before the backend's copy is looked at."""
     import itertools
 
-    from reversi_core import _rollback  # where a rollback derives each undo's key
+    from reversi_core import _rollback
 
     attempt = itertools.count(1)
     monkeypatch.setattr(
