@@ -47,10 +47,12 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import BOT, FakeGitLab
+from ._live import LIVE_PROJECT_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from ._state import ROLES, FakeCommit, FakeIssue, FakeNote, FakeProject, Role, commit_sha
 from .connector import GitlabConnector
 
@@ -64,6 +66,7 @@ __all__ = [
     "FAILURES",
     "ISSUE_STAYS_CLOSED",
     "LIMIT",
+    "LIVE",
     "NESTED",
     "NOTE_ID",
     "PROJECT",
@@ -322,6 +325,17 @@ def _concurrency_declarations() -> dict[str, Any]:
     return {name: value for name, value in given.items() if name in fields}
 
 
+LIVE = LiveScenario(
+    name="issue-note-branches",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_PROJECT_VARIABLE: PROJECT},
+)
+"""gitlab's live scenario (:mod:`reversi_connector_gitlab._live`): ``nox -s live -- gitlab`` runs it against
+the vendor; against the fake it works in the seeded example."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The gitlab connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -344,5 +358,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue={"gitlab.create_issue": ISSUE_STAYS_CLOSED},
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        live=LIVE,
         **_concurrency_declarations(),
     )

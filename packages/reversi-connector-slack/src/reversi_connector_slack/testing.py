@@ -45,6 +45,7 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
 )
 
 from ._fake import (
@@ -57,6 +58,7 @@ from ._fake import (
     TEAM_ID,
     FakeSlack,
 )
+from ._live import LIVE_CHANNEL_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from ._state import FakeChannel, FakeMessage
 from .connector import SlackConnector
 
@@ -75,6 +77,7 @@ __all__ = [
     "HUMAN_MESSAGE_TS",
     "KNOWN_EMOJI",
     "LIMIT",
+    "LIVE",
     "MAX_DISTINCT_REACTIONS",
     "NOT_A_MEMBER",
     "PRIVATE",
@@ -295,6 +298,17 @@ def _concurrency_declarations() -> dict[str, Any]:
     return {name: value for name, value in given.items() if name in fields}
 
 
+LIVE = LiveScenario(
+    name="message-reply-reaction",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_CHANNEL_VARIABLE: GENERAL},
+)
+"""slack's live scenario (:mod:`reversi_connector_slack._live`): ``nox -s live -- slack`` runs it against
+the vendor; against the fake it works in the seeded example."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The slack connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -316,5 +330,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         dependencies=DEPENDENCIES,
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        live=LIVE,
         **_concurrency_declarations(),
     )
