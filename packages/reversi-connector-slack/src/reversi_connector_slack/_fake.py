@@ -101,7 +101,7 @@ class FakeSlack(VendorFake):
     (default :data:`ALL_SCOPES`); each of ``read_only_tokens`` has :data:`READ_SCOPES`. A
     method called with a token lacking its scope answers ``missing_scope`` with ``needed``
     and ``provided``. Arguments are read from the query string and from a form-encoded or
-    JSON body (Slack takes both, https://docs.slack.dev/apis/web-api/#post-bodies).
+    JSON body (Slack takes both, https://docs.slack.dev/apis/web-api/).
 
     Routes are served under ``prefix`` (``/api``, as on ``https://slack.com/api``). State
     lives in :attr:`channels`; take :attr:`lock` to read or change it while requests may be

@@ -9,7 +9,7 @@ layer turns every answer that is neither 2xx nor an accepted status into a
 
 Some vendors refuse a call inside a successful HTTP answer: Slack answers HTTP 200 with
 ``{"ok": false, "error": "channel_not_found"}``
-(https://docs.slack.dev/apis/web-api/#responses), a GraphQL server answers 200 with an
+(https://docs.slack.dev/apis/web-api/), a GraphQL server answers 200 with an
 ``errors`` list. Such a table sets ``refused_when``, a test on a 2xx answer's JSON body;
 :meth:`ErrorTable.refusal` then classifies that answer as it classifies an error answer
 (the same fields, prefixes and rate-limit rules), and
