@@ -144,6 +144,40 @@ async def test_an_undo_never_overwrites_a_later_change_and_completes_once_it_is_
         assert fake.snapshot() == before
 
 
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("gitlab.add_note", at(issue_iid=1, body="Looking into it.")),
+        ("gitlab.create_branch", at(branch="agent/insist", ref="dev")),
+    ],
+)
+async def test_a_person_may_let_the_rollback_overwrite_the_later_change(
+    gitlab: GitlabConnector,
+    fake: FakeGitLab,
+    server: FakeServer,
+    tmp_path: Path,
+    tool: str,
+    args: dict[str, Any],
+) -> None:
+    """RB-10: after the refusal, ``allow_overwrite`` for that one step makes the undo delete."""
+    before = fake.snapshot()
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = start(gitlab, journal)
+        step, result = await run.call(tool, args)
+        assert concurrent_change(server, tool, args, result) is not None
+        first = await run.rollback(compensate=compensator_for([gitlab]))
+        assert not first.complete
+        assert "--overwrite STEP" in (
+            next(s for s in first.steps if s.seq == step).rollback_reason or ""
+        )
+        sent = len(server.requests)
+        run.allow_overwrite(step, by="a maintainer")
+        second = await run.rollback(compensate=compensator_for([gitlab]))
+        assert second.complete, second.to_json()
+        assert [r.method for r in server.requests[sent:]] == ["DELETE"]  # no read first
+    assert fake.snapshot() == before  # the edited note, or the pushed-to branch, is gone
+
+
 async def test_every_undoable_tool_is_raced_or_restores_nothing(
     fake: FakeGitLab, server: FakeServer
 ) -> None:

@@ -19,7 +19,8 @@ GitLab's error shapes (``{"message": ...}`` and ``{"error": ...}``).
 
 The undo of a note or a branch never overwrites someone else's later change: given what
 the forward call produced (the note's body, the branch's commit), it reads first and
-refuses with ``ToolError(code="changed_since")`` naming what changed. What a rollback
+refuses with ``ToolError(code="changed_since")`` naming what changed, unless a person
+let the rollback overwrite (``CallContext.overwrite``). What a rollback
 leaves behind, the token scopes and the project role each tool needs are in
 ``docs/connectors/gitlab.md``.
 """
@@ -80,6 +81,11 @@ _TOKEN_HELP = "a GitLab personal, project or group access token (scope api; read
 
 CHANGED_SINCE = "changed_since"
 """The code of an undo refused because someone changed the thing after the forward call."""
+_KEPT = (
+    "The later change is kept: undo it and roll back again, or let the rollback overwrite it "
+    "(reversi rollback RUN --overwrite STEP)"
+)
+"""What a refusal of an undo tells the person (docs/engine.md, RB-10)."""
 
 
 def _same_project(**more: Source) -> dict[str, Source]:
@@ -335,7 +341,7 @@ class GitlabConnector(HttpConnector):
         is read first (``GET /projects/{project}/issues/{issue_iid}/notes/{note_id}``,
         https://docs.gitlab.com/api/notes/#get-single-issue-note) and left alone when its
         body is no longer that: someone edited it after the call, and deleting it would
-        throw their edit away. Then ``DELETE`` the same path
+        throw their edit away (``ctx.overwrite``, a person's decision, skips the read). Then ``DELETE`` the same path
         (https://docs.gitlab.com/api/notes/#delete-an-issue-note). Returns ``{project,
         issue_iid, note_id, deleted}``; ``deleted`` is false after a 404. Raises
         ``ToolError(code="changed_since")`` naming the change, ``ToolError`` naming the
@@ -355,7 +361,7 @@ class GitlabConnector(HttpConnector):
             return (
                 f"gitlab: note {args.note_id} on issue #{args.issue_iid} was changed since the "
                 "call that added it (the note's body is no longer the one it set), so it was not "
-                "deleted; see docs/connectors/gitlab.md to delete it anyway"
+                f"deleted. {_KEPT}"
             )
 
         deleted = await self._delete(
@@ -382,7 +388,8 @@ class GitlabConnector(HttpConnector):
         /projects/{project}/repository/branches/{branch}``,
         https://docs.gitlab.com/api/branches/#get-single-repository-branch) and left alone
         when it points elsewhere: someone pushed to it after the call, and deleting it would
-        take their commits off every branch. Then ``DELETE`` the same path
+        take their commits off every branch (``ctx.overwrite``, a person's decision, skips
+        the read). Then ``DELETE`` the same path
         (https://docs.gitlab.com/api/branches/#delete-repository-branch). Returns
         ``{project, branch, deleted}``; ``deleted`` is false after a 404. Raises
         ``ToolError(code="changed_since")`` naming both commits; 400 ``protected_branch``
@@ -407,7 +414,7 @@ class GitlabConnector(HttpConnector):
             return (
                 f"gitlab: branch {args.branch!r} was changed since the call that created it (the "
                 f"branch's head moved from {expected[:12]} to {str(head)[:12]}), so it was not "
-                "deleted; see docs/connectors/gitlab.md to delete it anyway"
+                f"deleted. {_KEPT}"
             )
 
         deleted = await self._delete(ctx, path, "branch", changed if expected is not None else None)
@@ -424,9 +431,11 @@ class GitlabConnector(HttpConnector):
 
         With ``changed`` the object is read first (``GET path``): a 404 is already gone, and
         when ``changed(answer)`` gives a reason (someone changed the object after the forward
-        call), nothing is deleted and ``ToolError(code="changed_since")`` says why.
+        call), nothing is deleted and ``ToolError(code="changed_since")`` says why. A person's
+        decision to overwrite (``ctx.overwrite``: ``reversi rollback RUN --overwrite STEP``,
+        docs/engine.md) skips the read and deletes.
         """
-        if changed is not None:
+        if changed is not None and not ctx.overwrite:
             found = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
             if found.status == 404:
                 return False

@@ -31,17 +31,15 @@ suite (docs/certification-guide.md).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
@@ -80,7 +78,6 @@ __all__ = [
     "FakeIssue",
     "FakeNote",
     "FakeProject",
-    "RaceChange",
     "Role",
     "certification_fixture",
     "commit_sha",
@@ -276,22 +273,9 @@ RESTORES_NOTHING: Mapping[str, str] = {
 """The tools whose undo restores no earlier state (the concurrent-change declaration)."""
 
 
-@dataclass(frozen=True)
-class RaceChange:
-    """``reversi_core.testing.ConcurrentChange``'s fields, used until core has that class (issue 21)."""
-
-    what: str
-    revert: Callable[[], None]
-
-
-def _change(what: str, revert: Callable[[], None]) -> Any:
-    made = getattr(kit, "ConcurrentChange", None) or RaceChange
-    return made(what=what, revert=revert)
-
-
 def concurrent_change(
     handle: Any, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """Change, through the fake's own state, what ``tool``'s undo would otherwise overwrite.
 
     For ``gitlab.add_note``: someone edits the note (``what``: "the note's body"); for
@@ -303,7 +287,9 @@ def concurrent_change(
     if tool == "gitlab.add_note":
         iid, note_id, body = args["issue_iid"], result["id"], result["body"]
         fake.edit_note(project.id, iid, note_id, body + "\n\n(edited by a maintainer)")
-        return _change("the note's body", lambda: fake.edit_note(project.id, iid, note_id, body))
+        return ConcurrentChange(
+            "the note's body", lambda: fake.edit_note(project.id, iid, note_id, body)
+        )
     if tool == "gitlab.create_branch":
         branch, sha = args["branch"], result["sha"]
         fake.push(project.id, branch, "someone else's work")
@@ -311,18 +297,8 @@ def concurrent_change(
         def move_back() -> None:
             fake.add_branch(project.id, branch, sha)
 
-        return _change("the branch's head", move_back)
+        return ConcurrentChange("the branch's head", move_back)
     return None
-
-
-def _concurrency_declarations() -> dict[str, Any]:
-    """The concurrent-change fields, for a ``CertificationFixture`` that has them (issue 21)."""
-    fields = {f.name for f in dataclasses.fields(CertificationFixture)}
-    given: dict[str, Any] = {
-        "concurrent_change": concurrent_change,
-        "restores_nothing": RESTORES_NOTHING,
-    }
-    return {name: value for name, value in given.items() if name in fields}
 
 
 LIVE = LiveScenario(
@@ -359,5 +335,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         live=LIVE,
-        **_concurrency_declarations(),
+        concurrent_change=concurrent_change,
+        restores_nothing=RESTORES_NOTHING,
     )

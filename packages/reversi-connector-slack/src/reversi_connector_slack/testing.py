@@ -31,8 +31,7 @@ suite (docs/certification-guide.md).
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -284,20 +283,6 @@ def concurrent_change(handle: Any, tool: str, args: Any, result: Any) -> None:
     return None
 
 
-def _concurrency_declarations() -> dict[str, Any]:
-    """The concurrent-change fields, for a ``CertificationFixture`` that has them.
-
-    ``concurrent_change`` and ``restores_nothing`` arrive with the thirteenth certification
-    check (issue 21); until core's fixture has them they cannot be passed.
-    """
-    fields = {f.name for f in dataclasses.fields(CertificationFixture)}
-    given: dict[str, Callable[..., Any] | Mapping[str, str]] = {
-        "concurrent_change": concurrent_change,
-        "restores_nothing": RESTORES_NOTHING,
-    }
-    return {name: value for name, value in given.items() if name in fields}
-
-
 LIVE = LiveScenario(
     name="message-reply-reaction",
     summary=LIVE_SUMMARY,
@@ -331,5 +316,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         live=LIVE,
-        **_concurrency_declarations(),
+        concurrent_change=concurrent_change,
+        restores_nothing=RESTORES_NOTHING,
     )
