@@ -377,12 +377,14 @@ class HttpConnector(Connector):
         carries :meth:`idempotency_key`. The arguments are those of
         :meth:`reversi_core.http.HttpClient.request`, which says what is raised: a
         ``ToolError`` naming the status and the vendor's code (from :attr:`errors`), or
-        ``EffectUncertainError`` for a write whose answer was lost.
+        ``EffectUncertainError`` for a write whose answer was lost. A 2xx answer that
+        :meth:`refusal_in` finds to be a refusal (Slack's HTTP 200 ``{"ok": false}``) is
+        raised as a ``ToolError`` with that status and the vendor's code, never returned.
         """
         client = self._client()
         writes = write if write is not None else method.upper() not in READ_METHODS
         key = self.idempotency_key(ctx) if self.idempotency_header and writes else None
-        return await client.request(
+        resp = await client.request(
             method,
             path,
             params=params,
@@ -395,6 +397,21 @@ class HttpConnector(Connector):
             ok_statuses=ok_statuses,
             timeouts=client.timeouts.capped_at(ctx.timeout),
         )
+        refused = self.refusal_in(resp) if resp.ok else None
+        if refused is not None:
+            raise client.refused(method, path, resp.status, *refused)
+        return resp
+
+    def refusal_in(self, resp: HttpResponse) -> tuple[str, str | None] | None:
+        """``(code, message)`` when a 2xx answer says the vendor refused the call, else ``None``.
+
+        The default asks :attr:`errors` (:meth:`~reversi_core.http.ErrorTable.refusal`:
+        its ``refused_when`` test, then its fields and rate-limit rules, so Slack's
+        ``ratelimited`` is ``rate_limited``). Override it for a vendor whose refusals the
+        table cannot describe. :meth:`request` calls it on every 2xx answer (not on an
+        ``ok_statuses`` answer outside 2xx); ``resp`` is already scrubbed of credentials.
+        """
+        return self.errors.refusal(resp.status, resp.headers, resp.json)
 
     # -- reading answers --------------------------------------------------------------
 
