@@ -73,7 +73,6 @@ __all__ = [
 ]
 
 UNDOABLE = (Effect.REVERSIBLE, Effect.COMPENSABLE)
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 INJECTED_REFUSAL = 422
 """The status the forward-failure check injects into every call of a backend with faults."""
 
@@ -196,7 +195,8 @@ def armed_on_effect(scene: Scene, fault: Fault, manifest: Manifest) -> Iterator[
     """``fault`` on every request through which the tool of ``manifest`` can lose its effect.
 
     For a writing tool that is every request through which a change takes effect
-    (``writes=True``: an HTTP POST, PUT, PATCH or DELETE; a database's ``COMMIT``): a read
+    (``writes=True``: a request its route declares writing, by default an HTTP POST, PUT,
+    PATCH or DELETE, a GraphQL mutation but not a query; a database's ``COMMIT``): a read
     it makes first (add_labels reads the labels it must not add twice) goes through, so
     the fault lands on the write, whose lost answer must be uncertain. A failed read
     before any write is a plain ToolError, and arming the fault on it would demand a lie.
@@ -274,6 +274,19 @@ def step_of(report: RollbackReport, seq: int) -> StepRecord:
 
 def writes(manifest: Manifest) -> bool:
     return manifest.effect is not Effect.READ_ONLY
+
+
+def wrote(request: Any) -> bool:
+    """Whether a request the backend recorded could change it.
+
+    As the backend judged it when it read the request (``FakeRequest.writes``, from the
+    route's declaration: a GraphQL query is a POST that writes nothing), else by its
+    method (POST, PUT, PATCH, DELETE).
+    """
+    judged = getattr(request, "writes", None)
+    if isinstance(judged, bool):
+        return judged
+    return str(request.method).upper() in WRITE_METHODS
 
 
 def must_apply(check: str, subject: Subject) -> str | None:
@@ -368,9 +381,7 @@ async def check_forward_success(subject: Subject) -> str:
                             + difference(before, after)
                         )
                     written = [
-                        f"{r.method} {r.target}"
-                        for r in scene.requests[sent:]
-                        if r.method.upper() not in READ_METHODS
+                        f"{r.method} {r.target}" for r in scene.requests[sent:] if wrote(r)
                     ]
                     if written:
                         raise fail(f"{label(tool, index)} is read_only but sent {written}")
@@ -677,7 +688,7 @@ def _undo_keys(
     if undo not in fixture.sends_idempotency_key or where is None:
         return False
     for name, _, requests in attempts:
-        sent = [r for r in requests if str(r.method).upper() in WRITE_METHODS]
+        sent = [r for r in requests if wrote(r)]
         if not sent and name == "retried":
             raise fail(
                 f"{undo} sends the idempotency key, but the backend recorded no write request "

@@ -35,8 +35,15 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..connector import CallContext, Connector
 from ..errors import ConfigurationError, EffectUncertainError, InvalidArgumentsError, ToolError
-from ..redact import register_secret
-from ._client import READ_METHODS, HttpClient, HttpResponse, Timeouts, check_base_url
+from ..redact import register_secret, scrub
+from ._client import (
+    _MAX_VENDOR_MESSAGE,
+    READ_METHODS,
+    HttpClient,
+    HttpResponse,
+    Timeouts,
+    check_base_url,
+)
 from ._errors import ErrorTable
 
 if TYPE_CHECKING:
@@ -69,6 +76,10 @@ class Setting:
     must be non-empty without whitespace; it is never shown. ``required`` settings
     without a ``default`` must be given. ``check`` normalises a given value or raises
     ``ValueError`` with a message saying what is wrong (never repeating a secret).
+    ``schemes`` are words a secret may start with, followed by one space, kept as part of
+    the value (a Linear OAuth token given as ``Bearer <token>`` beside a bare API key): the
+    whitespace rule applies to what follows, and both the whole value and that part are
+    registered for scrubbing.
     """
 
     env: str
@@ -78,6 +89,7 @@ class Setting:
     required: bool = True
     default: str | None = None
     check: Callable[[str], str] | None = None
+    schemes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,12 +264,16 @@ class HttpConnector(Connector):
         if not isinstance(value, str):
             raise ConfigurationError(f"{self.name}: {setting.option} must be a string")
         if setting.secret:
-            if not value.strip() or _WHITESPACE.search(value):
+            bare = next(
+                (value[len(s) + 1 :] for s in setting.schemes if value.startswith(f"{s} ")), value
+            )
+            if not bare.strip() or _WHITESPACE.search(bare):
                 raise ConfigurationError(
                     f"{self.name}: the {setting.option} is empty or contains whitespace; set "
                     f"{setting.env} to {setting.help}"
                 )
-            register_secret(value)  # scrubbed from journal entries and CLI output from now on
+            for part in {value, bare}:
+                register_secret(part)  # scrubbed from journal entries and CLI output from now on
         if setting.check is not None:
             try:
                 value = setting.check(value)
@@ -377,12 +393,14 @@ class HttpConnector(Connector):
         carries :meth:`idempotency_key`. The arguments are those of
         :meth:`reversi_core.http.HttpClient.request`, which says what is raised: a
         ``ToolError`` naming the status and the vendor's code (from :attr:`errors`), or
-        ``EffectUncertainError`` for a write whose answer was lost.
+        ``EffectUncertainError`` for a write whose answer was lost. A 2xx answer that
+        :attr:`errors` says is a refusal (its ``refusal`` predicate: GraphQL errors with
+        HTTP 200) is a ``ToolError`` too, with that status and the table's code.
         """
         client = self._client()
         writes = write if write is not None else method.upper() not in READ_METHODS
         key = self.idempotency_key(ctx) if self.idempotency_header and writes else None
-        return await client.request(
+        resp = await client.request(
             method,
             path,
             params=params,
@@ -395,6 +413,22 @@ class HttpConnector(Connector):
             ok_statuses=ok_statuses,
             timeouts=client.timeouts.capped_at(ctx.timeout),
         )
+        refused = self.errors.refused(resp.status, resp.headers, resp.json) if resp.ok else None
+        if refused is not None:
+            raise self._refusal(method, path, resp.status, *refused)
+        return resp
+
+    def _refusal(
+        self, method: str, path: str, status: int, code: str | None, message: str | None
+    ) -> ToolError:
+        """The error for a 2xx answer that is a refusal (``ErrorTable.refusal``)."""
+        text = f"{self.name}: {method.upper()} {path.split('?', 1)[0]} failed: HTTP {status}"
+        if code:
+            text += f" ({code})"
+        if message:
+            cut = message[:_MAX_VENDOR_MESSAGE] + ("…" if len(message) > _MAX_VENDOR_MESSAGE else "")
+            text += f": {cut}"
+        return ToolError(scrub(text), status=status, code=scrub(code) if code else None)
 
     # -- reading answers --------------------------------------------------------------
 

@@ -166,7 +166,11 @@ class ErrorTable:
     none; a 5xx without one is ``server_error``. ``details`` adds words from the body to
     the message (GitHub's list of 422 field errors). ``rate_limit`` says when an answer
     is a rate limit: its code is then ``rate_limited`` and the message says when to try
-    again (``None``: never).
+    again (``None``: never). ``refusal`` is for vendors that refuse a call inside a 2xx
+    answer (GraphQL's ``errors`` with HTTP 200, Slack's ``"ok": false``): a predicate over
+    the answer's JSON body, true when the answer is a refusal nonetheless; the HTTP
+    connector then classifies it with this table as it would an error answer
+    (:meth:`refused`) and raises a ``ToolError`` (``None``: every 2xx answer is a success).
     """
 
     statuses: Mapping[int, str] = field(default_factory=dict)
@@ -176,6 +180,19 @@ class ErrorTable:
     details: Callable[[Any], str] | None = None
     rate_limit: RateLimit | None = field(default_factory=RateLimit)
     server_error: str = "server_error"
+    refusal: Callable[[Any], bool] | None = None
+
+    def refused(
+        self, status: int, headers: Mapping[str, str], body: Any
+    ) -> tuple[str | None, str | None] | None:
+        """``(code, message)`` when a 2xx answer is a refusal (see ``refusal``), else ``None``.
+
+        The code and message come from :meth:`classify`, so a vendor's rate-limit code in
+        such an answer is ``rate_limited`` there too.
+        """
+        if self.refusal is None or not self.refusal(body):
+            return None
+        return self.classify(status, headers, body)
 
     def classify(
         self, status: int, headers: Mapping[str, str], body: Any

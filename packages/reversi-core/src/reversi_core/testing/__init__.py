@@ -12,7 +12,7 @@ modules import it) and needs nothing beyond core's dependencies, except ``trustm
 for ``FakeServer(app, tls=True)``.
 """
 
-from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route
+from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route, WritesPredicate
 from ._certification import (
     CHECK_INFO,
     CHECKS,
@@ -89,6 +89,7 @@ __all__ = [
     "Residue",
     "Route",
     "VendorFake",
+    "WritesPredicate",
     "fixture_entry_point",
     "load_fixture",
     "vendor_route",
