@@ -244,7 +244,8 @@ class FakeLinear(VendorFake):
                 f'Cannot query field "{operation.root.name}" on type "{on}".',
                 code="GRAPHQL_VALIDATION_FAILED",
             )
-        variables = body.get("variables") if isinstance(body.get("variables"), dict) else {}
+        given = body.get("variables")
+        variables: dict[str, Any] = given if isinstance(given, dict) else {}
         try:
             arguments = _arguments(operation, variables)
             value = resolver(arguments)
@@ -390,7 +391,8 @@ def _arguments(operation: Operation, variables: Mapping[str, Any]) -> dict[str, 
 
 
 def _input(args: Mapping[str, Any], type_name: str, known: frozenset[str]) -> dict[str, Any]:
-    """The ``input`` argument, refused as GraphQL would when it is not an object or has fields the fake does not model."""
+    """The ``input`` argument; refused as GraphQL would when it is not an object, or has
+    fields the fake does not model."""
     given = args.get("input")
     if not isinstance(given, dict):
         raise GraphQLError(

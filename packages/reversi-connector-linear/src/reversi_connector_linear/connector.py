@@ -30,7 +30,13 @@ from reversi_core.http import BaseUrl, HttpConnector, RawAuthorization, Setting,
 from reversi_core.manifest import Compensation, Effect, Match, Requirement
 
 from . import _documents as docs
-from ._args import AddCommentArgs, ArchiveIssueArgs, CreateIssueArgs, DeleteCommentArgs, GetIssueArgs
+from ._args import (
+    AddCommentArgs,
+    ArchiveIssueArgs,
+    CreateIssueArgs,
+    DeleteCommentArgs,
+    GetIssueArgs,
+)
 from ._errors import ENTITY_NOT_FOUND, ERRORS
 from ._results import (
     AddCommentResult,
@@ -167,8 +173,8 @@ class LinearConnector(HttpConnector):
         status (a lost answer is a plain failure: nothing was written).
         """
         issue = await self.graphql(ctx, docs.GET_ISSUE, {"id": args.id}, write=False)
-        state = issue.get("state") if isinstance(issue.get("state"), dict) else {}
-        team = issue.get("team") if isinstance(issue.get("team"), dict) else {}
+        state = _object(issue.get("state"))
+        team = _object(issue.get("team"))
         return {
             "id": str(issue.get("id") or args.id),
             "identifier": issue.get("identifier"),
@@ -300,3 +306,8 @@ def _root_field(document: str) -> str:
     body = document.split("{", 1)[1]
     return body.split("(", 1)[0].split("{", 1)[0].strip()
 
+
+
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a nested object Linear left out)."""
+    return value if isinstance(value, dict) else {}

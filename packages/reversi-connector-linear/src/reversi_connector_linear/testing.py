@@ -78,7 +78,7 @@ __all__ = [
     "seed_example",
 ]
 
-CERTIFICATION_KEY = "lin_api_reversiCertification00000000000001"  # noqa: S105 - made up
+CERTIFICATION_KEY = "lin_api_reversiCertification00000000000001"
 """The personal API key the certification fixture gives the fake and the connector."""
 
 TEAM_ID = "5e1c2b9a-0000-4000-8000-00000000e001"
