@@ -16,6 +16,7 @@ Rollback checks use the real engine (:class:`reversi_core.Run`) over a real
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import json
@@ -270,6 +271,23 @@ def step_of(report: RollbackReport, seq: int) -> StepRecord:
         if step.seq == seq:
             return step
     raise fail(f"the rollback report does not list step {seq}")
+
+
+def header_values(request: Any) -> list[str]:
+    """A recorded request's header values, with an HTTP basic ``Authorization`` decoded too.
+
+    A basic credential travels base64-encoded beside the account name (``email:token``,
+    RFC 7617), so the token is found in the decoded pair.
+    """
+    values = [str(v) for v in dict(getattr(request, "headers", None) or {}).values()]
+    for value in list(values):
+        scheme, _, blob = value.partition(" ")
+        if scheme.lower() == "basic" and blob.strip():
+            try:
+                values.append(base64.b64decode(blob.strip(), validate=True).decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                continue
+    return values
 
 
 def writes(manifest: Manifest) -> bool:
@@ -1010,7 +1028,7 @@ async def check_redaction(subject: Subject) -> str:
                 )
             if leaks(r.text, credential):
                 raise fail(f"the credential was sent in the body of {r.method} {r.path}")
-            if any(credential in str(v) for v in dict(r.headers).values()):
+            if any(credential in v for v in header_values(r)):
                 seen_in_headers = True
         if leaks(scene.journal_text(), credential):
             raise fail("the credential was written into the journal")

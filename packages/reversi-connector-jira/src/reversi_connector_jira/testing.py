@@ -1,138 +1,323 @@
-"""A fake jira API to test against, and the connector's certification opt-in.
+"""A fake Jira Cloud REST API v3 to test against, and the connector's certification opt-in.
 
-TEMPLATE: :class:`FakeJira` serves the example notes API on 127.0.0.1 with
-the kit's :class:`~reversi_core.testing.VendorFake` (tokens, rate limits, error bodies,
-body parsing) and :class:`~reversi_core.testing.FakeServer` (a real HTTP server with
-fault injection). Replace its routes with the vendor's, each citing the page it follows,
-and model what the connector relies on: idempotency keys, preconditions, "already gone"
-answers, pagination, the vendor's error bodies (see docs/fakes.md).
+:class:`FakeJira` is a :class:`reversi_core.testing.VendorFake` that models the part of
+Jira Cloud's REST API v3 the ``jira`` connector uses, written from Atlassian's
+documentation (each route's decorator cites its page): issues (create, read with a
+``fields`` selection, delete, refused while it has subtasks), comments (add, delete),
+and one workflow with statuses and transitions (:data:`STATUSES`, :data:`TRANSITIONS`),
+including a status with no way back and a status name two transitions lead to; each
+issue keeps the history of its status changes. Errors are Jira's ``ErrorCollection``
+bodies; authentication is HTTP basic (email and API token). Serve it with
+:class:`reversi_core.testing.FakeServer`::
+
+    from reversi_core.testing import FakeServer
+    from reversi_connector_jira import JiraConnector
+    from reversi_connector_jira.testing import FakeJira
+
+    fake = FakeJira(email="me@example.com", api_token="tok_0001")
+    fake.add_project("PROJ", "Project")
+    with FakeServer(fake) as server:
+        jira = JiraConnector(server.url, "me@example.com", "tok_0001")
+        made = await jira.call("jira.create_issue", {"project": "PROJ", "summary": "Hi"})
+        assert fake.find_issue(made["key"])["summary"] == "Hi"
+
+What the fake does not model: permissions beyond read-only versus read-write
+accounts, issue security, screens and fields on transitions, resolutions and other
+post-functions, custom fields, JQL search, pagination of comments, moved issues, and
+``updateHistory``. Messages are Jira's where its documentation or API shows them; the
+subtask refusal's text is the fake's own (the documentation names the 400 only).
+
+:func:`certification_fixture` opts the connector into the repository's certification
+suite (docs/certification-guide.md): every check applies to jira.
 """
 
 from __future__ import annotations
 
-import copy
-import itertools
-from collections.abc import Iterator, Mapping
+import dataclasses
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    Dependency,
+    Example,
     ExampleContext,
     Failure,
-    FakeRequest,
-    FakeResponse,
     FakeServer,
-    VendorFake,
-    vendor_route,
+    Residue,
 )
 
+from ._fake import STATUSES, TRANSITIONS, FakeJira, Status, Transition
 from .connector import JiraConnector
 
-__all__ = ["CERTIFICATION_TOKEN", "FakeJira", "certification_fixture"]
+__all__ = [
+    "CERTIFICATION_EMAIL",
+    "CERTIFICATION_TOKEN",
+    "DEPENDENCIES",
+    "EXAMPLES",
+    "FAILURES",
+    "LIMIT",
+    "RESTORES_NOTHING",
+    "STATUSES",
+    "TRANSITIONS",
+    "FakeJira",
+    "Status",
+    "Transition",
+    "certification_fixture",
+    "concurrent_change",
+    "jira_backend",
+    "seed_example",
+]
 
-CERTIFICATION_TOKEN = "jira_certification-token-0123456789"  # noqa: S105 - made up
-"""The token the certification fixture gives the fake and the connector."""
+CERTIFICATION_EMAIL = "agent@reversi.example"
+"""The account email the certification fixture gives the fake and the connector."""
 
-_DOCS = "https://api.jira.example/docs"
+CERTIFICATION_TOKEN = "ATATT3xReversiCertification0000000001"  # noqa: S105 - made up
+"""The API token the certification fixture gives the fake and the connector."""
+
 LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
 
+TO_DO, IN_PROGRESS, IN_REVIEW, DONE, ARCHIVED = "10000", "3", "10001", "10002", "10003"
 
-class FakeJira(VendorFake):
-    """The example notes API: notes by id; errors as ``{"error": {"code", "message"}}``."""
 
-    def __init__(self, *, token: str = CERTIFICATION_TOKEN, **kwargs: Any) -> None:
-        super().__init__(token=token, **kwargs)
-        self.notes: dict[str, str] = {}
-        self._ids = (f"n{i}" for i in itertools.count(1))
-
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
-        return FakeResponse(status, json={"error": {"code": code or "error", "message": message}})
-
-    def not_found(self, request: FakeRequest) -> FakeResponse:
-        return self.error(404, "No such note", code="not_found")
-
-    def snapshot(self) -> dict[str, Any]:
-        """The notes, as plain data (what certification fingerprints)."""
-        with self.lock:
-            return copy.deepcopy(self.notes)
-
-    @vendor_route("GET", "/notes/{id}", docs=f"{_DOCS}/get-note")
-    def get_note(self, request: FakeRequest) -> FakeResponse:
-        ident = request.path_params["id"]
-        if ident not in self.notes:
-            return self.not_found(request)
-        return FakeResponse(200, json={"id": ident, "text": self.notes[ident]})
-
-    @vendor_route("POST", "/notes", docs=f"{_DOCS}/create-note", body="json")
-    def create_note(self, request: FakeRequest) -> FakeResponse:
-        text = request.json.get("text") if isinstance(request.json, dict) else None
-        if not isinstance(text, str) or not text:
-            return self.error(422, "text is required", code="invalid")
-        ident = next(self._ids)
-        self.notes[ident] = text
-        return FakeResponse(201, json={"id": ident, "text": text})
-
-    @vendor_route("DELETE", "/notes/{id}", docs=f"{_DOCS}/delete-note")
-    def delete_note(self, request: FakeRequest) -> FakeResponse:
-        if self.notes.pop(request.path_params["id"], None) is None:
-            return self.not_found(request)
-        return FakeResponse(204)
+def seed_example(fake: FakeJira) -> None:
+    """Put the example state in ``fake``: project PROJ with PROJ-1 "Crash on start" (To Do,
+    one comment), PROJ-2 "Epic work" (In Progress) with its subtask PROJ-3, and PROJ-4
+    "Shipped" (Done)."""
+    fake.add_project("PROJ", "Project")
+    first = fake.add_issue("PROJ", "Crash on start")
+    fake.add_comment(first["id"], "Seen it too.")
+    parent = fake.add_issue("PROJ", "Epic work", status=IN_PROGRESS)
+    fake.add_issue("PROJ", "A part of it", parent=parent["id"], issue_type="Sub-task")
+    fake.add_issue("PROJ", "Shipped", status=DONE)
 
 
 @contextmanager
-def _backend(directory: Path) -> Iterator[FakeServer]:
-    with FakeServer(FakeJira()) as server:
+def jira_backend(directory: Path | None = None) -> Iterator[FakeServer]:
+    """A :class:`FakeJira` (the certification account) served on a fresh port."""
+    with FakeServer(FakeJira(email=CERTIFICATION_EMAIL, api_token=CERTIFICATION_TOKEN)) as server:
         yield server
 
 
 def _fake(server: FakeServer) -> FakeJira:
-    assert isinstance(server.app, FakeJira)
-    return server.app
-
-
-def _seed(server: FakeServer) -> None:
-    _fake(server).notes["seeded"] = "a note that was there before the run"
+    app = server.app
+    if not isinstance(app, FakeJira):
+        raise TypeError(f"the server does not serve a FakeJira but a {type(app).__name__}")
+    return app
 
 
 def _build_with_timeout(server: FakeServer, seconds: float) -> JiraConnector:
     return JiraConnector(
-        token=CERTIFICATION_TOKEN,
-        base_url=server.url,
+        server.url,
+        CERTIFICATION_EMAIL,
+        CERTIFICATION_TOKEN,
         timeouts=Timeouts(connect=seconds, read=seconds, total=seconds),
     )
 
 
-async def _existing_note(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    created = await ctx.call("jira.create_note", {"text": "to be deleted"})
-    return {"id": created["id"]}
+def _restore_after(issue: str, transition: str) -> Callable[[ExampleContext[Any]], Any]:
+    """An args builder: run ``transition`` on ``issue``, then give restore_status its undo's arguments."""
+
+    async def build(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+        moved = await ctx.call("jira.transition_issue", {"issue": issue, "transition": transition})
+        return _undo_args(moved)
+
+    return build
+
+
+def _undo_args(moved: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        "issue": moved["issue"],
+        "status_id": moved["previous_status_id"],
+        "status": moved["previous_status"],
+        "expected_status_id": moved["status_id"],
+        "expected_status": moved["status"],
+    }
+
+
+async def _changed_since(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    moved = await ctx.call("jira.transition_issue", {"issue": "PROJ-1", "transition": "Start Progress"})
+    _fake(ctx.handle).set_status("PROJ-1", IN_REVIEW)  # someone else moves it on
+    return _undo_args(moved)
+
+
+async def _delete_new_issue(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    made = await ctx.call("jira.create_issue", {"project": "PROJ", "summary": "To delete"})
+    return {"issue": made["id"]}
+
+
+async def _delete_new_comment(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    made = await ctx.call("jira.add_comment", {"issue": "PROJ-1", "body": "To delete"})
+    return {"issue": "PROJ-1", "comment_id": made["id"]}
+
+
+def _on_new(field: str, which: str, **more: Any) -> Callable[[ExampleContext[Any]], Any]:
+    async def build(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+        return {field: ctx.results["jira.create_issue"][which], **more}
+
+    return build
+
+
+EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
+    "jira.get_issue": [{"issue": "PROJ-1"}, {"issue": "proj-2"}],
+    "jira.create_issue": [
+        {"project": "PROJ", "summary": "Found by the agent", "description": "Steps:\n1. run\n\nSeen twice."},
+        {"project": "PROJ", "summary": "A part", "issue_type": "Sub-task", "parent": "PROJ-1"},
+    ],
+    "jira.add_comment": [
+        {"issue": "PROJ-1", "body": "Looking into it.\nLine two.\n\nSecond paragraph."},
+        {"issue": "PROJ-4", "body": "Odd: 100% + /path?x=1#frag ünïcode *not bold*"},
+    ],
+    "jira.transition_issue": [
+        {"issue": "PROJ-1", "transition": "Start Progress"},
+        {"issue": "PROJ-1", "transition": "11"},
+        {"issue": "PROJ-2", "transition": "in review"},
+    ],
+    "jira.restore_status": [
+        _restore_after("PROJ-1", "Start Progress"),
+        {"issue": "PROJ-1", "status_id": TO_DO, "status": "To Do", "expected_status_id": IN_PROGRESS,
+         "expected_status": "In Progress"},
+    ],
+    "jira.delete_issue": [_delete_new_issue, {"issue": "PROJ-4"}, {"issue": "PROJ-999"}],
+    "jira.delete_comment": [_delete_new_comment, {"issue": "PROJ-1", "comment_id": "99999"}],
+}
+
+FAILURES: Mapping[str, list[Failure]] = {
+    "jira.get_issue": [Failure({"issue": "PROJ-999"}, code="not_found", status=404)],
+    "jira.create_issue": [
+        Failure({"project": "NOPE", "summary": "x"}, code="bad_request", status=400),
+        Failure({"project": "PROJ", "summary": "   "}, code="bad_request", status=400),
+        Failure({"project": "PROJ", "summary": "x", "issue_type": "Epic"}, code="bad_request", status=400),
+    ],
+    "jira.add_comment": [Failure({"issue": "PROJ-999", "body": "x"}, code="not_found", status=404)],
+    "jira.transition_issue": [
+        Failure({"issue": "PROJ-1", "transition": "Teleport"}, code="transition_not_found"),
+        Failure({"issue": "PROJ-2", "transition": "Done"}, code="ambiguous_transition"),
+        Failure({"issue": "PROJ-999", "transition": "11"}, code="not_found", status=404),
+    ],
+    "jira.restore_status": [
+        Failure(_restore_after("PROJ-2", "Resolve"), code="no_way_back"),
+        Failure(_changed_since, code="changed_since"),
+    ],
+    "jira.delete_issue": [Failure({"issue": "PROJ-2"}, code="has_subtasks", status=400)],
+}
+"""Calls Jira turns down, each with the code (and status) the connector must answer:
+404 ``not_found``; 400 ``bad_request`` for an unknown project, a blank summary, an
+unknown issue type; ``transition_not_found`` and ``ambiguous_transition`` (nothing sent);
+``no_way_back`` (Done leads only to To Do and Archived); ``changed_since`` (someone
+moved the issue after the transition); 400 ``has_subtasks``."""
+
+DEPENDENCIES: list[Dependency] = [
+    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.add_comment",
+               _on_new("issue", "key", body="Working on it.")),
+    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.add_comment",
+               _on_new("issue", "id", body="By id.")),
+    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.transition_issue",
+               _on_new("issue", "key", transition="Start Progress")),
+    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.create_issue",
+               _on_new("parent", "key", project="PROJ", summary="Its part", issue_type="Sub-task")),
+]
+
+
+def _without_used_numbers(fingerprint: Any) -> Any:
+    for project in fingerprint["projects"].values():
+        project.pop("next_number", None)
+    return fingerprint
+
+
+def _without_history(fingerprint: Any) -> Any:
+    for issue in fingerprint["issues"].values():
+        issue.pop("history", None)
+        issue.pop("updated", None)
+    return fingerprint
+
+
+RESIDUE: Mapping[str, Residue] = {
+    "jira.create_issue": Residue(
+        reason="the undo deletes the issue, which cannot be brought back, and Jira does not give "
+        "its key number again",
+        normalise=_without_used_numbers,
+    ),
+    "jira.transition_issue": Residue(
+        reason="the undo runs a second transition back, so the issue history shows both (and its "
+        "updated time moves); workflow post-functions ran both times",
+        normalise=_without_history,
+    ),
+}
+
+RESTORES_NOTHING: Mapping[str, str] = {
+    "jira.create_issue": "its compensation deletes the issue the call created; no earlier state "
+    "of anything is put back, so nobody's later change can be overwritten",
+    "jira.add_comment": "its compensation deletes the comment the call created; no earlier state "
+    "of anything is put back, so nobody's later change can be overwritten",
+}
+"""Compensations that restore no prior state (jira.restore_status does, and is guarded)."""
+
+_ConcurrentChange: Any = getattr(kit, "ConcurrentChange", None)
+if _ConcurrentChange is None:  # until reversi-core has the 13th check (issue 21)
+
+    @dataclasses.dataclass(frozen=True)
+    class _LocalConcurrentChange:
+        """What a concurrent change did: words the undo's refusal names, and how to take it back."""
+
+        what: str
+        revert: Callable[[], None]
+
+    _ConcurrentChange = _LocalConcurrentChange
+
+
+def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> Any:
+    """Change, through the backend, what ``tool``'s compensation would restore; ``None`` if nothing.
+
+    For jira.transition_issue: someone moves the issue on to another status after the
+    transition (In Review, or Archived when the transition led to In Review), so
+    jira.restore_status must refuse, naming the issue's status. ``revert`` puts it back
+    in the status the transition set.
+    """
+    if tool != "jira.transition_issue":
+        return None
+    fake = _fake(server)
+    elsewhere = IN_REVIEW if result["status_id"] != IN_REVIEW else ARCHIVED
+    fake.set_status(str(args["issue"]), elsewhere)
+    return _ConcurrentChange(
+        what="the issue's status", revert=lambda: fake.set_status(str(args["issue"]), str(result["status_id"]))
+    )
+
+
+def _concurrency_fields() -> dict[str, Any]:
+    """The concurrent-change declarations, where this reversi-core's fixture has the fields (issue 21)."""
+    names = {f.name for f in dataclasses.fields(CertificationFixture)}
+    wanted: dict[str, Any] = {"concurrent_change": concurrent_change, "restores_nothing": RESTORES_NOTHING}
+    return {name: value for name, value in wanted.items() if name in names}
 
 
 def certification_fixture() -> CertificationFixture[FakeServer]:
-    """How the certification suite drives the ``jira`` connector (every check applies)."""
+    """The jira connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
-        backend=_backend,
-        seed=_seed,
+        backend_summary="its fake of Jira Cloud's REST API v3 with a workflow, faults included",
+        command_line=lambda server: (
+            {
+                "JIRA_BASE_URL": server.url,
+                "JIRA_EMAIL": CERTIFICATION_EMAIL,
+                "JIRA_API_TOKEN": CERTIFICATION_TOKEN,
+            },
+            [],
+        ),
+        backend=jira_backend,
+        seed=lambda server: seed_example(_fake(server)),
         build=lambda server: _build_with_timeout(server, LIMIT),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
-        examples={
-            "jira.get_note": [{"id": "seeded"}],
-            "jira.create_note": [{"text": "hello"}],
-            "jira.delete_note": [_existing_note, {"id": "never-existed"}],
-        },
-        failures={
-            # each refusal with the code (and status) the vendor answers it with
-            "jira.get_note": [Failure({"id": "missing"}, code="not_found", status=404)],
-        },
+        examples=EXAMPLES,
+        failures=FAILURES,
+        dependencies=DEPENDENCIES,
+        residue=RESIDUE,
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
-        backend_summary="its fake of the example notes API, faults included",
-        command_line=lambda server: (
-            {"JIRA_TOKEN": CERTIFICATION_TOKEN, "JIRA_BASE_URL": server.url},
-            [],
-        ),
+        **_concurrency_fields(),
     )
