@@ -23,7 +23,9 @@ async def test_a_comment_on_an_issue_the_run_created_is_undone_before_the_issue(
     run = Run.start(journal, registry_for([linear]), executor=executor_for([linear]))
     before = fake.snapshot()
     issue_step, made = await run.call("linear.create_issue", {"team_id": TEAM_ID, "title": "New"})
-    comment_step, comment = await run.call("linear.add_comment", {"issue_id": made[by], "body": "On it."})
+    comment_step, comment = await run.call(
+        "linear.add_comment", {"issue_id": made[by], "body": "On it."}
+    )
     assert journal.get_step(run.id, comment_step).requires == [issue_step]
 
     async def comment_stands(step: StepRecord, result: dict[str, object]) -> bool:
@@ -31,7 +33,10 @@ async def test_a_comment_on_an_issue_the_run_created_is_undone_before_the_issue(
 
     first = await run.rollback(compensate=compensator_for([linear]), verify=comment_stands)
     states = {s.seq: s.rollback_state for s in first.steps}
-    assert states == {comment_step: RollbackState.VERIFICATION_FAILED, issue_step: RollbackState.DEFERRED}
+    assert states == {
+        comment_step: RollbackState.VERIFICATION_FAILED,
+        issue_step: RollbackState.DEFERRED,
+    }
     assert fake.find_issue(made["id"])["archivedAt"] is None  # type: ignore[index]
     second = await run.rollback(compensate=compensator_for([linear]))
     assert second.complete

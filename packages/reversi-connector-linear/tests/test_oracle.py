@@ -63,7 +63,9 @@ def problems_of(server: FakeServer) -> list[str]:
         name = document.split("(", 1)[0].strip()
         found += [f"{name} sent: {p}" for p in document_problems(document)]
         if answer is not None and request.fault is None:
-            found += [f"{name} answered: {p}" for p in answer_problems(document, variables, answer.json)]
+            found += [
+                f"{name} answered: {p}" for p in answer_problems(document, variables, answer.json)
+            ]
     return found
 
 
@@ -79,7 +81,9 @@ async def _drive(server: FakeServer, key: str, calls: list[tuple[str, Any]]) -> 
     return made
 
 
-async def test_every_document_and_answer_fits_linears_schema(served: tuple[FakeLinear, FakeServer]) -> None:
+async def test_every_document_and_answer_fits_linears_schema(
+    served: tuple[FakeLinear, FakeServer],
+) -> None:
     fake, server = served
     calls: list[tuple[str, Any]] = [(t, e) for t, es in EXAMPLES.items() for e in es]
     calls += [(t, f.args) for t, fs in FAILURES.items() for f in fs]
@@ -107,8 +111,14 @@ async def test_every_document_and_answer_fits_linears_schema(served: tuple[FakeL
 
 
 @pytest.mark.parametrize(
-    "document", [documents.GET_ISSUE, documents.CREATE_ISSUE, documents.ADD_COMMENT,
-                 documents.ARCHIVE_ISSUE, documents.DELETE_COMMENT],
+    "document",
+    [
+        documents.GET_ISSUE,
+        documents.CREATE_ISSUE,
+        documents.ADD_COMMENT,
+        documents.ARCHIVE_ISSUE,
+        documents.DELETE_COMMENT,
+    ],
 )
 def test_the_connectors_documents_are_valid(document: str) -> None:
     assert document_problems(document) == []
@@ -123,7 +133,9 @@ async def test_a_field_missing_from_the_schema_fails_even_when_the_fake_serves_i
     for issue in fake.issues.values():
         issue["estimateLabel"] = "M"  # a fake written from a guess serves it happily
     linear = LinearConnector(KEY, base_url=server.url)
-    assert (await linear.call("linear.get_issue", {"id": SEEDED_ISSUE}))["identifier"] == SEEDED_ISSUE
+    assert (await linear.call("linear.get_issue", {"id": SEEDED_ISSUE}))[
+        "identifier"
+    ] == SEEDED_ISSUE
     await linear.aclose()
     found = problems_of(server)
     assert any("Cannot query field 'estimateLabel' on type 'Issue'" in p for p in found), found
@@ -135,8 +147,15 @@ def test_a_wrong_input_field_or_variable_type_fails() -> None:
     assert any("issueId" in p for p in document_problems(bad))
     issue = {"id": "x", "identifier": "E-1", "title": "t", "url": "u"}
     answer = {"data": {"issueCreate": {"success": True, "issue": issue}}}
-    assert answer_problems(documents.CREATE_ISSUE, {"input": {"teamId": TEAM_ID, "title": "t"}}, answer) == []
-    wrong = answer_problems(documents.CREATE_ISSUE, {"input": {"teamId": TEAM_ID, "name": "t"}}, answer)
+    assert (
+        answer_problems(
+            documents.CREATE_ISSUE, {"input": {"teamId": TEAM_ID, "title": "t"}}, answer
+        )
+        == []
+    )
+    wrong = answer_problems(
+        documents.CREATE_ISSUE, {"input": {"teamId": TEAM_ID, "name": "t"}}, answer
+    )
     assert any("name" in p for p in wrong), wrong
 
 
@@ -161,7 +180,10 @@ ISSUE = {
         ({"priority": "high"}, "Float cannot represent"),
         ({"identifier": None}, "Cannot return null for non-nullable field Issue.identifier"),
         ({"createdAt": "yesterday"}, "DateTime cannot represent"),
-        ({"team": {"id": "t", "key": "ENG", "name": "Engineering"}}, "not what the selection gives"),
+        (
+            {"team": {"id": "t", "key": "ENG", "name": "Engineering"}},
+            "not what the selection gives",
+        ),
         ({"id": 7}, "not what the selection gives"),
     ],
 )

@@ -98,7 +98,9 @@ async def test_an_api_key_sent_as_a_bearer_token_gets_linears_hint(
     assert api_key not in str(caught.value)
 
 
-@pytest.mark.parametrize("value", ["lin_api with space", "Bearer ", "Bearer two words", "Token abc"])
+@pytest.mark.parametrize(
+    "value", ["lin_api with space", "Bearer ", "Bearer two words", "Token abc"]
+)
 def test_a_key_with_whitespace_is_refused_without_showing_it(value: str) -> None:
     with pytest.raises(ConfigurationError, match="LINEAR_API_KEY") as caught:
         LinearConnector.from_env({"LINEAR_API_KEY": value})
@@ -109,7 +111,9 @@ def test_a_key_with_whitespace_is_refused_without_showing_it(value: str) -> None
 # -- errors ------------------------------------------------------------------------------
 
 
-async def test_graphql_errors_with_http_200_are_failures_with_linears_code(linear: LinearConnector) -> None:
+async def test_graphql_errors_with_http_200_are_failures_with_linears_code(
+    linear: LinearConnector,
+) -> None:
     with pytest.raises(ToolError) as caught:
         await linear.call("linear.get_issue", {"id": "ENG-404"})
     assert (caught.value.status, caught.value.code) == (200, "entity_not_found")
@@ -124,7 +128,9 @@ async def test_graphql_errors_with_http_400_are_failures_with_linears_code(
     server: FakeServer, read_only_key: str
 ) -> None:
     reader = LinearConnector(read_only_key, base_url=server.url)
-    assert (await reader.call("linear.get_issue", {"id": SEEDED_ISSUE}))["identifier"] == SEEDED_ISSUE
+    assert (await reader.call("linear.get_issue", {"id": SEEDED_ISSUE}))[
+        "identifier"
+    ] == SEEDED_ISSUE
     with pytest.raises(ToolError) as caught:
         await reader.call("linear.add_comment", {"issue_id": SEEDED_ISSUE, "body": "x"})
     await reader.aclose()
@@ -181,8 +187,14 @@ async def test_a_lost_answer_is_uncertain_for_a_mutation_and_a_plain_failure_for
 async def test_entity_not_found_is_success_for_archive_and_delete(
     linear: LinearConnector, fake: FakeLinear, server: FakeServer
 ) -> None:
-    assert await linear.call("linear.archive_issue", {"id": MISSING}) == {"id": MISSING, "archived": False}
-    assert await linear.call("linear.delete_comment", {"id": MISSING}) == {"id": MISSING, "deleted": False}
+    assert await linear.call("linear.archive_issue", {"id": MISSING}) == {
+        "id": MISSING,
+        "archived": False,
+    }
+    assert await linear.call("linear.delete_comment", {"id": MISSING}) == {
+        "id": MISSING,
+        "deleted": False,
+    }
     # the same answer with HTTP 400 counts too
     body = fake.error(400, "Entity not found: Comment", code="INVALID_INPUT").json
     server.faults.add(Fault.status(400, json=body))
@@ -218,7 +230,11 @@ async def test_delete_comment_removes_it(linear: LinearConnector, fake: FakeLine
 
 def test_no_compensation_restores_a_prior_state() -> None:
     """The concurrent-change rule has nothing to guard: every undo removes what its call made."""
-    undoable = {m.name for m in LinearConnector.manifests() if m.effect in (Effect.REVERSIBLE, Effect.COMPENSABLE)}
+    undoable = {
+        m.name
+        for m in LinearConnector.manifests()
+        if m.effect in (Effect.REVERSIBLE, Effect.COMPENSABLE)
+    }
     assert set(RESTORES_NOTHING) == undoable
     assert all(len(why.split()) >= 6 for why in RESTORES_NOTHING.values())
     for tool in undoable:

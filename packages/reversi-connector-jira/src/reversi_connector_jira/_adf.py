@@ -48,7 +48,8 @@ def _inline(node: Any) -> str:
     if not isinstance(node, dict):
         return ""
     kind = node.get("type")
-    attrs = node.get("attrs") if isinstance(node.get("attrs"), dict) else {}
+    given = node.get("attrs")
+    attrs: dict[str, Any] = given if isinstance(given, dict) else {}
     if kind == "text":
         return str(node.get("text", ""))
     if kind == "hardBreak":
@@ -72,8 +73,19 @@ def _blocks(node: Any) -> list[str]:
             mark = f"{number}." if kind == "orderedList" else "-"
             lines.append(f"{mark} " + "\n".join(_blocks(item)))
         return ["\n".join(lines)]
-    if kind in ("doc", "listItem", "blockquote", "panel", "table", "tableRow", "tableCell",
-                "tableHeader", "layoutSection", "layoutColumn", "expand"):
+    if kind in (
+        "doc",
+        "listItem",
+        "blockquote",
+        "panel",
+        "table",
+        "tableRow",
+        "tableCell",
+        "tableHeader",
+        "layoutSection",
+        "layoutColumn",
+        "expand",
+    ):
         return [text for child in children for text in _blocks(child)]
     if kind in _BLOCKS or kind is None:
         return [_inline(node)]

@@ -30,7 +30,8 @@ IssueRef = Annotated[
     ),
 ]
 CommentId = Annotated[
-    str, Field(pattern=r"^[0-9]{1,18}$", description="The comment's numeric id (add_comment's 'id').")
+    str,
+    Field(pattern=r"^[0-9]{1,18}$", description="The comment's numeric id (add_comment's 'id')."),
 ]
 StatusId = Annotated[str, Field(pattern=r"^[0-9]{1,18}$", description="A status's numeric id.")]
 
@@ -100,7 +101,9 @@ class RestoreStatusArgs(_Args):
     """Arguments of jira.restore_status (what jira.transition_issue returned)."""
 
     issue: IssueRef
-    status_id: StatusId = Field(description="The status to bring the issue back to (previous_status_id).")
+    status_id: StatusId = Field(
+        description="The status to bring the issue back to (previous_status_id)."
+    )
     status: str = Field(description="That status's name (previous_status), for messages.")
     expected_status_id: StatusId = Field(
         description="The status the transition set (status_id): the issue must still be in it."

@@ -131,10 +131,14 @@ class FakeJira(VendorFake):
 
     # -- Jira's answers to what the kit checks -----------------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """An ``ErrorCollection``: ``{"errorMessages": [message], "errors": {...}}``."""
         messages = [message] if message else []
-        return FakeResponse(status, json={"errorMessages": messages, "errors": dict(extra.get("errors") or {})})
+        return FakeResponse(
+            status, json={"errorMessages": messages, "errors": dict(extra.get("errors") or {})}
+        )
 
     def not_found(self, request: FakeRequest) -> FakeResponse:
         return self.error(404, "null for uri: " + request.path)
@@ -143,7 +147,12 @@ class FakeJira(VendorFake):
         return self.error(401, "Client must be authenticated to access this resource.")
 
     def read_only(self, request: FakeRequest) -> FakeResponse:
-        return self.error(403, "You do not have the permission to make this change.")
+        """A write without the permission: 403 where the operation documents it (create and
+        delete an issue), else 400, which Jira documents for a missing permission on the
+        comment and transition operations."""
+        issue_route = request.path.rstrip("/").count("/") <= 4  # /rest/api/3/issue[/{issue}]
+        status = 403 if issue_route and request.method in ("POST", "DELETE") else 400
+        return self.error(status, "You do not have the permission to make this change.")
 
     def rate_limited(self, request: FakeRequest) -> FakeResponse:
         answer = self.error(429, "Rate limit exceeded.")
@@ -162,21 +171,31 @@ class FakeJira(VendorFake):
             return project
 
     def add_issue(
-        self, project: str, summary: str, *, status: str = "10000", parent: str | None = None,
-        issue_type: str = "Task", description: Any = None,
+        self,
+        project: str,
+        summary: str,
+        *,
+        status: str = "10000",
+        parent: str | None = None,
+        issue_type: str = "Task",
+        description: Any = None,
     ) -> dict[str, Any]:
         """Put an issue in a project (``origin="seed"``), in ``status`` (an id), and return it."""
         with self.lock:
-            issue = self._new_issue(self.projects[project], summary, issue_type, description, parent, "seed")
+            issue = self._new_issue(
+                self.projects[project], summary, issue_type, description, parent, "seed"
+            )
             issue["status"] = status
             return issue
 
     def add_comment(self, issue_id: str, text: str) -> dict[str, Any]:
         """Put a one-paragraph comment on an issue and return it."""
         with self.lock:
-            doc = {"type": "doc", "version": 1, "content": [
-                {"type": "paragraph", "content": [{"type": "text", "text": text}]}
-            ]}
+            doc = {
+                "type": "doc",
+                "version": 1,
+                "content": [{"type": "paragraph", "content": [{"type": "text", "text": text}]}],
+            }
             return self._new_comment(self.issues[issue_id], doc)
 
     def find_issue(self, ref: str) -> dict[str, Any] | None:
@@ -205,8 +224,11 @@ class FakeJira(VendorFake):
 
     def _status_view(self, status_id: str) -> dict[str, Any]:
         status = STATUSES[status_id]
-        keys = {"new": (2, "To Do", "blue-gray"), "indeterminate": (4, "In Progress", "yellow"),
-                "done": (3, "Done", "green")}
+        keys = {
+            "new": (2, "To Do", "blue-gray"),
+            "indeterminate": (4, "In Progress", "yellow"),
+            "done": (3, "Done", "green"),
+        }
         cat_id, cat_name, colour = keys[status.category]
         return {
             "self": f"{self.site}/rest/api/3/status/{status.id}",
@@ -224,7 +246,11 @@ class FakeJira(VendorFake):
         }
 
     def _issue_ref(self, issue: dict[str, Any]) -> dict[str, Any]:
-        return {"id": issue["id"], "key": issue["key"], "self": f"{self.site}/rest/api/3/issue/{issue['id']}"}
+        return {
+            "id": issue["id"],
+            "key": issue["key"],
+            "self": f"{self.site}/rest/api/3/issue/{issue['id']}",
+        }
 
     def _fields(self, issue: dict[str, Any]) -> dict[str, Any]:
         project = self.projects[issue["project"]]
@@ -263,7 +289,9 @@ class FakeJira(VendorFake):
 
     # -- routes ------------------------------------------------------------------------
 
-    @vendor_route("GET", "/rest/api/3/issue/{issue}", docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-get")
+    @vendor_route(
+        "GET", "/rest/api/3/issue/{issue}", docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-get"
+    )
     def get_issue(self, request: FakeRequest) -> FakeResponse:
         """The issue with the fields asked for in ``fields`` (comma-separated; all by default)."""
         issue = self._issue_or_404(request)
@@ -274,11 +302,16 @@ class FakeJira(VendorFake):
         if wanted:
             names = {n.strip() for n in wanted.split(",")}
             fields = {k: v for k, v in fields.items() if k in names}
-        body = {"expand": "renderedFields,names,schema,transitions,operations,editmeta,changelog",
-                **self._issue_ref(issue), "fields": fields}
+        body = {
+            "expand": "renderedFields,names,schema,transitions,operations,editmeta,changelog",
+            **self._issue_ref(issue),
+            "fields": fields,
+        }
         return FakeResponse(200, json=body)
 
-    @vendor_route("POST", "/rest/api/3/issue", docs=f"{_ISSUES}/#api-rest-api-3-issue-post", body="json")
+    @vendor_route(
+        "POST", "/rest/api/3/issue", docs=f"{_ISSUES}/#api-rest-api-3-issue-post", body="json"
+    )
     def create_issue(self, request: FakeRequest) -> FakeResponse:
         """201 ``{"id", "key", "self"}``; 400 with field errors for what Jira would refuse."""
         given = request.json.get("fields") if isinstance(request.json, dict) else None
@@ -300,18 +333,31 @@ class FakeJira(VendorFake):
             parent = self.find_issue(str(ref.get("key") or ref.get("id")))
             if parent is None:
                 errors["parent"] = "Could not find issue by id or key."
-        if (kind == "Sub-task") != (parent is not None) and "parent" not in errors and "issuetype" not in errors:
+        if (
+            (kind == "Sub-task") != (parent is not None)
+            and "parent" not in errors
+            and "issuetype" not in errors
+        ):
             errors["issuetype"] = "A subtask needs a parent, and only a subtask may have one."
         description = given.get("description")
         if description is not None and not _is_doc(description):
-            errors["description"] = "Operation value must be an Atlassian Document (see the Atlassian Document Format)"
+            errors["description"] = (
+                "Operation value must be an Atlassian Document (see the Atlassian Document Format)"
+            )
         if errors:
             return self.error(400, "", errors=errors)
-        assert project is not None and isinstance(summary, str)
-        issue = self._new_issue(project, summary, kind, description, parent["id"] if parent else None, "api")
+        assert project is not None
+        assert isinstance(summary, str)
+        issue = self._new_issue(
+            project, summary, kind, description, parent["id"] if parent else None, "api"
+        )
         return FakeResponse(201, json=self._issue_ref(issue))
 
-    @vendor_route("DELETE", "/rest/api/3/issue/{issue}", docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-delete")
+    @vendor_route(
+        "DELETE",
+        "/rest/api/3/issue/{issue}",
+        docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-delete",
+    )
     def delete_issue(self, request: FakeRequest) -> FakeResponse:
         """204; 400 for an issue with subtasks unless ``deleteSubtasks=true``; 404."""
         issue = self._issue_or_404(request)
@@ -320,17 +366,22 @@ class FakeJira(VendorFake):
         children = [i for i in self.issues.values() if i["parent"] == issue["id"]]
         if children and request.query.get("deleteSubtasks") != "true":
             return self.error(
-                400, f"The issue {issue['key']} has subtasks; delete them, or delete it with deleteSubtasks=true."
+                400,
+                f"The issue {issue['key']} has subtasks; delete them, or delete it with deleteSubtasks=true.",
             )
         for gone in [*children, issue]:
             del self.issues[gone["id"]]
-            for ident in [c for c, comment in self.comments.items() if comment["issue"] == gone["id"]]:
+            for ident in [
+                c for c, comment in self.comments.items() if comment["issue"] == gone["id"]
+            ]:
                 del self.comments[ident]
         return FakeResponse(204)
 
     @vendor_route(
-        "POST", "/rest/api/3/issue/{issue}/comment",
-        docs=f"{_COMMENTS}/#api-rest-api-3-issue-issueidorkey-comment-post", body="json",
+        "POST",
+        "/rest/api/3/issue/{issue}/comment",
+        docs=f"{_COMMENTS}/#api-rest-api-3-issue-issueidorkey-comment-post",
+        body="json",
     )
     def post_comment(self, request: FakeRequest) -> FakeResponse:
         """201 with the comment; 400 for a body that is not a document with text; 404."""
@@ -338,13 +389,14 @@ class FakeJira(VendorFake):
         if isinstance(issue, FakeResponse):
             return issue
         body = request.json.get("body") if isinstance(request.json, dict) else None
-        if not _is_doc(body) or not body["content"]:
+        if not isinstance(body, dict) or not _is_doc(body) or not body["content"]:
             return self.error(400, "", errors={"comment": "Comment body can not be empty!"})
         comment = self._new_comment(issue, body)
         return FakeResponse(201, json=self._comment_view(comment))
 
     @vendor_route(
-        "DELETE", "/rest/api/3/issue/{issue}/comment/{id}",
+        "DELETE",
+        "/rest/api/3/issue/{issue}/comment/{id}",
         docs=f"{_COMMENTS}/#api-rest-api-3-issue-issueidorkey-comment-id-delete",
     )
     def delete_comment(self, request: FakeRequest) -> FakeResponse:
@@ -354,12 +406,15 @@ class FakeJira(VendorFake):
             return issue
         comment = self.comments.get(request.path_params["id"])
         if comment is None or comment["issue"] != issue["id"]:
-            return self.error(404, f"Can not find a comment for the id: {request.path_params['id']}.")
+            return self.error(
+                404, f"Can not find a comment for the id: {request.path_params['id']}."
+            )
         del self.comments[comment["id"]]
         return FakeResponse(204)
 
     @vendor_route(
-        "GET", "/rest/api/3/issue/{issue}/transitions",
+        "GET",
+        "/rest/api/3/issue/{issue}/transitions",
         docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-transitions-get",
     )
     def get_transitions(self, request: FakeRequest) -> FakeResponse:
@@ -371,8 +426,10 @@ class FakeJira(VendorFake):
         return FakeResponse(200, json={"expand": "transitions", "transitions": found})
 
     @vendor_route(
-        "POST", "/rest/api/3/issue/{issue}/transitions",
-        docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-transitions-post", body="json",
+        "POST",
+        "/rest/api/3/issue/{issue}/transitions",
+        docs=f"{_ISSUES}/#api-rest-api-3-issue-issueidorkey-transitions-post",
+        body="json",
     )
     def do_transition(self, request: FakeRequest) -> FakeResponse:
         """204; 400 for a transition that is not available from the issue's status; 404."""
@@ -381,10 +438,14 @@ class FakeJira(VendorFake):
             return issue
         given = request.json.get("transition") if isinstance(request.json, dict) else None
         wanted = str(given.get("id")) if isinstance(given, dict) else ""
-        chosen = next((t for t in TRANSITIONS if t.id == wanted and issue["status"] in t.sources), None)
+        chosen = next(
+            (t for t in TRANSITIONS if t.id == wanted and issue["status"] in t.sources), None
+        )
         if chosen is None:
             return self.error(400, f"Transition id '{wanted}' is not valid for this issue.")
-        issue["history"].append({"from": issue["status"], "to": chosen.to, "by": "transition " + chosen.id})
+        issue["history"].append(
+            {"from": issue["status"], "to": chosen.to, "by": "transition " + chosen.id}
+        )
         issue["status"] = chosen.to
         issue["updated"] = _now()
         return FakeResponse(204)
@@ -392,7 +453,13 @@ class FakeJira(VendorFake):
     # -- state changes ------------------------------------------------------------------
 
     def _new_issue(
-        self, project: dict[str, Any], summary: str, kind: str, description: Any, parent: str | None, origin: str
+        self,
+        project: dict[str, Any],
+        summary: str,
+        kind: str,
+        description: Any,
+        parent: str | None,
+        origin: str,
     ) -> dict[str, Any]:
         number = project["next_number"]
         project["next_number"] += 1
@@ -416,13 +483,22 @@ class FakeJira(VendorFake):
 
     def _new_comment(self, issue: dict[str, Any], body: Any) -> dict[str, Any]:
         stamp = _now()
-        comment = {"id": str(next(self._comment_ids)), "issue": issue["id"], "body": body,
-                   "created": stamp, "updated": stamp}
+        comment = {
+            "id": str(next(self._comment_ids)),
+            "issue": issue["id"],
+            "body": body,
+            "created": stamp,
+            "updated": stamp,
+        }
         self.comments[comment["id"]] = comment
         return comment
 
     def _comment_view(self, comment: dict[str, Any]) -> dict[str, Any]:
-        author = {"accountId": "5b10a2844c20165700ede21g", "displayName": "Reversi Agent", "active": True}
+        author = {
+            "accountId": "5b10a2844c20165700ede21g",
+            "displayName": "Reversi Agent",
+            "active": True,
+        }
         return {
             "self": f"{self.site}/rest/api/3/issue/{comment['issue']}/comment/{comment['id']}",
             "id": comment["id"],

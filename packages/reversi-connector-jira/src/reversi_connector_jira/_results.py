@@ -29,9 +29,13 @@ class GetIssueResult(_Result):
     """Result of jira.get_issue."""
 
     id: str = Field(description="The issue's numeric id.")
-    key: str | None = Field(description="Its key, such as 'PROJ-123' (the current one, if it moved).")
+    key: str | None = Field(
+        description="Its key, such as 'PROJ-123' (the current one, if it moved)."
+    )
     summary: str | None = Field(description="Its summary.")
-    description: str | None = Field(description="Its description as plain text; null when it has none.")
+    description: str | None = Field(
+        description="Its description as plain text; null when it has none."
+    )
     status: str | None = Field(description="The name of its status, such as 'In Progress'.")
     status_id: str | None = Field(description="The id of its status.")
     issue_type: str | None = Field(description="The name of its issue type.")
@@ -65,7 +69,9 @@ class TransitionIssueResult(_Result):
     issue: str = Field(description="The issue, as given.")
     transition_id: str = Field(description="The transition that ran.")
     transition_name: str | None = Field(description="Its name.")
-    previous_status: str = Field(description="The status's name before the call (restore_status takes it).")
+    previous_status: str = Field(
+        description="The status's name before the call (restore_status takes it)."
+    )
     previous_status_id: str = Field(description="That status's id (restore_status takes it).")
     status: str = Field(description="The status the transition set.")
     status_id: str = Field(description="Its id.")
@@ -78,7 +84,9 @@ class RestoreStatusResult(_Result):
     restored: bool = Field(description="False when the issue was in that status already.")
     status: str = Field(description="The status the issue is in now.")
     status_id: str = Field(description="Its id.")
-    transition_id: str | None = Field(description="The transition that ran; null when none was needed.")
+    transition_id: str | None = Field(
+        description="The transition that ran; null when none was needed."
+    )
 
 
 class DeleteIssueResult(_Result):

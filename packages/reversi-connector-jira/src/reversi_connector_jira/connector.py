@@ -65,7 +65,9 @@ _READ_FIELDS = "summary,status,description,issuetype,project,parent,subtasks,cre
 def _on_issue_created_here(field: str) -> list[Requirement]:
     """``field`` of this call names an issue an earlier jira.create_issue of the run made (key or id)."""
     return [
-        Requirement(tool="jira.create_issue", match=[Match(this=f"args.{field}", earlier=f"result.{which}")])
+        Requirement(
+            tool="jira.create_issue", match=[Match(this=f"args.{field}", earlier=f"result.{which}")]
+        )
         for which in ("key", "id")
     ]
 
@@ -78,8 +80,13 @@ def _status(value: Any) -> tuple[str | None, str | None]:
     return (str(ident) if ident is not None else None, name if isinstance(name, str) else None)
 
 
+def _object(value: Any) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else an empty one (a part Jira's answer left out)."""
+    return value if isinstance(value, dict) else {}
+
+
 def _described(transition: dict[str, Any]) -> str:
-    to = transition.get("to") if isinstance(transition.get("to"), dict) else {}
+    to = _object(transition.get("to"))
     return f"{transition.get('name')!r} → {to.get('name')!r} (id {transition.get('id')})"
 
 
@@ -97,9 +104,17 @@ class JiraConnector(HttpConnector):
 
     name = "jira"
     settings = (
-        Setting("JIRA_BASE_URL", "base_url", "your Jira Cloud site, such as https://yourco.atlassian.net"),
-        Setting("JIRA_EMAIL", "email", "the email address of the Atlassian account the token belongs to"),
-        Setting("JIRA_API_TOKEN", "api_token", "an Atlassian API token of that account", secret=True),
+        Setting(
+            "JIRA_API_TOKEN", "api_token", "an Atlassian API token of the account", secret=True
+        ),
+        Setting(
+            "JIRA_EMAIL", "email", "the email address of the Atlassian account the token belongs to"
+        ),
+        Setting(
+            "JIRA_BASE_URL",
+            "base_url",
+            "your Jira Cloud site, such as https://yourco.atlassian.net",
+        ),
     )
     base = BaseUrl(None)
     auth = Basic("email", "api_token")
@@ -115,7 +130,11 @@ class JiraConnector(HttpConnector):
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
-            base_url=base_url, email=email, api_token=api_token, timeouts=timeouts, transport=transport
+            base_url=base_url,
+            email=email,
+            api_token=api_token,
+            timeouts=timeouts,
+            transport=transport,
         )
 
     def _issue_path(self, issue: str, tail: str = "") -> str:
@@ -140,12 +159,20 @@ class JiraConnector(HttpConnector):
 
     async def _run_transition(self, ctx: CallContext, issue: str, transition_id: str) -> None:
         await self.request(
-            ctx, "POST", self._issue_path(issue, "/transitions"), json={"transition": {"id": transition_id}}
+            ctx,
+            "POST",
+            self._issue_path(issue, "/transitions"),
+            json={"transition": {"id": transition_id}},
         )
 
     # -- reading ---------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="jira:issues:read", input=GetIssueArgs, output=GetIssueResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="jira:issues:read",
+        input=GetIssueArgs,
+        output=GetIssueResult,
+    )
     async def get_issue(self, args: GetIssueArgs, ctx: CallContext) -> dict[str, Any]:
         """Read one issue: summary, description as plain text, status, type, project, parent, subtasks.
 
@@ -155,14 +182,17 @@ class JiraConnector(HttpConnector):
         404 ``not_found`` (also when the account may not see it), 401 ``unauthorized``,
         429 ``rate_limited``.
         """
-        resp = await self.request(ctx, "GET", self._issue_path(args.issue), params={"fields": _READ_FIELDS})
+        resp = await self.request(
+            ctx, "GET", self._issue_path(args.issue), params={"fields": _READ_FIELDS}
+        )
         issue = self.expect_object(resp, "issue", wrote=False)
-        fields = issue.get("fields") if isinstance(issue.get("fields"), dict) else {}
+        fields = _object(issue.get("fields"))
         status_id, status = _status(fields.get("status"))
-        kind = fields.get("issuetype") if isinstance(fields.get("issuetype"), dict) else {}
-        project = fields.get("project") if isinstance(fields.get("project"), dict) else {}
-        parent = fields.get("parent") if isinstance(fields.get("parent"), dict) else {}
-        subtasks = fields.get("subtasks") if isinstance(fields.get("subtasks"), list) else []
+        kind = _object(fields.get("issuetype"))
+        project = _object(fields.get("project"))
+        parent = _object(fields.get("parent"))
+        listed = fields.get("subtasks")
+        subtasks = listed if isinstance(listed, list) else []
         return {
             "id": str(self.expect_field(issue, "id", resp, wrote=False)),
             "key": issue.get("key"),
@@ -209,7 +239,9 @@ class JiraConnector(HttpConnector):
         if args.description is not None:
             fields["description"] = to_adf(args.description)
         if args.parent is not None:
-            fields["parent"] = {"id": args.parent} if args.parent.isdigit() else {"key": args.parent}
+            fields["parent"] = (
+                {"id": args.parent} if args.parent.isdigit() else {"key": args.parent}
+            )
         resp = await self.request(ctx, "POST", f"{API}/issue", json={"fields": fields})
         made = self.expect_object(resp, "created issue", wrote=True)
         return {
@@ -224,7 +256,8 @@ class JiraConnector(HttpConnector):
         input=AddCommentArgs,
         output=AddCommentResult,
         compensation=Compensation(
-            tool="jira.delete_comment", argument_map={"issue": "args.issue", "comment_id": "result.id"}
+            tool="jira.delete_comment",
+            argument_map={"issue": "args.issue", "comment_id": "result.id"},
         ),
         requires=_on_issue_created_here("issue"),
     )
@@ -333,7 +366,13 @@ class JiraConnector(HttpConnector):
         """
         now_id, now = await self._current_status(ctx, args.issue)
         if now_id == args.status_id:
-            return {"issue": args.issue, "restored": False, "status": now, "status_id": now_id, "transition_id": None}
+            return {
+                "issue": args.issue,
+                "restored": False,
+                "status": now,
+                "status_id": now_id,
+                "transition_id": None,
+            }
         if now_id != args.expected_status_id:
             raise ToolError(
                 f"jira: {args.issue}: the issue's status is now {now!r} (id {now_id}), not "
@@ -361,7 +400,12 @@ class JiraConnector(HttpConnector):
             "transition_id": str(chosen["id"]),
         }
 
-    @tool(effect=Effect.IDEMPOTENT, permission="jira:issues:delete", input=DeleteIssueArgs, output=DeleteIssueResult)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="jira:issues:delete",
+        input=DeleteIssueArgs,
+        output=DeleteIssueResult,
+    )
     async def delete_issue(self, args: DeleteIssueArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete an issue; one already gone (404) counts as done. Jira refuses one with subtasks.
 
@@ -376,7 +420,9 @@ class JiraConnector(HttpConnector):
         the answer was lost or did not come in time.
         """
         try:
-            resp = await self.request(ctx, "DELETE", self._issue_path(args.issue), ok_statuses={404})
+            resp = await self.request(
+                ctx, "DELETE", self._issue_path(args.issue), ok_statuses={404}
+            )
         except ToolError as exc:
             if exc.status != 400:
                 raise
@@ -403,12 +449,16 @@ class JiraConnector(HttpConnector):
         ``ToolError`` naming the status (400 ``bad_request`` without the permission, 401,
         429); ``EffectUncertainError`` when the answer was lost or did not come in time.
         """
-        path = url_path(f"{API}/issue/{{issue}}/comment/{{id}}", issue=args.issue, id=args.comment_id)
+        path = url_path(
+            f"{API}/issue/{{issue}}/comment/{{id}}", issue=args.issue, id=args.comment_id
+        )
         resp = await self.request(ctx, "DELETE", path, ok_statuses={404})
         return {"issue": args.issue, "comment_id": args.comment_id, "deleted": resp.status != 404}
 
 
-def _choose(wanted: str, available: list[dict[str, Any]], issue: str, status: str) -> dict[str, Any]:
+def _choose(
+    wanted: str, available: list[dict[str, Any]], issue: str, status: str
+) -> dict[str, Any]:
     """The transition ``wanted`` names among ``available``: by id, else by its name or its target's.
 
     Raises ``ToolError`` (nothing sent yet) with code ``transition_not_found`` or

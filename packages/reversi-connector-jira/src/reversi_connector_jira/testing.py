@@ -141,7 +141,9 @@ def _undo_args(moved: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _changed_since(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    moved = await ctx.call("jira.transition_issue", {"issue": "PROJ-1", "transition": "Start Progress"})
+    moved = await ctx.call(
+        "jira.transition_issue", {"issue": "PROJ-1", "transition": "Start Progress"}
+    )
     _fake(ctx.handle).set_status("PROJ-1", IN_REVIEW)  # someone else moves it on
     return _undo_args(moved)
 
@@ -166,7 +168,11 @@ def _on_new(field: str, which: str, **more: Any) -> Callable[[ExampleContext[Any
 EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
     "jira.get_issue": [{"issue": "PROJ-1"}, {"issue": "proj-2"}],
     "jira.create_issue": [
-        {"project": "PROJ", "summary": "Found by the agent", "description": "Steps:\n1. run\n\nSeen twice."},
+        {
+            "project": "PROJ",
+            "summary": "Found by the agent",
+            "description": "Steps:\n1. run\n\nSeen twice.",
+        },
         {"project": "PROJ", "summary": "A part", "issue_type": "Sub-task", "parent": "PROJ-1"},
     ],
     "jira.add_comment": [
@@ -180,8 +186,13 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
     ],
     "jira.restore_status": [
         _restore_after("PROJ-1", "Start Progress"),
-        {"issue": "PROJ-1", "status_id": TO_DO, "status": "To Do", "expected_status_id": IN_PROGRESS,
-         "expected_status": "In Progress"},
+        {
+            "issue": "PROJ-1",
+            "status_id": TO_DO,
+            "status": "To Do",
+            "expected_status_id": IN_PROGRESS,
+            "expected_status": "In Progress",
+        },
     ],
     "jira.delete_issue": [_delete_new_issue, {"issue": "PROJ-4"}, {"issue": "PROJ-999"}],
     "jira.delete_comment": [_delete_new_comment, {"issue": "PROJ-1", "comment_id": "99999"}],
@@ -192,7 +203,11 @@ FAILURES: Mapping[str, list[Failure]] = {
     "jira.create_issue": [
         Failure({"project": "NOPE", "summary": "x"}, code="bad_request", status=400),
         Failure({"project": "PROJ", "summary": "   "}, code="bad_request", status=400),
-        Failure({"project": "PROJ", "summary": "x", "issue_type": "Epic"}, code="bad_request", status=400),
+        Failure(
+            {"project": "PROJ", "summary": "x", "issue_type": "Epic"},
+            code="bad_request",
+            status=400,
+        ),
     ],
     "jira.add_comment": [Failure({"issue": "PROJ-999", "body": "x"}, code="not_found", status=404)],
     "jira.transition_issue": [
@@ -213,14 +228,30 @@ unknown issue type; ``transition_not_found`` and ``ambiguous_transition`` (nothi
 moved the issue after the transition); 400 ``has_subtasks``."""
 
 DEPENDENCIES: list[Dependency] = [
-    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.add_comment",
-               _on_new("issue", "key", body="Working on it.")),
-    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.add_comment",
-               _on_new("issue", "id", body="By id.")),
-    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.transition_issue",
-               _on_new("issue", "key", transition="Start Progress")),
-    Dependency("jira.create_issue", {"project": "PROJ", "summary": "New"}, "jira.create_issue",
-               _on_new("parent", "key", project="PROJ", summary="Its part", issue_type="Sub-task")),
+    Dependency(
+        "jira.create_issue",
+        {"project": "PROJ", "summary": "New"},
+        "jira.add_comment",
+        _on_new("issue", "key", body="Working on it."),
+    ),
+    Dependency(
+        "jira.create_issue",
+        {"project": "PROJ", "summary": "New"},
+        "jira.add_comment",
+        _on_new("issue", "id", body="By id."),
+    ),
+    Dependency(
+        "jira.create_issue",
+        {"project": "PROJ", "summary": "New"},
+        "jira.transition_issue",
+        _on_new("issue", "key", transition="Start Progress"),
+    ),
+    Dependency(
+        "jira.create_issue",
+        {"project": "PROJ", "summary": "New"},
+        "jira.create_issue",
+        _on_new("parent", "key", project="PROJ", summary="Its part", issue_type="Sub-task"),
+    ),
 ]
 
 
@@ -271,7 +302,9 @@ if _ConcurrentChange is None:  # until reversi-core has the 13th check (issue 21
     _ConcurrentChange = _LocalConcurrentChange
 
 
-def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> Any:
+def concurrent_change(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> Any:
     """Change, through the backend, what ``tool``'s compensation would restore; ``None`` if nothing.
 
     For jira.transition_issue: someone moves the issue on to another status after the
@@ -285,14 +318,18 @@ def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], re
     elsewhere = IN_REVIEW if result["status_id"] != IN_REVIEW else ARCHIVED
     fake.set_status(str(args["issue"]), elsewhere)
     return _ConcurrentChange(
-        what="the issue's status", revert=lambda: fake.set_status(str(args["issue"]), str(result["status_id"]))
+        what="the issue's status",
+        revert=lambda: fake.set_status(str(args["issue"]), str(result["status_id"])),
     )
 
 
 def _concurrency_fields() -> dict[str, Any]:
     """The concurrent-change declarations, where this reversi-core's fixture has the fields (issue 21)."""
     names = {f.name for f in dataclasses.fields(CertificationFixture)}
-    wanted: dict[str, Any] = {"concurrent_change": concurrent_change, "restores_nothing": RESTORES_NOTHING}
+    wanted: dict[str, Any] = {
+        "concurrent_change": concurrent_change,
+        "restores_nothing": RESTORES_NOTHING,
+    }
     return {name: value for name, value in wanted.items() if name in names}
 
 

@@ -132,7 +132,9 @@ class FakeLinear(VendorFake):
 
     # -- Linear's answers to what the kit checks -----------------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """A GraphQL error answer: ``{"errors": [{"message", "extensions"}], "data": null}``."""
         code = code or ("INTERNAL_SERVER_ERROR" if status >= 500 else "INVALID_INPUT")
         extensions: dict[str, Any] = {"code": code, "type": ERROR_TYPES.get(code, "unknown")}
@@ -144,7 +146,9 @@ class FakeLinear(VendorFake):
         return FakeResponse(status, json={"errors": [item], "data": None})
 
     def not_found(self, request: FakeRequest) -> FakeResponse:
-        return FakeResponse(404, json={"errors": [{"message": f"Cannot {request.method} {request.path}"}]})
+        return FakeResponse(
+            404, json={"errors": [{"message": f"Cannot {request.method} {request.path}"}]}
+        )
 
     def unauthorized(self, request: FakeRequest, *, presented: bool) -> FakeResponse:
         given = request.headers.get("authorization") or ""
@@ -177,7 +181,9 @@ class FakeLinear(VendorFake):
         }
 
     def malformed_body(self, request: FakeRequest, problem: str) -> FakeResponse:
-        return self.error(400, f"POST body sent invalid JSON: {problem}", code="GRAPHQL_PARSE_FAILED")
+        return self.error(
+            400, f"POST body sent invalid JSON: {problem}", code="GRAPHQL_PARSE_FAILED"
+        )
 
     # -- set-up and inspection ---------------------------------------------------------
 
@@ -194,7 +200,9 @@ class FakeLinear(VendorFake):
             self.teams[ident] = team
             return team
 
-    def add_issue(self, team_id: str, title: str, *, description: str | None = None) -> dict[str, Any]:
+    def add_issue(
+        self, team_id: str, title: str, *, description: str | None = None
+    ) -> dict[str, Any]:
         """Put an issue in a team (``origin="seed"``) and return it."""
         with self.lock:
             return self._new_issue(self.teams[team_id], title, description, 0, origin="seed")
@@ -210,7 +218,9 @@ class FakeLinear(VendorFake):
             if ref in self.issues:
                 return self.issues[ref]
             wanted = ref.upper()
-            return next((i for i in self.issues.values() if i["identifier"].upper() == wanted), None)
+            return next(
+                (i for i in self.issues.values() if i["identifier"].upper() == wanted), None
+            )
 
     def snapshot(self) -> dict[str, Any]:
         """Teams, issues and comments as plain data (what certification fingerprints)."""
@@ -293,7 +303,9 @@ class FakeLinear(VendorFake):
         title = given.get("title")
         if not isinstance(title, str) or not title.strip():
             raise GraphQLError(
-                "Argument Validation Error", "INVALID_INPUT", presentable="title should not be empty"
+                "Argument Validation Error",
+                "INVALID_INPUT",
+                presentable="title should not be empty",
             )
         priority = given.get("priority", 0)
         if isinstance(priority, bool) or not isinstance(priority, int) or not 0 <= priority <= 4:

@@ -60,8 +60,7 @@ GRAPHQL_PATH = "/graphql"
 _API_DOCS = "https://linear.app/developers/graphql"
 
 _KEY_HELP = (
-    "a Linear personal API key (lin_api_...), or an OAuth access token written as "
-    "'Bearer <token>'"
+    "a Linear personal API key (lin_api_...), or an OAuth access token written as 'Bearer <token>'"
 )
 
 _ON_ISSUE_CREATED_HERE = [
@@ -160,7 +159,12 @@ class LinearConnector(HttpConnector):
 
     # -- reading ---------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="linear:issues:read", input=GetIssueArgs, output=GetIssueResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="linear:issues:read",
+        input=GetIssueArgs,
+        output=GetIssueResult,
+    )
     async def get_issue(self, args: GetIssueArgs, ctx: CallContext) -> dict[str, Any]:
         """Read one issue by its id or identifier (``issue(id:)``).
 
@@ -305,7 +309,6 @@ def _root_field(document: str) -> str:
     """The root field of one of the connector's own documents (``issueCreate``)."""
     body = document.split("{", 1)[1]
     return body.split("(", 1)[0].split("{", 1)[0].strip()
-
 
 
 def _object(value: Any) -> dict[str, Any]:
