@@ -91,7 +91,7 @@ def _described(transition: dict[str, Any]) -> str:
 
 
 class JiraConnector(HttpConnector):
-    """Jira Cloud issues, comments and transitions (see the module docstring).
+    """Jira Cloud issues, comments and workflow transitions, each write undone by a compensation.
 
     ``base_url`` is the site (``https://yourco.atlassian.net``; required); ``email`` and
     ``api_token`` the account's email and an API token

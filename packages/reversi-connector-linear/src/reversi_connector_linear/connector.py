@@ -76,7 +76,7 @@ _ON_ISSUE_CREATED_HERE = [
 
 
 class LinearConnector(HttpConnector):
-    """Linear issues and comments (see the module docstring).
+    """Linear issues and comments over the GraphQL API, each write undone by a compensation.
 
     ``api_key`` is a personal API key (sent as the whole ``Authorization`` value) or
     ``"Bearer <OAuth access token>"`` (sent as it is). ``base_url`` is the API root
