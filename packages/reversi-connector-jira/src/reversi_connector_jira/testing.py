@@ -48,10 +48,12 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import STATUSES, TRANSITIONS, FakeJira, Status, Transition
+from ._live import LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from .connector import JiraConnector
 
 __all__ = [
@@ -61,6 +63,7 @@ __all__ = [
     "EXAMPLES",
     "FAILURES",
     "LIMIT",
+    "LIVE",
     "RESTORES_NOTHING",
     "STATUSES",
     "TRANSITIONS",
@@ -323,6 +326,16 @@ def concurrent_change(
     )
 
 
+LIVE = LiveScenario(
+    name="issue-comment-transition",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {"REVERSI_LIVE_JIRA_PROJECT": "PROJ"},
+)
+"""The live scenario of ``jira`` (``nox -s live -- jira``; ``reversi_connector_jira._live``)."""
+
+
 def _concurrency_fields() -> dict[str, Any]:
     """The concurrent-change declarations, where this reversi-core's fixture has the fields (issue 21)."""
     names = {f.name for f in dataclasses.fields(CertificationFixture)}
@@ -356,5 +369,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue=RESIDUE,
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        live=LIVE,
         **_concurrency_fields(),
     )

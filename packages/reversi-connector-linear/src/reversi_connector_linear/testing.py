@@ -50,10 +50,12 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import ERROR_TYPES, FakeLinear, GraphQLError, is_mutation
+from ._live import LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from .connector import LinearConnector
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "FAILURES",
     "ISSUE_STAYS_ARCHIVED",
     "LIMIT",
+    "LIVE",
     "RESTORES_NOTHING",
     "SEEDED_COMMENT",
     "SEEDED_ISSUE",
@@ -233,6 +236,16 @@ def concurrent_change(server: FakeServer, tool: str, args: Any, result: Any) -> 
     return None
 
 
+LIVE = LiveScenario(
+    name="issue-comment",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {"REVERSI_LIVE_LINEAR_TEAM": TEAM_ID},
+)
+"""The live scenario of ``linear`` (``nox -s live -- linear``; ``reversi_connector_linear._live``)."""
+
+
 def _concurrency_fields() -> dict[str, Any]:
     """The fixture's concurrent-change declarations, where this reversi-core has the fields.
 
@@ -267,5 +280,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_KEY,
         call_timeout=LIMIT,
         error_codes=ERROR_CODES,
+        live=LIVE,
         **_concurrency_fields(),
     )
