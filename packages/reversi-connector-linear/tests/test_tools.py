@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
@@ -164,6 +165,51 @@ async def test_a_payload_without_success_is_refused_and_one_without_its_id_is_un
     )
     with pytest.raises(EffectUncertainError, match=r"commentCreate\.comment\.id"):
         await linear.call("linear.add_comment", {"issue_id": SEEDED_ISSUE, "body": "b"})
+
+
+NESTED_ERROR = {
+    "message": "Cannot return null for non-nullable field Team.name",
+    "path": ["issueCreate", "issue", "team", "name"],
+    "extensions": {"code": "INTERNAL_SERVER_ERROR"},
+}
+
+
+async def test_errors_beside_data_are_a_partial_success_for_a_mutation_and_a_failure_for_a_query(
+    linear: LinearConnector, fake: FakeLinear, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """GraphQL's partial answer: a mutation in it ran, so it is recorded to be undone."""
+    answer = fake.dispatch
+
+    def with_errors(request: Any) -> Any:
+        resp = answer(request)
+        return dataclasses.replace(resp, json={**resp.json, "errors": [NESTED_ERROR]})
+
+    monkeypatch.setattr(fake, "dispatch", with_errors)
+    made = await linear.call("linear.create_issue", {"team_id": TEAM_ID, "title": "Half told"})
+    assert fake.issues[made["id"]]["title"] == "Half told"  # it ran, and the result says which
+    with pytest.raises(ToolError) as caught:
+        await linear.call("linear.get_issue", {"id": SEEDED_ISSUE})
+    assert (caught.value.status, caught.value.code) == (200, "INTERNAL_SERVER_ERROR")
+    assert "answered in part" in str(caught.value)
+    assert "Team.name" in str(caught.value)
+    undone = await linear.call("linear.archive_issue", {"id": made["id"]})
+    assert undone["archived"] is True
+    assert fake.issues[made["id"]]["archivedAt"] is not None
+
+
+async def test_errors_without_data_and_without_a_code_are_graphql_error(
+    linear: LinearConnector, fake: FakeLinear, server: FakeServer
+) -> None:
+    before = fake.snapshot()
+    server.faults.add(
+        Fault.status(200, json={"data": None, "errors": [{"message": "Something went wrong"}]})
+    )
+    with pytest.raises(ToolError) as caught:
+        await linear.call("linear.create_issue", {"team_id": TEAM_ID, "title": "t"})
+    assert not isinstance(caught.value, EffectUncertainError)  # Linear said it did not
+    assert (caught.value.status, caught.value.code) == (200, "graphql_error")
+    assert "Something went wrong" in str(caught.value)
+    assert fake.snapshot() == before
 
 
 async def test_a_lost_answer_is_uncertain_for_a_mutation_and_a_plain_failure_for_a_query(

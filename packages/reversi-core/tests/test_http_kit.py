@@ -399,7 +399,7 @@ GRAPHQL_ERRORS = ErrorTable(
     code_fields=("errors.0.extensions.code",),
     message_fields=("errors.0.message",),
     rate_limit=RateLimit(codes=frozenset({"RATELIMITED"})),
-    refusal=lambda body: isinstance(body, dict) and bool(body.get("errors")),
+    refused_when=lambda body: isinstance(body, dict) and bool(body.get("errors")),
 )
 
 
@@ -425,7 +425,7 @@ class GraphWidget(WidgetConnector):
             "Entity not found",
         ),
         ([{"message": "slow down", "extensions": {"code": "RATELIMITED"}}], "rate_limited", "slow down (wait"),
-        ([{"message": "no code at all"}], None, "no code at all"),
+        ([{"message": "no code at all"}], "refused", "no code at all"),
     ],
 )
 async def test_a_refusal_inside_a_2xx_answer_is_a_tool_error_with_the_tables_code(
@@ -446,13 +446,6 @@ async def test_a_refusal_inside_a_2xx_answer_is_a_tool_error_with_the_tables_cod
         assert TOKEN not in text
     finally:
         await graph.aclose()
-
-
-def test_a_table_without_a_refusal_predicate_refuses_no_2xx_answer() -> None:
-    body = {"errors": [{"message": "x", "extensions": {"code": "C"}}]}
-    assert WIDGET_ERRORS.refused(200, httpx.Headers(), body) is None
-    assert GRAPHQL_ERRORS.refused(200, httpx.Headers(), body) == ("C", "x")
-    assert GRAPHQL_ERRORS.refused(200, httpx.Headers(), {"data": {}}) is None
 
 
 def test_a_secret_may_carry_a_declared_scheme_word() -> None:
@@ -589,3 +582,211 @@ def test_error_tables_classify_answers(
 ) -> None:
     got = table.classify(status, httpx.Headers(headers), body)
     assert got == (code, message)
+
+
+# -- refusals inside a 2xx answer (Slack's {"ok": false}, a GraphQL "errors" list) ---------
+
+
+def _not_ok(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("ok") is False
+
+
+CHATTY_ERRORS = ErrorTable(
+    code_fields=("error",),
+    message_fields=("detail",),
+    rate_limit=RateLimit(codes=frozenset({"ratelimited"})),
+    refused_when=_not_ok,
+)
+
+
+class PostArgs(_Args):
+    text: str
+
+
+class PostResult(_Args):
+    id: str
+
+
+class UnpostArgs(_Args):
+    id: str
+
+
+class UnpostResult(_Args):
+    id: str
+    removed: bool
+
+
+class ChattyConnector(HttpConnector):
+    """A vendor that answers every call HTTP 200 and says in the body whether it worked."""
+
+    name = "chatty"
+    settings = (
+        Setting("CHATTY_TOKEN", "token", "a Chatty token", secret=True),
+        Setting("CHATTY_BASE_URL", "base_url", "the Chatty API root", required=False),
+    )
+    base = BaseUrl("https://chatty.example/api")
+    auth = Bearer("token")
+    errors = CHATTY_ERRORS
+
+    post = RequestTool(
+        "POST",
+        "/post",
+        effect=Effect.REVERSIBLE,
+        permission="chatty:write",
+        input=PostArgs,
+        output=PostResult,
+        compensation=Compensation(tool="chatty.unpost", argument_map={"id": "result.id"}),
+        summary="Post a text.",
+        docs=f"{DOCS}/post",
+        body=("text",),
+        keep={"id": "id"},
+        required=("id",),
+    )
+    unpost = RequestTool(
+        "POST",
+        "/unpost",
+        effect=Effect.IDEMPOTENT,
+        permission="chatty:write",
+        input=UnpostArgs,
+        output=UnpostResult,
+        summary="Take a post down; one already gone counts as done.",
+        docs=f"{DOCS}/unpost",
+        body=("id",),
+        already_done=((200, "post_not_found"),),
+        echo=("id",),
+        done_field="removed",
+    )
+
+
+class FakeChatty(VendorFake):
+    """Every answer is HTTP 200: ``{"ok": true, ...}`` or ``{"ok": false, "error", "detail"}``."""
+
+    def __init__(self) -> None:
+        super().__init__(token=TOKEN, prefix="/api")
+        self.posts: dict[str, str] = {}
+        self.busy = False
+
+    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+        return FakeResponse(200, json={"ok": False, "error": code or "failed", "detail": message})
+
+    @vendor_route("POST", "/post", docs=f"{DOCS}/post", body="json")
+    def make_post(self, request: FakeRequest) -> FakeResponse:
+        if self.busy:
+            answer = self.error(200, "slow down", code="ratelimited")
+            return FakeResponse(200, json=answer.json, headers={"Retry-After": "3"})
+        text = request.json.get("text")
+        if not text:
+            return self.error(200, "say something", code="no_text")
+        ident = f"p{len(self.posts) + 1}"
+        self.posts[ident] = text
+        return FakeResponse(200, json={"ok": True, "id": ident})
+
+    @vendor_route("POST", "/unpost", docs=f"{DOCS}/unpost", body="json")
+    def take_down(self, request: FakeRequest) -> FakeResponse:
+        if self.posts.pop(request.json.get("id"), None) is None:
+            return self.error(200, "no such post", code="post_not_found")
+        return FakeResponse(200, json={"ok": True})
+
+
+@pytest.fixture
+def chatty_fake() -> FakeChatty:
+    return FakeChatty()
+
+
+@pytest.fixture
+async def chatty(chatty_fake: FakeChatty) -> AsyncIterator[tuple[ChattyConnector, FakeServer]]:
+    with FakeServer(chatty_fake) as running:
+        connector = ChattyConnector(token=TOKEN, base_url=running.url + "/api")
+        yield connector, running
+        await connector.aclose()
+
+
+async def test_a_refusal_in_a_2xx_answer_is_a_tool_error_with_the_vendors_code(
+    chatty: tuple[ChattyConnector, FakeServer], chatty_fake: FakeChatty
+) -> None:
+    connector, _ = chatty
+    with pytest.raises(ToolError) as caught:
+        await connector.call("chatty.post", {"text": ""})
+    assert not isinstance(caught.value, EffectUncertainError)  # the vendor answered: definite
+    assert (caught.value.status, caught.value.code) == (200, "no_text")
+    assert str(caught.value) == (
+        "chatty: POST /post failed: HTTP 200, refused in the answer's body (no_text): say something"
+    )
+    assert chatty_fake.posts == {}
+    assert await connector.call("chatty.post", {"text": "hi"}) == {"id": "p1"}
+
+
+async def test_a_2xx_refusal_with_a_rate_limit_code_is_rate_limited(
+    chatty: tuple[ChattyConnector, FakeServer], chatty_fake: FakeChatty
+) -> None:
+    connector, _ = chatty
+    chatty_fake.busy = True
+    with pytest.raises(ToolError, match=r"slow down \(retry after 3 s\)") as caught:
+        await connector.call("chatty.post", {"text": "hi"})
+    assert (caught.value.status, caught.value.code) == (200, "rate_limited")
+
+
+async def test_a_2xx_refusal_can_mean_the_undo_is_already_done(
+    chatty: tuple[ChattyConnector, FakeServer], chatty_fake: FakeChatty
+) -> None:
+    connector, _ = chatty
+    ctx = CallContext(idempotency_key="undo-1", compensation=True)
+    made = await connector.call("chatty.post", {"text": "hi"})
+    assert await connector.call("chatty.unpost", made, ctx) == {"id": "p1", "removed": True}
+    assert await connector.call("chatty.unpost", made, ctx) == {"id": "p1", "removed": False}
+    assert chatty_fake.posts == {}
+
+
+async def test_a_2xx_refusal_never_shows_the_credential(chatty_fake: FakeChatty) -> None:
+    def echo(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"ok": False, "error": "bad", "detail": f"you sent {TOKEN}"})
+
+    connector = ChattyConnector(token=TOKEN, transport=httpx.MockTransport(echo))
+    with pytest.raises(ToolError) as caught:
+        await connector.call("chatty.post", {"text": "hi"})
+    assert TOKEN not in str(caught.value)
+    assert caught.value.code == "bad"
+    await connector.aclose()
+
+
+async def test_a_connector_may_override_how_a_2xx_refusal_is_found() -> None:
+    class Strict(ChattyConnector):
+        def refusal_in(self, resp: Any) -> tuple[str, str | None] | None:
+            if isinstance(resp.json, dict) and "ok" not in resp.json:
+                return "no_ok_field", "the answer does not say whether it worked"
+            return super().refusal_in(resp)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"id": "p9"})
+
+    plain = ChattyConnector(token=TOKEN, transport=httpx.MockTransport(answer))
+    assert await plain.call("chatty.post", {"text": "hi"}) == {"id": "p9"}
+    strict = Strict(token=TOKEN, transport=httpx.MockTransport(answer))
+    with pytest.raises(ToolError) as caught:
+        await strict.call("chatty.post", {"text": "hi"})
+    assert caught.value.code == "no_ok_field"
+    await plain.aclose()
+    await strict.aclose()
+
+
+@pytest.mark.parametrize(
+    ("table", "status", "body", "expected"),
+    [
+        (CHATTY_ERRORS, 200, {"ok": True, "error": "ignored"}, None),
+        (CHATTY_ERRORS, 200, {"ok": False, "error": "no_text", "detail": "d"}, ("no_text", "d")),
+        (CHATTY_ERRORS, 201, {"ok": False}, ("refused", None)),
+        (CHATTY_ERRORS, 200, None, None),
+        (CHATTY_ERRORS, 400, {"ok": False, "error": "bad"}, None),  # an error status: classify's
+        (ErrorTable(), 200, {"ok": False, "error": "bad"}, None),  # no refused_when: never
+        (
+            ErrorTable(refused_when=lambda body: bool(body.get("errors")), refused_code="graphql"),
+            200,
+            {"data": None, "errors": [{"message": "Entity not found"}]},
+            ("graphql", "Entity not found"),
+        ),
+    ],
+)
+def test_error_tables_find_refusals_in_2xx_answers(
+    table: ErrorTable, status: int, body: Any, expected: tuple[str, str | None] | None
+) -> None:
+    assert table.refusal(status, httpx.Headers({}), body) == expected

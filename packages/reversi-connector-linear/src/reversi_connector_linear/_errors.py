@@ -9,7 +9,9 @@ refuses as a whole: authentication, validation, rate limits); both are failures
 ``GRAPHQL_VALIDATION_FAILED``...), kept as Linear spells it, with two exceptions: a rate
 limit (``RATELIMITED``, https://linear.app/developers/rate-limiting) is
 ``rate_limited``, as for every connector, and a message starting "Entity not found",
-which Linear gives under a general code, is ``entity_not_found``.
+which Linear gives under a general code, is ``entity_not_found``; a 200 answer whose
+error names no code is ``graphql_error``. An answer with ``errors`` beside data for its
+operation is not a refusal (:func:`refused`): the operation ran, in part.
 """
 
 from __future__ import annotations
@@ -18,15 +20,31 @@ from typing import Any
 
 from reversi_core.http import ErrorTable, RateLimit, body_value
 
-__all__ = ["ENTITY_NOT_FOUND", "ERRORS", "has_errors"]
+__all__ = ["ENTITY_NOT_FOUND", "ERRORS", "GRAPHQL_ERROR", "has_errors", "refused"]
 
 ENTITY_NOT_FOUND = "entity_not_found"
 """The code of Linear's "Entity not found" answers (the thing is gone, or out of reach)."""
+GRAPHQL_ERROR = "graphql_error"
+"""The code of a GraphQL error in an HTTP 200 answer that names no ``extensions.code``."""
 
 
 def has_errors(body: Any) -> bool:
     """True when a JSON answer carries GraphQL ``errors`` (whatever its HTTP status)."""
     return isinstance(body, dict) and bool(body.get("errors"))
+
+
+def refused(body: Any) -> bool:
+    """True when a 2xx answer carries GraphQL ``errors`` and no data for its operation.
+
+    Such an answer says Linear did not do it. An answer with ``errors`` beside a non-null
+    root field is a partial success (https://spec.graphql.org/October2021/#sec-Errors:
+    a field that failed is null, the others answered): a mutation in it ran, so it is not
+    a refusal; the connector decides what it means (:meth:`LinearConnector.graphql`).
+    """
+    if not has_errors(body):
+        return False
+    data = body.get("data")
+    return not (isinstance(data, dict) and any(v is not None for v in data.values()))
 
 
 def _presentable(body: Any) -> str:
@@ -43,6 +61,7 @@ ERRORS = ErrorTable(
     statuses={400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found"},
     details=_presentable,
     rate_limit=RateLimit(codes=frozenset({"RATELIMITED"})),
-    refusal=has_errors,
+    refused_when=refused,
+    refused_code=GRAPHQL_ERROR,
 )
 """Linear's error table: GraphQL errors in 200 and 400 answers alike."""

@@ -37,7 +37,7 @@ from ._args import (
     DeleteCommentArgs,
     GetIssueArgs,
 )
-from ._errors import ENTITY_NOT_FOUND, ERRORS
+from ._errors import ENTITY_NOT_FOUND, ERRORS, GRAPHQL_ERROR, has_errors
 from ._results import (
     AddCommentResult,
     ArchiveIssueResult,
@@ -127,8 +127,12 @@ class LinearConnector(HttpConnector):
         a mutation, whose payload must say ``success: true``. ``made`` names the payload
         field holding what a mutation made (``"issue"``): it must be an object with an
         ``id``, or the call is uncertain (accepted, but it cannot be undone). Returns
-        ``data[<root field>]``. Raises ``ToolError`` naming the HTTP status and Linear's
-        code for GraphQL errors (with HTTP 200 or 400) and HTTP errors, with code
+        ``data[<root field>]``. A mutation answered with ``errors`` beside its payload
+        ran (a partial success, https://spec.graphql.org/October2021/#sec-Errors): its
+        payload decides, as without errors, so what it made can be undone; a query so
+        answered is a ``ToolError`` with Linear's code. Raises ``ToolError`` naming the HTTP
+        status and Linear's code for GraphQL errors (with HTTP 200 or 400) and HTTP
+        errors, with code
         ``unsuccessful`` for a payload whose ``success`` is false, and
         ``EffectUncertainError`` when a mutation's answer was lost, did not come in time,
         or lacks what it made (https://linear.app/developers/graphql).
@@ -140,7 +144,18 @@ class LinearConnector(HttpConnector):
             json={"query": document, "variables": dict(variables)},
             write=write,
         )
-        data = self.expect_object(resp, "GraphQL answer", wrote=write).get("data")
+        answer = self.expect_object(resp, "GraphQL answer", wrote=write)
+        if not write and has_errors(answer):
+            # errors beside data (the kit took those without as refusals): part of the
+            # selection failed, so the read is not what was asked for
+            code, message = self.errors.classify(resp.status, resp.headers, answer)
+            raise ToolError(
+                f"linear: the {_root_field(document)} query answered in part, with an error "
+                f"({code or GRAPHQL_ERROR}): {(message or '')[:300]}",
+                status=resp.status,
+                code=code or GRAPHQL_ERROR,
+            )
+        data = answer.get("data")
         root = _root_field(document)
         value = data.get(root) if isinstance(data, dict) else None
         if not isinstance(value, dict):

@@ -435,9 +435,35 @@ class HttpClient:
             code, message = default_error_code(response)
         if message is None:
             message = response.reason_phrase or None
+        return self._refusal(shown, status, code, message)
+
+    def refused(
+        self, method: str, path: str, status: int, code: str | None, message: str | None
+    ) -> ToolError:
+        """The :class:`~reversi_core.errors.ToolError` for a vendor's refusal inside an answer.
+
+        For an answer whose status says success but whose body says the vendor refused
+        (Slack's HTTP 200 ``{"ok": false, "error": ...}``): the same message an error
+        status gets (the vendor, the method, the path without its query, the status, the
+        vendor's ``code`` and ``message``), scrubbed, with ``status`` and ``code`` set.
+        """
+        shown = f"{method.upper()} {self._scrub(path.split('?', 1)[0])}"
+        return self._refusal(shown, status, code, message, in_body=True)
+
+    def _refusal(
+        self,
+        shown: str,
+        status: int,
+        code: str | None,
+        message: str | None,
+        *,
+        in_body: bool = False,
+    ) -> ToolError:
         if message is not None and len(message) > _MAX_VENDOR_MESSAGE:
             message = message[:_MAX_VENDOR_MESSAGE] + "…"
         text = f"{self.vendor}: {shown} failed: HTTP {status}"
+        if in_body:
+            text += ", refused in the answer's body"
         if code:
             text += f" ({code})"
         if message:

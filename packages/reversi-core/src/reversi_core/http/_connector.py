@@ -35,15 +35,8 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..connector import CallContext, Connector
 from ..errors import ConfigurationError, EffectUncertainError, InvalidArgumentsError, ToolError
-from ..redact import register_secret, scrub
-from ._client import (
-    _MAX_VENDOR_MESSAGE,
-    READ_METHODS,
-    HttpClient,
-    HttpResponse,
-    Timeouts,
-    check_base_url,
-)
+from ..redact import register_secret
+from ._client import READ_METHODS, HttpClient, HttpResponse, Timeouts, check_base_url
 from ._errors import ErrorTable
 
 if TYPE_CHECKING:
@@ -394,8 +387,8 @@ class HttpConnector(Connector):
         :meth:`reversi_core.http.HttpClient.request`, which says what is raised: a
         ``ToolError`` naming the status and the vendor's code (from :attr:`errors`), or
         ``EffectUncertainError`` for a write whose answer was lost. A 2xx answer that
-        :attr:`errors` says is a refusal (its ``refusal`` predicate: GraphQL errors with
-        HTTP 200) is a ``ToolError`` too, with that status and the table's code.
+        :meth:`refusal_in` finds to be a refusal (Slack's HTTP 200 ``{"ok": false}``) is
+        raised as a ``ToolError`` with that status and the vendor's code, never returned.
         """
         client = self._client()
         writes = write if write is not None else method.upper() not in READ_METHODS
@@ -413,22 +406,21 @@ class HttpConnector(Connector):
             ok_statuses=ok_statuses,
             timeouts=client.timeouts.capped_at(ctx.timeout),
         )
-        refused = self.errors.refused(resp.status, resp.headers, resp.json) if resp.ok else None
+        refused = self.refusal_in(resp) if resp.ok else None
         if refused is not None:
-            raise self._refusal(method, path, resp.status, *refused)
+            raise client.refused(method, path, resp.status, *refused)
         return resp
 
-    def _refusal(
-        self, method: str, path: str, status: int, code: str | None, message: str | None
-    ) -> ToolError:
-        """The error for a 2xx answer that is a refusal (``ErrorTable.refusal``)."""
-        text = f"{self.name}: {method.upper()} {path.split('?', 1)[0]} failed: HTTP {status}"
-        if code:
-            text += f" ({code})"
-        if message:
-            cut = message[:_MAX_VENDOR_MESSAGE] + ("…" if len(message) > _MAX_VENDOR_MESSAGE else "")
-            text += f": {cut}"
-        return ToolError(scrub(text), status=status, code=scrub(code) if code else None)
+    def refusal_in(self, resp: HttpResponse) -> tuple[str, str | None] | None:
+        """``(code, message)`` when a 2xx answer says the vendor refused the call, else ``None``.
+
+        The default asks :attr:`errors` (:meth:`~reversi_core.http.ErrorTable.refusal`:
+        its ``refused_when`` test, then its fields and rate-limit rules, so Slack's
+        ``ratelimited`` is ``rate_limited``). Override it for a vendor whose refusals the
+        table cannot describe. :meth:`request` calls it on every 2xx answer (not on an
+        ``ok_statuses`` answer outside 2xx); ``resp`` is already scrubbed of credentials.
+        """
+        return self.errors.refusal(resp.status, resp.headers, resp.json)
 
     # -- reading answers --------------------------------------------------------------
 
