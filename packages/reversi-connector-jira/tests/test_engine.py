@@ -36,12 +36,33 @@ async def test_a_status_changed_after_the_transition_is_not_overwritten_until_re
     assert step.rollback_state is RollbackState.COMPENSATION_FAILED
     assert change.what in (step.rollback_reason or "")
     assert "'In Review'" in (step.rollback_reason or "")
-    assert "docs/engine.md" in (step.rollback_reason or "")
+    assert "--overwrite STEP" in (step.rollback_reason or "")
     assert fake.find_issue("PROJ-1")["status"] == "10001"  # type: ignore[index]  # their change stands
     change.revert()
     second = await run.rollback(compensate=compensator_for([jira]))
     assert second.complete
     assert fake.find_issue("PROJ-1")["status"] == "10000"  # type: ignore[index]
+    journal.close()
+
+
+async def test_a_person_may_let_the_restore_move_the_issue_back_from_where_someone_put_it(
+    jira: JiraConnector, fake: FakeJira, server: FakeServer, tmp_path: Path
+) -> None:
+    """RB-10: after the refusal, ``allow_overwrite`` for that one step moves the issue back."""
+    run, journal = _run(jira, tmp_path)
+    seq, _ = await run.call(
+        "jira.transition_issue", {"issue": "PROJ-1", "transition": "Start Progress"}
+    )
+    fake.set_status("PROJ-1", "10002")  # someone resolved it since (Done leads back to To Do)
+    first = await run.rollback(compensate=compensator_for([jira]))
+    step = next(s for s in first.steps if s.seq == seq)
+    assert step.rollback_state is RollbackState.COMPENSATION_FAILED
+    assert "'Done'" in (step.rollback_reason or "")
+    assert fake.find_issue("PROJ-1")["status"] == "10002"  # type: ignore[index]
+    run.allow_overwrite(seq, by="a maintainer")
+    second = await run.rollback(compensate=compensator_for([jira]))
+    assert second.complete, second.to_json()
+    assert fake.find_issue("PROJ-1")["status"] == "10000"  # type: ignore[index]  # through Reopen
     journal.close()
 
 

@@ -353,8 +353,9 @@ class JiraConnector(HttpConnector):
         already in ``status_id`` is left as it is (``restored`` false). One in neither
         that status nor ``expected_status_id`` (the status jira.transition_issue set) was
         moved by someone since: it is not moved back, and the call fails with code
-        ``changed_since`` naming the issue's status now (to undo anyway, see
-        docs/engine.md). Otherwise runs the first transition whose target is
+        ``changed_since`` naming the issue's status now, unless a person let the rollback
+        overwrite (``ctx.overwrite``: ``reversi rollback RUN --overwrite STEP``,
+        docs/engine.md), which moves it back from wherever it is. Otherwise runs the first transition whose target is
         ``status_id`` (``GET`` then ``POST .../transitions``,
         https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-transitions-post);
         when the workflow has none, fails with code ``no_way_back`` listing the
@@ -373,12 +374,13 @@ class JiraConnector(HttpConnector):
                 "status_id": now_id,
                 "transition_id": None,
             }
-        if now_id != args.expected_status_id:
+        if now_id != args.expected_status_id and not ctx.overwrite:
             raise ToolError(
                 f"jira: {args.issue}: the issue's status is now {now!r} (id {now_id}), not "
                 f"{args.expected_status!r} (id {args.expected_status_id}) as jira.transition_issue "
-                f"left it: someone changed it since, so it is not moved back to {args.status!r}; "
-                "to undo anyway, see docs/engine.md",
+                f"left it: someone changed it since, so it is not moved back to {args.status!r}. "
+                "The later change is kept: undo it and roll back again, or let the rollback "
+                "overwrite it (reversi rollback RUN --overwrite STEP)",
                 code="changed_since",
             )
         available = await self._transitions(ctx, args.issue)

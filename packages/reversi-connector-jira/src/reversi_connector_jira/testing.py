@@ -33,16 +33,15 @@ suite (docs/certification-guide.md): every check applies to jira.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
@@ -292,22 +291,10 @@ RESTORES_NOTHING: Mapping[str, str] = {
 }
 """Compensations that restore no prior state (jira.restore_status does, and is guarded)."""
 
-_ConcurrentChange: Any = getattr(kit, "ConcurrentChange", None)
-if _ConcurrentChange is None:  # until reversi-core has the 13th check (issue 21)
-
-    @dataclasses.dataclass(frozen=True)
-    class _LocalConcurrentChange:
-        """What a concurrent change did: words the undo's refusal names, and how to take it back."""
-
-        what: str
-        revert: Callable[[], None]
-
-    _ConcurrentChange = _LocalConcurrentChange
-
 
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """Change, through the backend, what ``tool``'s compensation would restore; ``None`` if nothing.
 
     For jira.transition_issue: someone moves the issue on to another status after the
@@ -320,7 +307,7 @@ def concurrent_change(
     fake = _fake(server)
     elsewhere = IN_REVIEW if result["status_id"] != IN_REVIEW else ARCHIVED
     fake.set_status(str(args["issue"]), elsewhere)
-    return _ConcurrentChange(
+    return ConcurrentChange(
         what="the issue's status",
         revert=lambda: fake.set_status(str(args["issue"]), str(result["status_id"])),
     )
@@ -334,16 +321,6 @@ LIVE = LiveScenario(
     test_env=lambda server: {"REVERSI_LIVE_JIRA_PROJECT": "PROJ"},
 )
 """The live scenario of ``jira`` (``nox -s live -- jira``; ``reversi_connector_jira._live``)."""
-
-
-def _concurrency_fields() -> dict[str, Any]:
-    """The concurrent-change declarations, where this reversi-core's fixture has the fields (issue 21)."""
-    names = {f.name for f in dataclasses.fields(CertificationFixture)}
-    wanted: dict[str, Any] = {
-        "concurrent_change": concurrent_change,
-        "restores_nothing": RESTORES_NOTHING,
-    }
-    return {name: value for name, value in wanted.items() if name in names}
 
 
 def certification_fixture() -> CertificationFixture[FakeServer]:
@@ -370,5 +347,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         live=LIVE,
-        **_concurrency_fields(),
+        concurrent_change=concurrent_change,
+        restores_nothing=RESTORES_NOTHING,
     )

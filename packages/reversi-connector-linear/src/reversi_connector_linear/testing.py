@@ -36,8 +36,7 @@ suite (docs/certification-guide.md): every check applies to linear.
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -246,20 +245,6 @@ LIVE = LiveScenario(
 """The live scenario of ``linear`` (``nox -s live -- linear``; ``reversi_connector_linear._live``)."""
 
 
-def _concurrency_fields() -> dict[str, Any]:
-    """The fixture's concurrent-change declarations, where this reversi-core has the fields.
-
-    ``concurrent_change`` and ``restores_nothing`` come with the 13th certification
-    check (issue 21); on a core without them the declarations stay in this module.
-    """
-    names = {f.name for f in dataclasses.fields(CertificationFixture)}
-    wanted: dict[str, Callable[..., Any] | Mapping[str, str]] = {
-        "concurrent_change": concurrent_change,
-        "restores_nothing": RESTORES_NOTHING,
-    }
-    return {name: value for name, value in wanted.items() if name in names}
-
-
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The linear connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -281,5 +266,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         call_timeout=LIMIT,
         error_codes=ERROR_CODES,
         live=LIVE,
-        **_concurrency_fields(),
+        concurrent_change=concurrent_change,
+        restores_nothing=RESTORES_NOTHING,
     )
