@@ -271,8 +271,11 @@ def closed_port(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def resolve(path: str, args: dict[str, Any], result: dict[str, Any]) -> Any:
-    """A manifest argument_map source (``args.path``, ``result.backup``) to its value."""
+def resolve(path: str | dict[str, Any], args: dict[str, Any], result: dict[str, Any]) -> Any:
+    """A manifest argument_map source (``args.path``, ``result.backup``, ``{"const": v}``) to its value."""
+    if isinstance(path, dict):
+        expect(set(path) == {"const"}, f"argument_map source {path!r} is not {{'const': value}}")
+        return path["const"]
     head, _, rest = path.partition(".")
     expect(head in ("args", "result"), f"argument_map source {path!r} is not args.* or result.*")
     value: Any = args if head == "args" else result
