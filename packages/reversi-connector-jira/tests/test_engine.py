@@ -45,6 +45,44 @@ async def test_a_status_changed_after_the_transition_is_not_overwritten_until_re
     journal.close()
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "words"),
+    [
+        ("jira.add_comment", {"issue": "PROJ-1", "body": "On it."}, "the comment's body changed"),
+        ("jira.create_issue", {"project": "PROJ", "summary": "Seen"}, "1 comment someone added"),
+    ],
+)
+async def test_a_delete_keeps_what_someone_did_since_until_it_is_undone(
+    jira: JiraConnector,
+    fake: FakeJira,
+    server: FakeServer,
+    tmp_path: Path,
+    tool: str,
+    args: dict[str, str],
+    words: str,
+) -> None:
+    """The certification race for the two deletes, through a real engine and journal."""
+    before = fake.snapshot()["comments"]
+    run, journal = _run(jira, tmp_path)
+    seq, made = await run.call(tool, args)
+    change = concurrent_change(server, tool, args, made)
+    assert change is not None
+    changed = fake.snapshot()
+    first = await run.rollback(compensate=compensator_for([jira]))
+    step = next(s for s in first.steps if s.seq == seq)
+    assert step.rollback_state is RollbackState.COMPENSATION_FAILED
+    assert change.what in (step.rollback_reason or "")
+    assert words in (step.rollback_reason or "")
+    assert fake.snapshot() == changed  # nothing of theirs was deleted
+    change.revert()
+    second = await run.rollback(compensate=compensator_for([jira]))
+    assert second.complete, second.to_json()
+    assert fake.snapshot()["comments"] == before
+    if tool == "jira.create_issue":
+        assert fake.find_issue(str(made["key"])) is None  # deleted once the comment was taken back
+    journal.close()
+
+
 async def test_a_person_may_let_the_restore_move_the_issue_back_from_where_someone_put_it(
     jira: JiraConnector, fake: FakeJira, server: FakeServer, tmp_path: Path
 ) -> None:

@@ -8,20 +8,23 @@ from typing import Any
 import pytest
 
 from reversi_connector_jira import JiraConnector
-from reversi_connector_jira.testing import RESTORES_NOTHING, FakeJira
+from reversi_connector_jira.testing import FakeJira
 from reversi_core import registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import (
     ConfigurationError,
     EffectUncertainError,
     InvalidArgumentsError,
     ToolError,
 )
-from reversi_core.manifest import Effect
+from reversi_core.manifest import evaluate_argument_map
 from reversi_core.testing import FakeServer, Fault
 
 pytestmark = pytest.mark.anyio
 
 TO_DO, IN_PROGRESS, IN_REVIEW, DONE = "10000", "3", "10001", "10002"
+UNDO = CallContext(idempotency_key="reversi-run-1-undo", compensation=True)
+OVERWRITE = CallContext(idempotency_key="reversi-run-1-undo", compensation=True, overwrite=True)
 
 
 def status_of(fake: FakeJira, ref: str) -> str:
@@ -231,15 +234,6 @@ async def test_restore_status_fails_clearly_when_the_workflow_has_no_way_back(
     assert status_of(fake, "PROJ-2") == DONE
 
 
-def test_restore_status_is_the_only_restoring_compensation() -> None:
-    undoable = {
-        m.name
-        for m in JiraConnector.manifests()
-        if m.effect in (Effect.REVERSIBLE, Effect.COMPENSABLE)
-    }
-    assert undoable - set(RESTORES_NOTHING) == {"jira.transition_issue"}
-
-
 # -- deleting -----------------------------------------------------------------------------------
 
 
@@ -268,6 +262,96 @@ async def test_delete_comment_of_a_comment_gone_is_done(
     assert (await jira.call("jira.delete_comment", {"issue": "PROJ-1", "comment_id": made["id"]}))[
         "deleted"
     ] is False
+
+
+def undo_of(tool: str, args: dict[str, Any], made: dict[str, Any]) -> dict[str, Any]:
+    """The arguments a rollback gives ``tool``'s compensation, from its manifest's map."""
+    [manifest] = [m for m in JiraConnector.manifests() if m.name == tool]
+    assert manifest.compensation is not None
+    return evaluate_argument_map(manifest.compensation, args, made)
+
+
+async def test_a_comment_someone_edited_is_not_deleted_until_it_reads_as_posted(
+    jira: JiraConnector, fake: FakeJira, server: FakeServer
+) -> None:
+    args = {"issue": "PROJ-1", "body": "Looking into it.\r\nLine two.\n\n\nSecond paragraph."}
+    made = await jira.call("jira.add_comment", args)
+    assert made["body"] == args["body"]
+    undo = undo_of("jira.add_comment", args, made)
+    assert undo == {"issue": "PROJ-1", "comment_id": made["id"], "expected_body": args["body"]}
+    posted = fake.comments[made["id"]]["body"]
+    fake.edit_comment(made["id"], "Redacted by an admin.")
+    with pytest.raises(ToolError) as caught:
+        await jira.call("jira.delete_comment", undo, UNDO)
+    assert caught.value.code == "changed_since"
+    assert "the comment's body changed since the call" in str(caught.value)
+    assert "--overwrite STEP" in str(caught.value)
+    assert made["id"] in fake.comments  # the edit stands
+    fake.restore_comment(made["id"], posted)
+    sent = len(server.requests)
+    assert (await jira.call("jira.delete_comment", undo, UNDO))["deleted"] is True
+    assert [r.method for r in server.requests[sent:]] == ["GET", "DELETE"]
+    assert (await jira.call("jira.delete_comment", undo, UNDO))["deleted"] is False  # 404: done
+
+
+async def test_an_overwrite_deletes_the_edited_comment_without_reading_it(
+    jira: JiraConnector, fake: FakeJira, server: FakeServer
+) -> None:
+    made = await jira.call("jira.add_comment", {"issue": "PROJ-1", "body": "x"})
+    fake.edit_comment(made["id"], "y")
+    sent = len(server.requests)
+    undo = {"issue": "PROJ-1", "comment_id": made["id"], "expected_body": "x"}
+    assert (await jira.call("jira.delete_comment", undo, OVERWRITE))["deleted"] is True
+    assert [r.method for r in server.requests[sent:]] == ["DELETE"]
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ("comment", "it has 1 comment someone added since"),
+        ("summary", "its summary is no longer the one the call set"),
+        ("description", "its description is no longer the one the call set"),
+    ],
+)
+async def test_an_issue_someone_changed_is_not_deleted(
+    jira: JiraConnector, fake: FakeJira, change: str, words: str
+) -> None:
+    args = {"project": "PROJ", "summary": "Found", "description": "Steps:\n1. run"}
+    made = await jira.call("jira.create_issue", args)
+    undo = undo_of("jira.create_issue", args, made)
+    assert undo == {
+        "issue": made["id"],
+        "expected_summary": "Found",
+        "expected_description": "Steps:\n1. run",
+    }
+    issue = fake.find_issue(made["id"])
+    assert issue is not None
+    if change == "comment":
+        fake.add_comment(made["id"], "Same here.")
+    elif change == "summary":
+        issue["summary"] = "Found, and triaged"
+    else:
+        issue["description"] = None
+    with pytest.raises(ToolError) as caught:
+        await jira.call("jira.delete_issue", undo, UNDO)
+    assert caught.value.code == "changed_since"
+    assert words in str(caught.value)
+    assert fake.find_issue(made["id"]) is not None  # their work is not deleted
+    assert (await jira.call("jira.delete_issue", undo, OVERWRITE))["deleted"] is True
+    assert fake.find_issue(made["id"]) is None
+
+
+async def test_an_unchanged_issue_is_deleted_after_one_read(
+    jira: JiraConnector, fake: FakeJira, server: FakeServer
+) -> None:
+    made = await jira.call("jira.create_issue", {"project": "PROJ", "summary": "Plain"})
+    assert made["description"] is None
+    undo = {"issue": made["id"], "expected_summary": "Plain", "expected_description": None}
+    sent = len(server.requests)
+    assert (await jira.call("jira.delete_issue", undo, UNDO))["deleted"] is True
+    assert [r.method for r in server.requests[sent:]] == ["GET", "DELETE"]
+    assert "fields=summary%2Cdescription%2Ccomment" in server.requests[sent].target
+    assert (await jira.call("jira.delete_issue", undo, UNDO))["deleted"] is False  # 404: done
 
 
 def test_the_delete_permission_stays_out_of_the_agents_default_scope() -> None:

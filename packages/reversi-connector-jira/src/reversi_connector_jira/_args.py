@@ -115,6 +115,17 @@ class DeleteIssueArgs(_Args):
     """Arguments of jira.delete_issue."""
 
     issue: IssueRef
+    expected_summary: str | None = Field(
+        default=None,
+        description="The summary jira.create_issue set (its undo passes it): the issue is then "
+        "deleted only while its summary and description are still the ones the call set and "
+        "it has no comments; one changed since is kept (code changed_since). Null: no check.",
+    )
+    expected_description: str | None = Field(
+        default=None,
+        description="With expected_summary: the description as plain text the call set "
+        "(null: it set none).",
+    )
 
 
 class DeleteCommentArgs(_Args):
@@ -122,3 +133,9 @@ class DeleteCommentArgs(_Args):
 
     issue: IssueRef
     comment_id: CommentId
+    expected_body: str | None = Field(
+        default=None,
+        description="The text jira.add_comment posted (its undo passes it): the comment is then "
+        "deleted only while it still reads so; one edited since is kept (code changed_since). "
+        "Null: no check.",
+    )

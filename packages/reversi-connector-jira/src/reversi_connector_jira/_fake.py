@@ -70,6 +70,15 @@ ISSUE_TYPES = frozenset({"Task", "Bug", "Story", "Sub-task"})
 """The issue types every project of the fake has ("Sub-task" needs a parent)."""
 
 
+def _paragraph(text: str) -> dict[str, Any]:
+    """An ADF document of one paragraph holding ``text``."""
+    return {
+        "type": "doc",
+        "version": 1,
+        "content": [{"type": "paragraph", "content": [{"type": "text", "text": text}]}],
+    }
+
+
 def _now() -> str:
     """The time as Jira writes it (``2026-12-01T09:00:00.000+0000``)."""
     return time.strftime("%Y-%m-%dT%H:%M:%S.000+0000", time.gmtime())
@@ -191,12 +200,24 @@ class FakeJira(VendorFake):
     def add_comment(self, issue_id: str, text: str) -> dict[str, Any]:
         """Put a one-paragraph comment on an issue and return it."""
         with self.lock:
-            doc = {
-                "type": "doc",
-                "version": 1,
-                "content": [{"type": "paragraph", "content": [{"type": "text", "text": text}]}],
-            }
-            return self._new_comment(self.issues[issue_id], doc)
+            return self._new_comment(self.issues[issue_id], _paragraph(text))
+
+    def edit_comment(self, comment_id: str, text: str) -> None:
+        """Change a comment's text as a person with *Edit all comments* would (``updated`` moves)."""
+        with self.lock:
+            comment = self.comments[comment_id]
+            comment["body"] = _paragraph(text)
+            comment["updated"] = _now()
+
+    def restore_comment(self, comment_id: str, body: Any) -> None:
+        """Put an ADF ``body`` back on a comment (a person undoing their edit)."""
+        with self.lock:
+            self.comments[comment_id]["body"] = copy.deepcopy(body)
+
+    def remove_comment(self, comment_id: str) -> None:
+        """Take a comment away as its author would."""
+        with self.lock:
+            del self.comments[comment_id]
 
     def find_issue(self, ref: str) -> dict[str, Any] | None:
         """The issue with id or key (without regard to case) ``ref``, if any."""
@@ -256,6 +277,9 @@ class FakeJira(VendorFake):
         project = self.projects[issue["project"]]
         parent = self.issues.get(issue["parent"]) if issue["parent"] else None
         subtasks = [self._issue_ref(i) for i in self.issues.values() if i["parent"] == issue["id"]]
+        comments = [
+            self._comment_view(c) for c in self.comments.values() if c["issue"] == issue["id"]
+        ]
         fields: dict[str, Any] = {
             "summary": issue["summary"],
             "description": issue["description"],
@@ -265,6 +289,12 @@ class FakeJira(VendorFake):
             "subtasks": subtasks,
             "created": issue["created"],
             "updated": issue["updated"],
+            "comment": {
+                "comments": comments,
+                "maxResults": len(comments),
+                "total": len(comments),
+                "startAt": 0,
+            },
         }
         if parent is not None:
             fields["parent"] = self._issue_ref(parent)
@@ -395,12 +425,31 @@ class FakeJira(VendorFake):
         return FakeResponse(201, json=self._comment_view(comment))
 
     @vendor_route(
+        "GET",
+        "/rest/api/3/issue/{issue}/comment/{id}",
+        docs=f"{_COMMENTS}/#api-rest-api-3-issue-issueidorkey-comment-id-get",
+    )
+    def get_comment(self, request: FakeRequest) -> FakeResponse:
+        """200 with the comment; 404 for an unknown issue or a comment not on it."""
+        found = self._comment_or_404(request)
+        if isinstance(found, FakeResponse):
+            return found
+        return FakeResponse(200, json=self._comment_view(found))
+
+    @vendor_route(
         "DELETE",
         "/rest/api/3/issue/{issue}/comment/{id}",
         docs=f"{_COMMENTS}/#api-rest-api-3-issue-issueidorkey-comment-id-delete",
     )
     def delete_comment(self, request: FakeRequest) -> FakeResponse:
         """204; 404 for an unknown issue or a comment not on it."""
+        found = self._comment_or_404(request)
+        if isinstance(found, FakeResponse):
+            return found
+        del self.comments[found["id"]]
+        return FakeResponse(204)
+
+    def _comment_or_404(self, request: FakeRequest) -> dict[str, Any] | FakeResponse:
         issue = self._issue_or_404(request)
         if isinstance(issue, FakeResponse):
             return issue
@@ -409,8 +458,7 @@ class FakeJira(VendorFake):
             return self.error(
                 404, f"Can not find a comment for the id: {request.path_params['id']}."
             )
-        del self.comments[comment["id"]]
-        return FakeResponse(204)
+        return comment
 
     @vendor_route(
         "GET",

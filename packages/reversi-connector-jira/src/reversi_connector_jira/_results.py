@@ -52,6 +52,11 @@ class CreateIssueResult(_Result):
     id: str = Field(description="The new issue's numeric id (jira.delete_issue takes it).")
     key: str = Field(description="Its key, such as 'PROJ-124'.")
     url: str | None = Field(description="Its REST URL ('self').")
+    summary: str = Field(description="The summary the call set (jira.delete_issue compares it).")
+    description: str | None = Field(
+        description="The description the call set, as plain text (null: none); "
+        "jira.delete_issue compares it."
+    )
 
 
 class AddCommentResult(_Result):
@@ -61,6 +66,7 @@ class AddCommentResult(_Result):
     id: str = Field(description="The new comment's id (jira.delete_comment takes it).")
     created: str | None = Field(description="When it was created, as Jira writes it.")
     url: str | None = Field(description="Its REST URL ('self').")
+    body: str = Field(description="The text the call posted (jira.delete_comment compares it).")
 
 
 class TransitionIssueResult(_Result):

@@ -5,7 +5,9 @@ they made (``jira.create_issue`` by ``jira.delete_issue``, ``jira.add_comment`` 
 ``jira.delete_comment``); ``jira.transition_issue`` moves an issue along its workflow,
 reading the status first, and is undone by ``jira.restore_status``, which runs a
 transition leading back, but only while the issue is still in the status the transition
-set: a status someone changed since is left alone (the undo fails naming it).
+set: a status someone changed since is left alone (the undo fails naming it). Likewise
+the deletes keep what someone changed since: a comment edited, an issue edited or
+commented on (``changed_since``), unless a person lets the rollback overwrite.
 
 Requests go to ``JIRA_BASE_URL`` (``https://yourco.atlassian.net``) under
 ``/rest/api/3`` with HTTP basic authentication, the account's email and an API token
@@ -60,6 +62,23 @@ _ISSUES = "https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group
 _COMMENTS = "https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/"
 
 _READ_FIELDS = "summary,status,description,issuetype,project,parent,subtasks,created,updated"
+
+CHANGED_SINCE = "changed_since"
+"""The code of an undo refused because someone changed the thing after the forward call."""
+_KEPT = (
+    "The later change is kept: undo it and roll back again, or let the rollback overwrite it "
+    "(reversi rollback RUN --overwrite STEP)"
+)
+"""What a refusal of an undo tells the person (docs/engine.md, RB-10)."""
+
+
+def _reads_as(document: Any, text: str | None) -> bool:
+    """Whether an ADF ``document`` (or ``None``) holds the plain ``text`` a call sent as ADF.
+
+    Both sides go through the same conversion (:func:`to_adf`, then :func:`to_text`), so
+    what the conversion does to the text (line endings, blank paragraphs) is no change.
+    """
+    return to_text(document) == (to_text(to_adf(text)) if text is not None else None)
 
 
 def _on_issue_created_here(field: str) -> list[Requirement]:
@@ -215,7 +234,14 @@ class JiraConnector(HttpConnector):
         permission="jira:issues:write",
         input=CreateIssueArgs,
         output=CreateIssueResult,
-        compensation=Compensation(tool="jira.delete_issue", argument_map={"issue": "result.id"}),
+        compensation=Compensation(
+            tool="jira.delete_issue",
+            argument_map={
+                "issue": "result.id",
+                "expected_summary": "result.summary",
+                "expected_description": "result.description",
+            },
+        ),
         requires=_on_issue_created_here("parent"),
     )
     async def create_issue(self, args: CreateIssueArgs, ctx: CallContext) -> dict[str, Any]:
@@ -224,12 +250,13 @@ class JiraConnector(HttpConnector):
         ``POST /rest/api/3/issue``
         (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-post),
         the description sent as Atlassian Document Format. Needs *Browse projects* and
-        *Create issues*. A subtask of an issue the run created is undone before its
-        parent (Jira refuses to delete an issue with subtasks). Returns ``{"id", "key",
-        "url"}``. Raises ``ToolError`` naming the status (400 ``bad_request`` with Jira's
-        field errors: an unknown project or issue type, a blank summary; 401, 403
-        ``forbidden``, 429 ``rate_limited``); ``EffectUncertainError`` when the answer was
-        lost, did not come in time, or names no issue.
+        *Create issues*. A subtask of an issue the run created is undone before its parent
+        (Jira refuses to delete an issue with subtasks). Returns ``{"id", "key", "url",
+        "summary", "description"}``, the last two as the call set them (the undo deletes the
+        issue only while they are unchanged). Raises ``ToolError`` naming the status (400
+        ``bad_request`` with Jira's field errors: an unknown project or issue type, a blank
+        summary; 401, 403 ``forbidden``, 429 ``rate_limited``); ``EffectUncertainError``
+        when the answer was lost, did not come in time, or names no issue.
         """
         fields: dict[str, Any] = {
             "project": {"key": args.project},
@@ -248,6 +275,8 @@ class JiraConnector(HttpConnector):
             "id": str(self.expect_field(made, "id", resp, wrote=True)),
             "key": str(self.expect_field(made, "key", resp, wrote=True)),
             "url": made.get("self"),
+            "summary": args.summary,
+            "description": args.description,
         }
 
     @tool(
@@ -257,7 +286,11 @@ class JiraConnector(HttpConnector):
         output=AddCommentResult,
         compensation=Compensation(
             tool="jira.delete_comment",
-            argument_map={"issue": "args.issue", "comment_id": "result.id"},
+            argument_map={
+                "issue": "args.issue",
+                "comment_id": "result.id",
+                "expected_body": "result.body",
+            },
         ),
         requires=_on_issue_created_here("issue"),
     )
@@ -267,7 +300,8 @@ class JiraConnector(HttpConnector):
         ``POST /rest/api/3/issue/{issueIdOrKey}/comment``
         (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/#api-rest-api-3-issue-issueidorkey-comment-post),
         the body sent as Atlassian Document Format. Needs *Browse projects* and *Add
-        comments*. Returns ``{"issue", "id", "created", "url"}``. Raises ``ToolError``
+        comments*. Returns ``{"issue", "id", "created", "url", "body"}`` (``body`` the text
+        posted: the undo deletes the comment only while it still reads so). Raises ``ToolError``
         naming the status (404 ``not_found``, 400 ``bad_request``, 413 ``too_large`` when
         the issue has too many comments, 401, 429 ``rate_limited``);
         ``EffectUncertainError`` when the answer was lost, did not come in time, or names
@@ -282,6 +316,7 @@ class JiraConnector(HttpConnector):
             "id": str(self.expect_field(comment, "id", resp, wrote=True)),
             "created": comment.get("created"),
             "url": comment.get("self"),
+            "body": args.body,
         }
 
     @tool(
@@ -379,9 +414,8 @@ class JiraConnector(HttpConnector):
                 f"jira: {args.issue}: the issue's status is now {now!r} (id {now_id}), not "
                 f"{args.expected_status!r} (id {args.expected_status_id}) as jira.transition_issue "
                 f"left it: someone changed it since, so it is not moved back to {args.status!r}. "
-                "The later change is kept: undo it and roll back again, or let the rollback "
-                "overwrite it (reversi rollback RUN --overwrite STEP)",
-                code="changed_since",
+                + _KEPT,
+                code=CHANGED_SINCE,
             )
         available = await self._transitions(ctx, args.issue)
         back = [t for t in available if _status(t.get("to"))[0] == args.status_id]
@@ -417,10 +451,39 @@ class JiraConnector(HttpConnector):
         code ``has_subtasks``. Deleting cannot be undone and the key's number is not
         given again. Needs *Browse projects* and *Delete issues*; it is idempotent only so
         that it can undo create_issue: keep ``jira:issues:delete`` out of the agent's
-        scope (the default scope leaves it out). Raises ``ToolError`` naming the status
-        (400 ``has_subtasks``, 401, 403 ``forbidden``, 429); ``EffectUncertainError`` when
-        the answer was lost or did not come in time.
+        scope (the default scope leaves it out).
+
+        With ``expected_summary`` (the undo of create_issue passes what it set) the issue
+        is read first (``GET`` with ``fields=summary,description,comment``, the page
+        above) and kept when someone changed it since: its summary or description is no
+        longer the one the call set, or it has comments (the run's own are deleted before
+        it, so any left are someone else's). Deleting it would lose their work for good.
+        ``ctx.overwrite`` (a person's decision, ``reversi rollback RUN --overwrite STEP``)
+        skips the read. Returns ``{"issue", "deleted"}``. Raises ``ToolError`` naming the
+        status (400 ``has_subtasks``, 401, 403 ``forbidden``, 429) or with code
+        ``changed_since`` naming the change; ``EffectUncertainError`` when the answer was
+        lost or did not come in time.
         """
+        if args.expected_summary is not None and not ctx.overwrite:
+            found = await self.request(
+                ctx,
+                "GET",
+                self._issue_path(args.issue),
+                params={"fields": "summary,description,comment"},
+                ok_statuses={404},
+            )
+            if found.status == 404:
+                return {"issue": args.issue, "deleted": False}
+            changes = _changes_since_created(
+                _object(self.expect_object(found, "issue", wrote=False).get("fields")), args
+            )
+            if changes:
+                raise ToolError(
+                    f"jira: {args.issue} was changed since the call that created it "
+                    f"({'; '.join(changes)}), so it was not deleted: that would lose the change "
+                    f"for good. {_KEPT}",
+                    code=CHANGED_SINCE,
+                )
         try:
             resp = await self.request(
                 ctx, "DELETE", self._issue_path(args.issue), ok_statuses={404}
@@ -447,15 +510,52 @@ class JiraConnector(HttpConnector):
         ``DELETE /rest/api/3/issue/{issueIdOrKey}/comment/{id}``
         (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/#api-rest-api-3-issue-issueidorkey-comment-id-delete).
         Needs *Browse projects* and *Delete own comments* (or *Delete all comments*).
-        Jira answers 404 also when the account may no longer see the issue. Raises
-        ``ToolError`` naming the status (400 ``bad_request`` without the permission, 401,
-        429); ``EffectUncertainError`` when the answer was lost or did not come in time.
+        Jira answers 404 also when the account may no longer see the issue.
+
+        With ``expected_body`` (the undo of add_comment passes the text it posted) the
+        comment is read first (``GET`` the same path,
+        https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-comments/#api-rest-api-3-issue-issueidorkey-comment-id-get)
+        and kept when it no longer reads so: someone with *Edit all comments* edited it
+        since. ``ctx.overwrite`` (a person's decision) skips the read. Returns ``{"issue",
+        "comment_id", "deleted"}``. Raises ``ToolError`` naming the status (400
+        ``bad_request`` without the permission, 401, 429) or with code ``changed_since``;
+        ``EffectUncertainError`` when the answer was lost or did not come in time.
         """
         path = url_path(
             f"{API}/issue/{{issue}}/comment/{{id}}", issue=args.issue, id=args.comment_id
         )
+        gone = {"issue": args.issue, "comment_id": args.comment_id, "deleted": False}
+        if args.expected_body is not None and not ctx.overwrite:
+            found = await self.request(ctx, "GET", path, ok_statuses={404})
+            if found.status == 404:
+                return gone
+            body = self.expect_object(found, "comment", wrote=False).get("body")
+            if not _reads_as(body, args.expected_body):
+                raise ToolError(
+                    f"jira: comment {args.comment_id} on {args.issue}: the comment's body changed "
+                    "since the call that added it (someone edited it), so it was not deleted. "
+                    + _KEPT,
+                    code=CHANGED_SINCE,
+                )
         resp = await self.request(ctx, "DELETE", path, ok_statuses={404})
         return {"issue": args.issue, "comment_id": args.comment_id, "deleted": resp.status != 404}
+
+
+def _changes_since_created(fields: Mapping[str, Any], args: DeleteIssueArgs) -> list[str]:
+    """What someone changed on an issue since jira.create_issue made it, in words ([] for nothing)."""
+    changes: list[str] = []
+    if fields.get("summary") != args.expected_summary:
+        changes.append("its summary is no longer the one the call set")
+    if not _reads_as(fields.get("description"), args.expected_description):
+        changes.append("its description is no longer the one the call set")
+    listed = _object(fields.get("comment"))
+    total = listed.get("total")
+    if not isinstance(total, int):
+        comments = listed.get("comments")
+        total = len(comments) if isinstance(comments, list) else 0
+    if total:
+        changes.append(f"it has {total} comment{'' if total == 1 else 's'} someone added since")
+    return changes
 
 
 def _choose(

@@ -33,6 +33,7 @@ suite (docs/certification-guide.md): every check applies to jira.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -151,13 +152,31 @@ async def _changed_since(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
 
 
 async def _delete_new_issue(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    """delete_issue's arguments as create_issue's undo has them (what the call set)."""
     made = await ctx.call("jira.create_issue", {"project": "PROJ", "summary": "To delete"})
-    return {"issue": made["id"]}
+    return {
+        "issue": made["id"],
+        "expected_summary": made["summary"],
+        "expected_description": made["description"],
+    }
 
 
 async def _delete_new_comment(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    made = await ctx.call("jira.add_comment", {"issue": "PROJ-1", "body": "To delete"})
-    return {"issue": "PROJ-1", "comment_id": made["id"]}
+    """delete_comment's arguments as add_comment's undo has them (the text it posted)."""
+    made = await ctx.call("jira.add_comment", {"issue": "PROJ-1", "body": "To delete\n\nTwice"})
+    return {"issue": "PROJ-1", "comment_id": made["id"], "expected_body": made["body"]}
+
+
+async def _commented_since(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    undo = await _delete_new_issue(ctx)
+    _fake(ctx.handle).add_comment(str(undo["issue"]), "Mine too.")  # someone else comments
+    return undo
+
+
+async def _edited_since(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    undo = await _delete_new_comment(ctx)
+    _fake(ctx.handle).edit_comment(str(undo["comment_id"]), "Edited.")  # by a project admin
+    return undo
 
 
 def _on_new(field: str, which: str, **more: Any) -> Callable[[ExampleContext[Any]], Any]:
@@ -221,13 +240,18 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure(_restore_after("PROJ-2", "Resolve"), code="no_way_back"),
         Failure(_changed_since, code="changed_since"),
     ],
-    "jira.delete_issue": [Failure({"issue": "PROJ-2"}, code="has_subtasks", status=400)],
+    "jira.delete_issue": [
+        Failure({"issue": "PROJ-2"}, code="has_subtasks", status=400),
+        Failure(_commented_since, code="changed_since"),
+    ],
+    "jira.delete_comment": [Failure(_edited_since, code="changed_since")],
 }
 """Calls Jira turns down, each with the code (and status) the connector must answer:
 404 ``not_found``; 400 ``bad_request`` for an unknown project, a blank summary, an
 unknown issue type; ``transition_not_found`` and ``ambiguous_transition`` (nothing sent);
 ``no_way_back`` (Done leads only to To Do and Archived); ``changed_since`` (someone
-moved the issue after the transition); 400 ``has_subtasks``."""
+moved the issue after the transition; someone commented on the issue, or edited the
+comment, the undo would delete); 400 ``has_subtasks``."""
 
 DEPENDENCIES: list[Dependency] = [
     Dependency(
@@ -283,34 +307,44 @@ RESIDUE: Mapping[str, Residue] = {
     ),
 }
 
-RESTORES_NOTHING: Mapping[str, str] = {
-    "jira.create_issue": "its compensation deletes the issue the call created; no earlier state "
-    "of anything is put back, so nobody's later change can be overwritten",
-    "jira.add_comment": "its compensation deletes the comment the call created; no earlier state "
-    "of anything is put back, so nobody's later change can be overwritten",
-}
-"""Compensations that restore no prior state (jira.restore_status does, and is guarded)."""
+RESTORES_NOTHING: Mapping[str, str] = {}
+"""No jira compensation is exempt from the concurrent-change rule: restore_status checks the
+status, and the two deletes check that nobody edited or commented on what they delete."""
 
 
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
 ) -> ConcurrentChange | None:
-    """Change, through the backend, what ``tool``'s compensation would restore; ``None`` if nothing.
+    """Change, through the backend, what ``tool``'s compensation would lose; ``None`` if nothing.
 
     For jira.transition_issue: someone moves the issue on to another status after the
     transition (In Review, or Archived when the transition led to In Review), so
-    jira.restore_status must refuse, naming the issue's status. ``revert`` puts it back
-    in the status the transition set.
+    jira.restore_status must refuse, naming the issue's status. For jira.add_comment:
+    someone edits the comment ("the comment's body"). For jira.create_issue: someone
+    comments on the new issue ("comment someone added"). ``revert`` puts back what the
+    call left (the status it set, the text it posted; the comment taken away again).
     """
-    if tool != "jira.transition_issue":
-        return None
     fake = _fake(server)
-    elsewhere = IN_REVIEW if result["status_id"] != IN_REVIEW else ARCHIVED
-    fake.set_status(str(args["issue"]), elsewhere)
-    return ConcurrentChange(
-        what="the issue's status",
-        revert=lambda: fake.set_status(str(args["issue"]), str(result["status_id"])),
-    )
+    if tool == "jira.transition_issue":
+        elsewhere = IN_REVIEW if result["status_id"] != IN_REVIEW else ARCHIVED
+        fake.set_status(str(args["issue"]), elsewhere)
+        return ConcurrentChange(
+            what="the issue's status",
+            revert=lambda: fake.set_status(str(args["issue"]), str(result["status_id"])),
+        )
+    if tool == "jira.add_comment":
+        comment = str(result["id"])
+        posted = copy.deepcopy(fake.comments[comment]["body"])
+        fake.edit_comment(comment, "Edited by a project admin: see the linked incident.")
+        return ConcurrentChange(
+            what="the comment's body", revert=lambda: fake.restore_comment(comment, posted)
+        )
+    if tool == "jira.create_issue":
+        theirs = fake.add_comment(str(result["id"]), "I can reproduce this on 2.3 as well.")
+        return ConcurrentChange(
+            what="comment someone added", revert=lambda: fake.remove_comment(theirs["id"])
+        )
+    return None
 
 
 LIVE = LiveScenario(
