@@ -134,6 +134,14 @@ async def test_a_broken_connector_fails(
     assert words in outcome.detail, outcome.detail
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("check", ["forward_success", "retry", "timeout"])
+async def test_reads_by_post_on_a_route_that_does_not_write_pass(check: str, tmp_path: Path) -> None:
+    """A POST the backend's route declares read-only is a read (GraphQL queries)."""
+    outcome = await runner.run_check(check, subject(memo.MemoReadsByPost, tmp_path))
+    assert outcome.status == "pass", outcome.detail
+
+
 CODED_CHECKS = ("forward_failure", "retry", "permission_denial", "redaction")
 """The checks in which a refusal's status or code is looked at (the others see no difference)."""
 

@@ -190,6 +190,13 @@ class FakeWidget(VendorFake):
             return self.error(404, "no such widget", code="missing")
         return FakeResponse(204)
 
+    @vendor_route("POST", "/graphql", docs=f"{DOCS}/graphql", writes=False, body="json")
+    def graphql(self, request: FakeRequest) -> FakeResponse:
+        """Answers the refusal the test put in :attr:`graphql_answer` (HTTP 200, errors inside)."""
+        return FakeResponse(200, json=self.graphql_answer)
+
+    graphql_answer: ClassVar[dict[str, Any]] = {"data": {"count": 3}}
+
     @vendor_route("GET", "/shelves/{shelf}/widgets", docs=f"{DOCS}/find")
     def list_widgets(self, request: FakeRequest) -> FakeResponse:
         shelf = request.path_params["shelf"]
@@ -386,6 +393,77 @@ async def test_errors_come_from_the_vendors_table(widget: WidgetConnector, serve
     with pytest.raises(ToolError, match=r"the limit resets at 1970-01-01T00:00:00Z") as limited:
         await widget.call("widget.find", {"shelf": "s"})
     assert limited.value.code == "rate_limited"
+
+
+GRAPHQL_ERRORS = ErrorTable(
+    code_fields=("errors.0.extensions.code",),
+    message_fields=("errors.0.message",),
+    rate_limit=RateLimit(codes=frozenset({"RATELIMITED"})),
+    refused_when=lambda body: isinstance(body, dict) and bool(body.get("errors")),
+)
+
+
+class GraphWidget(WidgetConnector):
+    """The widget vendor reached through a GraphQL endpoint, whose refusals come with 200."""
+
+    name = "gwidget"
+    errors = GRAPHQL_ERRORS
+
+    @tool(effect=Effect.READ_ONLY, permission="widget:read", input=FindArgs, output=FindResult)
+    async def count(self, args: FindArgs, ctx: CallContext) -> dict[str, Any]:
+        """Count through GraphQL (https://widget.example/docs/graphql)."""
+        resp = await self.request(ctx, "POST", "/graphql?op=count", json={"query": "{ count }"}, write=False)
+        return {"shelf": args.shelf, "count": self.expect_object(resp, "answer", wrote=False)["data"]["count"]}
+
+
+@pytest.mark.parametrize(
+    ("errors", "code", "words"),
+    [
+        (
+            [{"message": "Entity not found", "extensions": {"code": "INVALID_INPUT"}}],
+            "INVALID_INPUT",
+            "Entity not found",
+        ),
+        ([{"message": "slow down", "extensions": {"code": "RATELIMITED"}}], "rate_limited", "slow down (wait"),
+        ([{"message": "no code at all"}], "refused", "no code at all"),
+    ],
+)
+async def test_a_refusal_inside_a_2xx_answer_is_a_tool_error_with_the_tables_code(
+    server: FakeServer, fake: FakeWidget, monkeypatch: pytest.MonkeyPatch,
+    errors: list[dict[str, Any]], code: str | None, words: str,
+) -> None:
+    graph = GraphWidget(token=TOKEN, base_url=server.url)
+    try:
+        assert await graph.call("gwidget.count", {"shelf": "s"}) == {"shelf": "s", "count": 3}
+        monkeypatch.setattr(FakeWidget, "graphql_answer", {"data": None, "errors": errors})
+        with pytest.raises(ToolError) as caught:
+            await graph.call("gwidget.count", {"shelf": "s"})
+        assert (caught.value.status, caught.value.code) == (200, code)
+        text = str(caught.value)
+        assert text.startswith("gwidget: POST /graphql failed: HTTP 200"), text  # no query string
+        assert words in text
+        assert "op=count" not in text
+        assert TOKEN not in text
+    finally:
+        await graph.aclose()
+
+
+def test_a_secret_may_carry_a_declared_scheme_word() -> None:
+    class Schemed(HttpConnector):
+        name = "schemed"
+        settings = (Setting("S_KEY", "api_key", "a key, or Bearer and a token", secret=True, schemes=("Bearer",)),)
+        base = BaseUrl("https://s.example")
+        auth = RawAuthorization("api_key")
+
+    token = "oauth-token-0123456789abcdef"
+    Schemed(api_key=f"Bearer {token}")
+    assert token not in scrub(f"leaked {token}")  # the token alone is registered too
+    assert token not in scrub(f"Authorization: Bearer {token}")
+    Schemed(api_key="lin_api_bare-key-0123456789")
+    for wrong in ("Bearer ", "Bearer  two-spaces-0123", "Bearer a-secret b", "Basic a-secret-0123", "Bearer\ta-secret"):
+        with pytest.raises(ConfigurationError, match="empty or contains whitespace") as caught:
+            Schemed(api_key=wrong)
+        assert "a-secret" not in str(caught.value)
 
 
 # -- one-request tools ----------------------------------------------------------------

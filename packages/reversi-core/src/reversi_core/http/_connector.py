@@ -69,6 +69,10 @@ class Setting:
     must be non-empty without whitespace; it is never shown. ``required`` settings
     without a ``default`` must be given. ``check`` normalises a given value or raises
     ``ValueError`` with a message saying what is wrong (never repeating a secret).
+    ``schemes`` are words a secret may start with, followed by one space, kept as part of
+    the value (a Linear OAuth token given as ``Bearer <token>`` beside a bare API key): the
+    whitespace rule applies to what follows, and both the whole value and that part are
+    registered for scrubbing.
     """
 
     env: str
@@ -78,6 +82,7 @@ class Setting:
     required: bool = True
     default: str | None = None
     check: Callable[[str], str] | None = None
+    schemes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -252,12 +257,16 @@ class HttpConnector(Connector):
         if not isinstance(value, str):
             raise ConfigurationError(f"{self.name}: {setting.option} must be a string")
         if setting.secret:
-            if not value.strip() or _WHITESPACE.search(value):
+            bare = next(
+                (value[len(s) + 1 :] for s in setting.schemes if value.startswith(f"{s} ")), value
+            )
+            if not bare.strip() or _WHITESPACE.search(bare):
                 raise ConfigurationError(
                     f"{self.name}: the {setting.option} is empty or contains whitespace; set "
                     f"{setting.env} to {setting.help}"
                 )
-            register_secret(value)  # scrubbed from journal entries and CLI output from now on
+            for part in {value, bare}:
+                register_secret(part)  # scrubbed from journal entries and CLI output from now on
         if setting.check is not None:
             try:
                 value = setting.check(value)

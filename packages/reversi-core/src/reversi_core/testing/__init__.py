@@ -15,7 +15,7 @@ modules import it) and needs nothing beyond core's dependencies, except ``trustm
 for ``FakeServer(app, tls=True)`` and ``vcrpy`` to record or replay a live scenario.
 """
 
-from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route
+from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route, WritesPredicate
 from ._cassettes import (
     CASSETTE_DIR,
     MATCH_ON,
@@ -138,6 +138,7 @@ __all__ = [
     "Route",
     "Secret",
     "VendorFake",
+    "WritesPredicate",
     "cassette_problems",
     "credential_headers",
     "fixture_entry_point",

@@ -84,7 +84,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         headers = httpx.Headers(list(self.headers.items()))
         request = parse_request(owner.app, self.command, self.path, headers, body)
-        fault = owner.faults.take(request.method, request.path)
+        writes = owner.app.writes(request)
+        request = dataclasses.replace(request, writes=writes)
+        fault = owner.faults.take(request.method, request.path, writes=writes)
         if fault is not None:
             request = dataclasses.replace(request, fault=fault.kind)
         owner._record(request)
