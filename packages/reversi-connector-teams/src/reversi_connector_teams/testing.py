@@ -1,0 +1,254 @@
+"""A fake Microsoft Graph (Teams channel messages) to test against, and the certification opt-in.
+
+:class:`FakeGraph` is a :class:`reversi_core.testing.VendorFake` that models the part of
+Microsoft Graph v1.0 the ``teams`` connector uses, written from Graph's documentation
+(each route's docstring cites its page): a team's channels (paged with
+``@odata.nextLink``), posting a root message, reading it back and soft-deleting it, with
+Graph's error bodies (``{"error": {"code", "message", "innerError"}}``), throttling (429
+``TooManyRequests`` with ``Retry-After``) and three kinds of token: delegated with every
+permission, delegated with only ``Channel.ReadBasic.All`` (403 on writes), and
+application tokens (401 on a post, as Graph refuses app-only posts). Serve it with
+:class:`reversi_core.testing.FakeServer` and point the connector at it::
+
+    from reversi_core.testing import FakeServer
+    from reversi_connector_teams import TeamsConnector
+    from reversi_connector_teams.testing import FakeGraph, GENERAL, TEAM_ID, seed_example
+
+    fake = FakeGraph(token="delegated-test-token")
+    seed_example(fake)
+    with FakeServer(fake) as server:
+        teams = TeamsConnector("delegated-test-token", base_url=fake.base_url(server))
+        posted = await teams.call("teams.post_message",
+                                  {"team_id": TEAM_ID, "channel_id": GENERAL, "content": "Hi"})
+        assert fake.message(TEAM_ID, GENERAL, posted["id"]).content == "Hi"
+
+What the fake does not model: replies, reactions, mentions, hosted contents, message
+edits, private and shared channel membership, ``$filter``/``$select``, and the real
+tenant's policies (who may delete whose message). Messages are Graph's shape; the texts
+of the 404 answers and of the 401 for an application token's soft-delete are the fake's
+own (Graph's documentation names those cases, not their wording). Its answers and the
+connector's request bodies are checked against the JSON Schemas derived from Graph's
+metadata in the package's tests (docs/connectors/teams.md, "The second oracle").
+
+:func:`certification_fixture` opts the connector into the certification suite
+(docs/certification-guide.md): every check applies to teams but ``dependency_block``,
+which the suite finds not applicable by itself (no tool declares ``requires``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from reversi_core.http import Timeouts
+from reversi_core.testing import (
+    CertificationFixture,
+    Example,
+    ExampleContext,
+    Failure,
+    FakeServer,
+    Residue,
+)
+
+from ._fake import (
+    APP_ONLY_POST,
+    DEFAULT_USER,
+    MESSAGE_IDS_START,
+    FakeChannel,
+    FakeGraph,
+    FakeMessage,
+    FakeTeam,
+)
+from .connector import TeamsConnector
+
+__all__ = [
+    "APP_ONLY_POST",
+    "CERTIFICATION_TOKEN",
+    "DEFAULT_USER",
+    "EXAMPLES",
+    "FAILURES",
+    "GENERAL",
+    "LIMIT",
+    "MESSAGE_IDS_START",
+    "MESSAGE_STAYS_SOFT_DELETED",
+    "RANDOM",
+    "RELEASES",
+    "RESTORES_NOTHING",
+    "TEAM_ID",
+    "FakeChannel",
+    "FakeGraph",
+    "FakeMessage",
+    "FakeTeam",
+    "certification_fixture",
+    "graph_backend",
+    "seed_example",
+]
+
+CERTIFICATION_TOKEN = "eyJ0eXAiOiJKV1QiLCJub25jZSI6InJldmVyc2kifQ.certification.delegated"  # noqa: S105 - made up
+"""The (delegated) token the certification fixture gives the fake and the connector."""
+
+TEAM_ID = "fbe2bf47-16c8-47cf-b4a5-4b9b187c508b"
+"""The example team :func:`seed_example` makes."""
+GENERAL = "19:561fbdbbfca848a484f0a6f00ce9dbbd@thread.tacv2"
+"""Its General channel."""
+RELEASES = "19:7d2e1c0f6b5a4e3d9c8b7a6f5e4d3c2b@thread.tacv2"
+"""A second channel of the example team."""
+RANDOM = "19:0f1e2d3c4b5a69788796a5b4c3d2e1f0@thread.tacv2"
+"""A third (private) channel of the example team."""
+UNKNOWN_TEAM = "00000000-0000-0000-0000-000000000000"
+"""A team id the fake does not know."""
+LIMIT = 0.5
+"""Seconds the connectors built by the certification fixture wait for an answer."""
+PAGE_SIZE = 2
+"""Channels per page in the certification backend, so that listing follows a next link."""
+
+
+def seed_example(fake: FakeGraph) -> dict[str, str]:
+    """Put the example state in ``fake``; return the ids of the seeded messages.
+
+    Team :data:`TEAM_ID` ("Platform") with channels General (:data:`GENERAL`), Releases
+    (:data:`RELEASES`) and a private one (:data:`RANDOM`); in General, a message
+    ``"Welcome"`` (id under ``"welcome"``) and one already soft-deleted (``"deleted"``).
+    """
+    fake.add_team(TEAM_ID, "Platform")
+    fake.add_channel(TEAM_ID, GENERAL, "General", description="Everything about the platform")
+    fake.add_channel(TEAM_ID, RELEASES, "Releases")
+    fake.add_channel(TEAM_ID, RANDOM, "Random", membership_type="private")
+    welcome = fake.add_message(TEAM_ID, GENERAL, "Welcome")
+    gone = fake.add_message(TEAM_ID, GENERAL, "Oops", deleted=True)
+    return {"welcome": welcome.id, "deleted": gone.id}
+
+
+WELCOME_ID = str(MESSAGE_IDS_START)
+"""The id of the message :func:`seed_example` posts first (in a fresh fake)."""
+DELETED_ID = str(MESSAGE_IDS_START + 1)
+"""The id of the soft-deleted message :func:`seed_example` puts in (in a fresh fake)."""
+
+
+@contextmanager
+def graph_backend(directory: Path | None = None) -> Iterator[FakeServer]:
+    """A :class:`FakeGraph` (token :data:`CERTIFICATION_TOKEN`, channels paged by 2) on a fresh port."""
+    with FakeServer(FakeGraph(token=CERTIFICATION_TOKEN, channel_page_size=PAGE_SIZE)) as server:
+        yield server
+
+
+def _fake(server: FakeServer) -> FakeGraph:
+    app = server.app
+    if not isinstance(app, FakeGraph):
+        raise TypeError(f"the server does not serve a FakeGraph but a {type(app).__name__}")
+    return app
+
+
+def _seed(server: FakeServer) -> None:
+    seed_example(_fake(server))
+
+
+def _build_with_timeout(server: FakeServer, seconds: float) -> TeamsConnector:
+    return TeamsConnector(
+        CERTIFICATION_TOKEN,
+        base_url=_fake(server).base_url(server),
+        timeouts=Timeouts(connect=seconds, read=seconds, total=seconds),
+    )
+
+
+def _in(channel: str = GENERAL, **more: Any) -> dict[str, Any]:
+    return {"team_id": TEAM_ID, "channel_id": channel, **more}
+
+
+async def _delete_new_message(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    posted = await ctx.call("teams.post_message", _in(RELEASES, content="To be deleted"))
+    return _in(RELEASES, message_id=posted["id"])
+
+
+EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
+    "teams.list_channels": [{"team_id": TEAM_ID}],
+    "teams.post_message": [
+        _in(content="Build 42 is green."),
+        _in(
+            RELEASES,
+            content="<p>Release <b>1.4</b> is out: <a href=\"https://example.com/r\">notes</a></p>",
+            content_type="html",
+            subject="Release 1.4",
+            importance="high",
+        ),
+    ],
+    "teams.delete_message": [
+        _in(message_id=WELCOME_ID),
+        _delete_new_message,
+        _in(message_id=DELETED_ID),
+    ],
+}
+
+FAILURES: Mapping[str, list[Failure]] = {
+    "teams.list_channels": [Failure({"team_id": UNKNOWN_TEAM}, code="NotFound", status=404)],
+    "teams.post_message": [
+        Failure(_in("19:doesnotexist@thread.tacv2", content="x"), code="NotFound", status=404),
+        Failure(_in(content="   "), code="BadRequest", status=400),
+    ],
+    "teams.delete_message": [
+        Failure(_in(message_id="42"), code="NotFound", status=404),
+    ],
+}
+"""Calls Graph turns down, each with its status and Graph's code: 404 ``NotFound`` for an
+unknown team, channel or message, 400 ``BadRequest`` for a blank message."""
+
+
+def _without_soft_deleted_posts(fingerprint: Any) -> Any:
+    for team in fingerprint["teams"].values():
+        for channel in team["channels"].values():
+            channel["messages"] = {
+                mid: m
+                for mid, m in channel["messages"].items()
+                if not (m["origin"] == "api" and m["deleted"])
+            }
+    return fingerprint
+
+
+MESSAGE_STAYS_SOFT_DELETED = Residue(
+    reason="Graph cannot purge a channel message: the undo soft-deletes it, so members see a "
+    "'message deleted' placeholder where it was and compliance exports keep it",
+    normalise=_without_soft_deleted_posts,
+)
+"""post_message's residue: messages the API posted that are now soft-deleted are ignored."""
+
+RESTORES_NOTHING: Mapping[str, str] = {
+    "teams.post_message": "its undo soft-deletes the message the call itself posted, so there "
+    "is no earlier state to put back that someone else could have changed since",
+}
+"""The forward tools whose compensation restores no prior state (issue 21's concurrent-change check)."""
+
+
+def _when_supported(**fields: Any) -> dict[str, Any]:
+    """The fixture fields the installed reversi-core knows, of ``fields``.
+
+    ``restores_nothing`` (and ``concurrent_change``) belong to the concurrent-change check
+    that reversi-core is gaining; until it has them, they are declared here and not passed.
+    """
+    known = {f.name for f in dataclasses.fields(CertificationFixture)}
+    return {name: value for name, value in fields.items() if name in known}
+
+
+def certification_fixture() -> CertificationFixture[FakeServer]:
+    """The teams connector's declaration for the certification suite (docs/certification-guide.md)."""
+    return CertificationFixture(
+        backend_summary="its fake of Microsoft Graph v1.0 (team channels and channel messages), "
+        "faults included",
+        command_line=lambda server: (
+            {"TEAMS_TOKEN": CERTIFICATION_TOKEN, "TEAMS_BASE_URL": _fake(server).base_url(server)},
+            [],
+        ),
+        backend=graph_backend,
+        seed=_seed,
+        build=lambda server: _build_with_timeout(server, LIMIT),
+        build_with_timeout=_build_with_timeout,
+        fingerprint=lambda server: _fake(server).snapshot(),
+        examples=EXAMPLES,
+        failures=FAILURES,
+        residue={"teams.post_message": MESSAGE_STAYS_SOFT_DELETED},
+        credential=CERTIFICATION_TOKEN,
+        call_timeout=LIMIT,
+        **_when_supported(restores_nothing=RESTORES_NOTHING),
+    )
