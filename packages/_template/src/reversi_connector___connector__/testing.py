@@ -15,11 +15,11 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reversi_core.testing import CertificationFixture, ExampleContext, Failure
+from reversi_core.testing import CertificationFixture, ExampleContext, Failure, NotApplicable
 
 from .connector import __Connector__Connector
 
-__all__ = ["NOT_APPLICABLE", "NoteStore", "certification_fixture"]
+__all__ = ["NOT_APPLICABLE", "NO_LIVE_SCENARIO", "NoteStore", "certification_fixture"]
 
 NOT_APPLICABLE: Mapping[str, str] = {
     "retry": "the example notes live in memory: no transport can drop a connection",
@@ -28,6 +28,13 @@ NOT_APPLICABLE: Mapping[str, str] = {
     "redaction": "the example connector holds no credential",
 }
 """Checks that do not apply to the in-memory example, each with its reason."""
+
+NO_LIVE_SCENARIO = NotApplicable(
+    "the example notes live in memory: there is no service to run a live scenario against"
+)
+"""TEMPLATE: why ``nox -s live -- __connector__`` has nothing to run. Once the connector
+talks to a real backend, declare a ``reversi_core.testing.LiveScenario`` instead (with
+``record=False`` unless it speaks HTTP: see docs/development.md, "Live scenarios")."""
 
 
 class NoteStore(dict[str, str]):
@@ -84,4 +91,5 @@ def certification_fixture() -> CertificationFixture[NoteStore]:
         residue={},
         undo_fault=_undo_fault,
         not_applicable=NOT_APPLICABLE,
+        live=NO_LIVE_SCENARIO,
     )

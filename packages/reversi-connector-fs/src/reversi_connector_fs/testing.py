@@ -38,6 +38,7 @@ from reversi_core.testing import (
     Example,
     ExampleContext,
     Failure,
+    NotApplicable,
     Residue,
 )
 
@@ -45,6 +46,7 @@ from .connector import DEFAULT_BACKUP_DIR, FsConnector
 
 __all__ = [
     "NOT_APPLICABLE",
+    "NO_LIVE_SCENARIO",
     "SEED_FILES",
     "SENTINEL_FILES",
     "FsBackend",
@@ -360,6 +362,13 @@ _BACKUPS_KEPT = Residue(
 )
 
 
+NO_LIVE_SCENARIO = NotApplicable(
+    "fs works on a local directory: there is no remote vendor to run a live scenario against, "
+    "and its certification already runs every tool on a real file system"
+)
+"""Why ``nox -s live -- fs`` has nothing to run."""
+
+
 def certification_fixture() -> CertificationFixture[FsBackend]:
     """The fs connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -381,4 +390,5 @@ def certification_fixture() -> CertificationFixture[FsBackend]:
         undo_fault=undo_fault,
         credential=None,
         not_applicable=dict(NOT_APPLICABLE),
+        live=NO_LIVE_SCENARIO,
     )

@@ -34,7 +34,8 @@ the 422 for deleting the default branch carries a message of our own, since the
 documentation names the case but not the text.
 
 :func:`certification_fixture` opts the connector into the repository's certification
-suite (docs/certification-guide.md): every check applies to github.
+suite (docs/certification-guide.md): every check applies to github. It also declares
+:data:`LIVE`, the live scenario ``nox -s live -- github`` runs against GitHub itself.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
@@ -68,6 +70,7 @@ from ._fake import (
     FakeRepo,
     commit_sha,
 )
+from ._live import LIVE_REPO_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from .connector import GithubConnector
 
 __all__ = [
@@ -80,6 +83,7 @@ __all__ = [
     "FAILURES",
     "ISSUE_STAYS_CLOSED",
     "LIMIT",
+    "LIVE",
     "NEW_LABELS_STAY_DEFINED",
     "NO_ISSUES_REPO",
     "OWNER",
@@ -310,6 +314,17 @@ NEW_LABELS_STAY_DEFINED = Residue(
 """add_labels' residue: labels GitHub created for unknown names are ignored."""
 
 
+LIVE = LiveScenario(
+    name="issue-comment-label-branch",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_REPO_VARIABLE: f"{OWNER}/{REPO}"},
+)
+"""github's live scenario (:mod:`reversi_connector_github._live`): ``nox -s live -- github``
+runs it against GitHub; against the fake it works in :data:`OWNER`/:data:`REPO`."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The github connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -332,4 +347,5 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         },
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        live=LIVE,
     )

@@ -22,7 +22,8 @@ one rather than imitate one:
   to drive every postgres tool against a real server (docs/certification-guide.md),
   faults included: :class:`PostgresFaults` realises the suite's fault descriptions on
   the real server and its proxy, and :data:`ERROR_CODES` says which SQLSTATEs stand for
-  the HTTP statuses the suite injects.
+  the HTTP statuses the suite injects. It declares :data:`LIVE` too, the live scenario
+  ``nox -s live -- postgres`` runs on the database of ``POSTGRES_URL``.
 
 Every connection the fixture gives the connector logs in as a dedicated role
 (:data:`AGENT_ROLE`-prefixed, with a password) holding only the privileges the tools
@@ -61,10 +62,12 @@ from reversi_core.testing import (
     Dependency,
     ExampleContext,
     Failure,
+    LiveScenario,
     Residue,
 )
 
-from .connector import PostgresConnector
+from ._live import LIVE_SCHEMA_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
+from .connector import ENV_VAR, PostgresConnector
 
 if TYPE_CHECKING:  # the HTTP fake kit is not needed at run time, only Fault's shape
     from reversi_core.testing import Fault
@@ -74,6 +77,7 @@ __all__ = [
     "BIN_ENV",
     "CALL_TIMEOUT",
     "ERROR_CODES",
+    "LIVE",
     "URL_ENV",
     "Cluster",
     "PostgresFaults",
@@ -1239,6 +1243,24 @@ async def _update_inserted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     return {"table": "items", "key": key, "values": {"qty": 9}}
 
 
+def _live_env(scratch: ScratchSchema) -> dict[str, str]:
+    """The live scenario on a scenario's schema, as the superuser (who may create tables)."""
+    admin = with_options(scratch.server.admin_url, dbname=scratch.database)
+    return {ENV_VAR: as_uri(admin), LIVE_SCHEMA_VARIABLE: scratch.schema}
+
+
+LIVE = LiveScenario(
+    name="row-insert-update",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    record=False,
+    test_env=_live_env,
+)
+"""postgres's live scenario (:mod:`reversi_connector_postgres._live`): ``nox -s live --
+postgres`` runs it on the database of ``POSTGRES_URL``; nothing is recorded."""
+
+
 def certification_fixture() -> CertificationFixture[ScratchSchema]:
     """How the certification suite drives the ``postgres`` connector: a real server.
 
@@ -1332,4 +1354,5 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
         undo_fault=_revoke_writes,
         call_timeout=CALL_TIMEOUT,
         error_codes=ERROR_CODES,
+        live=LIVE,
     )

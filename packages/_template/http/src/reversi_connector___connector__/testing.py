@@ -6,6 +6,12 @@ body parsing) and :class:`~reversi_core.testing.FakeServer` (a real HTTP server 
 fault injection). Replace its routes with the vendor's, each citing the page it follows,
 and model what the connector relies on: idempotency keys, preconditions, "already gone"
 answers, pagination, the vendor's error bodies (see docs/fakes.md).
+
+:data:`LIVE` is the connector's live scenario: ``nox -s live -- __connector__`` runs it
+against the vendor itself and records it into ``tests/cassettes/note.yaml``, which the
+package's contract tests replay. ``scripts/new_connector.py`` recorded a first cassette
+against the fake; re-record it against the vendor once you hold credentials for a
+throwaway account (docs/development.md, "Live scenarios").
 """
 
 from __future__ import annotations
@@ -25,13 +31,15 @@ from reversi_core.testing import (
     FakeRequest,
     FakeResponse,
     FakeServer,
+    LiveContext,
+    LiveScenario,
     VendorFake,
     vendor_route,
 )
 
 from .connector import __Connector__Connector
 
-__all__ = ["CERTIFICATION_TOKEN", "Fake__Connector__", "certification_fixture"]
+__all__ = ["CERTIFICATION_TOKEN", "LIVE", "Fake__Connector__", "certification_fixture"]
 
 CERTIFICATION_TOKEN = "__connector___certification-token-0123456789"  # noqa: S105 - made up
 """The token the certification fixture gives the fake and the connector."""
@@ -111,6 +119,30 @@ async def _existing_note(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     return {"id": created["id"]}
 
 
+async def _live_scenario(live: LiveContext) -> None:
+    """TEMPLATE: create a throwaway object through the engine, roll back, check it is gone.
+
+    Name every object with ``live.suffix`` (``live.name(...)``) so that two runs never
+    collide, and check what the vendor holds with ``live.call`` (outside the journal).
+    """
+    text = live.name("A note of the live check", " ")
+    run = live.start_run()
+    _, created = await run.call("__connector__.create_note", {"text": text})
+    seen = await live.call("__connector__.get_note", {"id": created["id"]})
+    live.check(seen["text"] == text, "the note to read back as it was written")
+    await live.rollback(run)
+    gone = await live.call("__connector__.delete_note", {"id": created["id"]})
+    live.check(gone["deleted"] is False, "the note to be gone after the rollback")
+
+
+LIVE = LiveScenario(
+    name="note",
+    summary="Creates a note, reads it back, rolls the run back and checks that the note is gone.",
+    run=_live_scenario,
+)
+"""The live scenario of ``__connector__`` (TEMPLATE: replace it with the vendor's objects)."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """How the certification suite drives the ``__connector__`` connector (every check applies)."""
     return CertificationFixture(
@@ -135,4 +167,5 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
             {"__CONNECTOR___TOKEN": CERTIFICATION_TOKEN, "__CONNECTOR___BASE_URL": server.url},
             [],
         ),
+        live=LIVE,
     )

@@ -45,12 +45,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..connector import CallContext, Connector
 from ..errors import ConfigurationError
 from ._checks import CHECK_INFO, CHECKS, SUITE_CHECKS_FILE, SUITE_TEST, CheckInfo
 from ._faults import Fault
+
+if TYPE_CHECKING:
+    from ._live import LiveScenario
 
 __all__ = [
     "CHECKS",
@@ -371,10 +374,15 @@ class CertificationFixture(Generic[H]):
     to set (with the fixture's credential) and the command-line options to give
     (``["--root", DIR]``). The clean-install check (``nox -s install_only``) drives the
     installed wheel through it; without it that check can only shake hands.
+    ``live`` is the connector's live scenario (:class:`reversi_core.testing.LiveScenario`:
+    forward calls and a rollback against the real vendor, run and recorded by ``nox -s
+    live -- NAME``), or a :class:`NotApplicable` saying why it has none (fs: no remote
+    vendor); ``None`` means it was not declared, which its contract tests refuse.
     Raises ``ValueError`` for an unknown check id, an empty reason, an ``error_codes``
     entry that is not an HTTP status with at least one non-empty code, a failing
-    example that is not a :class:`Failure`, or ``sends_idempotency_key`` without
-    ``idempotency_key_in`` (or the other way round).
+    example that is not a :class:`Failure`, ``sends_idempotency_key`` without
+    ``idempotency_key_in`` (or the other way round), or a ``live`` that is neither a
+    scenario nor a reason.
     """
 
     backend: Callable[[Path], AbstractContextManager[H]]
@@ -396,8 +404,15 @@ class CertificationFixture(Generic[H]):
     not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
     backend_summary: str = ""
     command_line: Callable[[H], tuple[Mapping[str, str], Sequence[str]]] | None = None
+    live: LiveScenario | NotApplicable | None = None
 
     def __post_init__(self) -> None:
+        from ._live import LiveScenario
+
+        if self.live is not None and not isinstance(self.live, LiveScenario | NotApplicable):
+            raise ValueError(
+                f"live must be a LiveScenario or a NotApplicable reason, not {type(self.live).__name__}"
+            )
         codes: dict[int, frozenset[str]] = {}
         for status, given in self.error_codes.items():
             if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
