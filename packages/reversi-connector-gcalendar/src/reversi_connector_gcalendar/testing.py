@@ -52,10 +52,12 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import OWNER, FakeCalendar, FakeCalendarState, FakeEvent, _event_id
+from ._live import LIVE_CALENDAR_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
 from .connector import GcalendarConnector
 
 __all__ = [
@@ -65,6 +67,7 @@ __all__ = [
     "EXAMPLES",
     "FAILURES",
     "LIMIT",
+    "LIVE",
     "OFFSITE_ID",
     "OWNER",
     "RESTORES_NOTHING",
@@ -369,6 +372,16 @@ def concurrent_change(
     )
 
 
+LIVE = LiveScenario(
+    name="create-update-rollback",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_CALENDAR_VARIABLE: TEAM},
+)
+"""gcalendar's live scenario (:mod:`reversi_connector_gcalendar._live`): ``nox -s live -- gcalendar``."""
+
+
 def _when_supported(**fields: Any) -> dict[str, Any]:
     """The fixture fields the installed reversi-core knows, of ``fields``.
 
@@ -401,5 +414,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue={"gcalendar.create_event": EVENT_STAYS_IN_TRASH},
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        live=LIVE,
         **_when_supported(concurrent_change=concurrent_change, restores_nothing=RESTORES_NOTHING),
     )

@@ -50,6 +50,7 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
@@ -62,6 +63,13 @@ from ._fake import (
     FakeMessage,
     FakeTeam,
 )
+from ._live import (
+    LIVE_CHANNEL_VARIABLE,
+    LIVE_SUMMARY,
+    LIVE_TEAM_VARIABLE,
+    LIVE_VARIABLES,
+    live_scenario,
+)
 from .connector import TeamsConnector
 
 __all__ = [
@@ -72,11 +80,14 @@ __all__ = [
     "FAILURES",
     "GENERAL",
     "LIMIT",
+    "LIVE",
     "MESSAGE_IDS_START",
     "MESSAGE_STAYS_SOFT_DELETED",
     "RANDOM",
     "RELEASES",
     "RESTORES_NOTHING",
+    "SANDBOX_CHANNEL",
+    "SANDBOX_TEAM_ID",
     "TEAM_ID",
     "FakeChannel",
     "FakeGraph",
@@ -98,6 +109,10 @@ RELEASES = "19:7d2e1c0f6b5a4e3d9c8b7a6f5e4d3c2b@thread.tacv2"
 """A second channel of the example team."""
 RANDOM = "19:0f1e2d3c4b5a69788796a5b4c3d2e1f0@thread.tacv2"
 """A third (private) channel of the example team."""
+SANDBOX_TEAM_ID = "3c1f7a52-9d0e-4b8a-a6f1-2e5d7c9b0a14"
+"""A second example team with a single channel (the live scenario's on the fake: one page)."""
+SANDBOX_CHANNEL = "19:5a4b3c2d1e0f49a8b7c6d5e4f3a2b1c0@thread.tacv2"
+"""The channel of :data:`SANDBOX_TEAM_ID`."""
 UNKNOWN_TEAM = "00000000-0000-0000-0000-000000000000"
 """A team id the fake does not know."""
 LIMIT = 0.5
@@ -119,6 +134,8 @@ def seed_example(fake: FakeGraph) -> dict[str, str]:
     fake.add_channel(TEAM_ID, RANDOM, "Random", membership_type="private")
     welcome = fake.add_message(TEAM_ID, GENERAL, "Welcome")
     gone = fake.add_message(TEAM_ID, GENERAL, "Oops", deleted=True)
+    fake.add_team(SANDBOX_TEAM_ID, "Sandbox")
+    fake.add_channel(SANDBOX_TEAM_ID, SANDBOX_CHANNEL, "General")
     return {"welcome": welcome.id, "deleted": gone.id}
 
 
@@ -221,6 +238,16 @@ RESTORES_NOTHING: Mapping[str, str] = {
 """The forward tools whose compensation restores no prior state (issue 21's concurrent-change check)."""
 
 
+LIVE = LiveScenario(
+    name="post-and-soft-delete",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_TEAM_VARIABLE: SANDBOX_TEAM_ID, LIVE_CHANNEL_VARIABLE: SANDBOX_CHANNEL},
+)
+"""teams's live scenario (:mod:`reversi_connector_teams._live`): ``nox -s live -- teams``."""
+
+
 def _when_supported(**fields: Any) -> dict[str, Any]:
     """The fixture fields the installed reversi-core knows, of ``fields``.
 
@@ -250,5 +277,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue={"teams.post_message": MESSAGE_STAYS_SOFT_DELETED},
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        live=LIVE,
         **_when_supported(restores_nothing=RESTORES_NOTHING),
     )
