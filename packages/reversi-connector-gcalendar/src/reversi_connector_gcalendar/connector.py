@@ -62,14 +62,8 @@ NO_EMAILS = {"sendUpdates": "none"}
 RESTORE_ATTEMPTS = 3
 """Times restore_event reads and patches again when the event keeps changing under it."""
 
-_EVENTS = "https://developers.google.com/calendar/api/v3/reference/events"
 _TIME_KEYS = ("date", "dateTime", "timeZone")
 _TOKEN_HELP = "a Google OAuth 2.0 access token with a Calendar scope"  # noqa: S105 - words, not a secret
-_SCOPES = {
-    "read": "https://www.googleapis.com/auth/calendar.events.readonly",
-    "write": "https://www.googleapis.com/auth/calendar.events",
-}
-_TEXT = {"summary": "title", "description": "description", "location": "location"}
 
 
 def _on_event(earlier_tool: str, earlier: str) -> Requirement:

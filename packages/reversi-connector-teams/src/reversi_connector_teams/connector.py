@@ -64,12 +64,6 @@ POST_NEEDS_DELEGATION = (
 )
 """Added to Graph's own answer when it refuses a post for the token's kind or permissions."""
 
-_POST_DOCS = "https://learn.microsoft.com/en-us/graph/api/channel-post-messages?view=graph-rest-1.0"
-_LIST_DOCS = "https://learn.microsoft.com/en-us/graph/api/channel-list?view=graph-rest-1.0"
-_SOFT_DELETE_DOCS = (
-    "https://learn.microsoft.com/en-us/graph/api/chatmessage-softdelete?view=graph-rest-1.0"
-)
-_GET_DOCS = "https://learn.microsoft.com/en-us/graph/api/chatmessage-get?view=graph-rest-1.0"
 _TOKEN_HELP = (
     "a Microsoft Graph access token (delegated, for a signed-in user, to post; "  # noqa: S105 - words, not a secret
     "obtain it outside the connector)"
