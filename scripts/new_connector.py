@@ -13,7 +13,7 @@ The package lands in packages/reversi-connector-NAME (or DIR). Unless ``--no-gen
 (or ``--dest``) is given, the script then writes what is generated from the new
 connector's declarations: its page ``docs/connectors/NAME.md`` and its line in the
 README (``scripts/docs.py --write``), its row of ``docs/certification.md`` (its
-twelve checks run: ``certification/report.py --write --connector NAME``) and, for an
+thirteen checks run: ``certification/report.py --write --connector NAME``) and, for an
 HTTP connector, the first cassette of its live scenario, recorded against its fake
 (``scripts/live.py NAME --test-backend``, into the package's ``tests/cassettes/``). It
 does that in this Python when ``reversi_core`` is importable here (installing the new

@@ -81,9 +81,8 @@ def parsed(prog: str, name: str) -> argparse.ArgumentParser:
 
 @pytest.mark.parametrize("prog", sorted(PARSERS))
 def test_every_option_is_documented_in_its_subcommand_and_back(prog: str) -> None:
-    parser = PARSERS[prog].build_parser()
     docs = sections(prog)
-    for name in subcommands(parser):
+    for name in subcommands(PARSERS[prog].build_parser()):
         sub = parsed(prog, name)
         heading = docs[name].splitlines()[0]
         options = long_options(sub)

@@ -59,6 +59,7 @@ from psycopg import conninfo, sql
 
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     ExampleContext,
     Failure,
@@ -91,6 +92,7 @@ __all__ = [
     "find_bindir",
     "raise_statement",
     "shared_server",
+    "someone_edits_the_row",
     "start_cluster",
     "stop_shared_server",
     "table_checksums",
@@ -1235,7 +1237,34 @@ def _revoke_writes(scratch: ScratchSchema, tool: str, args: Mapping[str, Any]) -
 
 async def _inserted_row(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     made = await ctx.call("postgres.insert_row", {"table": "items", "values": {"name": "tmp"}})
-    return {"table": "items", "key": made["key"]}
+    return {"table": "items", "key": made["key"], "inserted": made["inserted"]}
+
+
+async def _updated_row(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    done = await ctx.call(
+        "postgres.update_row", {"table": "items", "key": 2, "values": {"qty": 8, "name": "plum"}}
+    )
+    return {"table": "items", "key": 2, "values": done["previous"], "written": done["written"]}
+
+
+def someone_edits_the_row(
+    scratch: ScratchSchema, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """A person adds 100 to ``qty`` of the row ``tool`` inserted or updated, on their own connection.
+
+    The undo must refuse, naming ``the column qty``; ``revert()`` takes the 100 back.
+    """
+    items = sql.Identifier(scratch.schema, str(args["table"]))
+
+    def bump(by: int) -> None:
+        with scratch.admin() as conn:
+            conn.execute(
+                sql.SQL("UPDATE {} SET qty = qty + %s WHERE id = %s").format(items),
+                [by, result["key"]],
+            )
+
+    bump(100)
+    return ConcurrentChange(what="the column qty", revert=lambda: bump(-100))
 
 
 async def _update_inserted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -1269,7 +1298,8 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
     between the connector and the server, through which :class:`PostgresFaults` arms
     the suite's faults. A compensation is made to fail by revoking the agent's UPDATE
     and DELETE privileges (SQLSTATE 42501). :data:`ERROR_CODES` tells the suite which
-    SQLSTATEs stand for the statuses it injects.
+    SQLSTATEs stand for the statuses it injects. :func:`someone_edits_the_row` is the
+    person who changes a row after the agent inserted or updated it.
     """
     return CertificationFixture(
         backend_summary="a real PostgreSQL server the tests start, faults included",
@@ -1300,7 +1330,8 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
             ],
             "postgres.delete_row": [_inserted_row, {"table": "items", "key": 999}],
             "postgres.restore_row": [
-                {"table": "items", "key": 2, "values": {"qty": "5", "name": "pear"}}
+                _updated_row,
+                {"table": "items", "key": 2, "values": {"qty": "5", "name": "pear"}},
             ],
         },
         failures={  # SQLSTATEs: https://www.postgresql.org/docs/current/errcodes-appendix.html
@@ -1352,6 +1383,7 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
             )
         },
         undo_fault=_revoke_writes,
+        concurrent_change=someone_edits_the_row,
         call_timeout=CALL_TIMEOUT,
         error_codes=ERROR_CODES,
         live=LIVE,

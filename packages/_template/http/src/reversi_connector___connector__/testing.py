@@ -17,6 +17,7 @@ throwaway account (docs/development.md, "Live scenarios").
 from __future__ import annotations
 
 import copy
+import hashlib
 import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,6 +27,7 @@ from typing import Any
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     ExampleContext,
     Failure,
     FakeRequest,
@@ -49,8 +51,17 @@ LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
 
 
+def etag(text: str) -> str:
+    """The ETag the example API gives a note: a quoted digest of its text."""
+    return '"' + hashlib.sha256(text.encode()).hexdigest()[:16] + '"'
+
+
 class Fake__Connector__(VendorFake):
-    """The example notes API: notes by id; errors as ``{"error": {"code", "message"}}``."""
+    """The example notes API: notes by id; errors as ``{"error": {"code", "message"}}``.
+
+    Every answer with a note carries its ``ETag``; a DELETE whose ``If-Match`` is not the
+    note's ETag is refused 412 (https://www.rfc-editor.org/rfc/rfc9110#name-if-match).
+    """
 
     def __init__(self, *, token: str = CERTIFICATION_TOKEN, **kwargs: Any) -> None:
         super().__init__(token=token, **kwargs)
@@ -73,7 +84,8 @@ class Fake__Connector__(VendorFake):
         ident = request.path_params["id"]
         if ident not in self.notes:
             return self.not_found(request)
-        return FakeResponse(200, json={"id": ident, "text": self.notes[ident]})
+        text = self.notes[ident]
+        return FakeResponse(200, json={"id": ident, "text": text}, headers={"ETag": etag(text)})
 
     @vendor_route("POST", "/notes", docs=f"{_DOCS}/create-note", body="json")
     def create_note(self, request: FakeRequest) -> FakeResponse:
@@ -82,12 +94,17 @@ class Fake__Connector__(VendorFake):
             return self.error(422, "text is required", code="invalid")
         ident = next(self._ids)
         self.notes[ident] = text
-        return FakeResponse(201, json={"id": ident, "text": text})
+        return FakeResponse(201, json={"id": ident, "text": text}, headers={"ETag": etag(text)})
 
     @vendor_route("DELETE", "/notes/{id}", docs=f"{_DOCS}/delete-note")
     def delete_note(self, request: FakeRequest) -> FakeResponse:
-        if self.notes.pop(request.path_params["id"], None) is None:
+        ident = request.path_params["id"]
+        if ident not in self.notes:
             return self.not_found(request)
+        wanted = request.headers.get("if-match")
+        if wanted is not None and wanted != etag(self.notes[ident]):
+            return self.error(412, "The note has changed", code="precondition_failed")
+        del self.notes[ident]
         return FakeResponse(204)
 
 
@@ -116,7 +133,23 @@ def _build_with_timeout(server: FakeServer, seconds: float) -> __Connector__Conn
 
 async def _existing_note(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     created = await ctx.call("__connector__.create_note", {"text": "to be deleted"})
-    return {"id": created["id"]}
+    return {"id": created["id"], "etag": created["etag"]}
+
+
+def _someone_edits(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """TEMPLATE: after the agent's call, a person changes what it made, in the vendor itself."""
+    fake, ident = _fake(server), str(result["id"])
+    with fake.lock:
+        written = fake.notes[ident]
+        fake.notes[ident] = written + " (and a person's edit)"
+
+    def revert() -> None:
+        with fake.lock:
+            fake.notes[ident] = written
+
+    return ConcurrentChange(what="the note's text", revert=revert)
 
 
 async def _live_scenario(live: LiveContext) -> None:
@@ -162,6 +195,9 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         },
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        # TEMPLATE: change, through the backend, what each restoring tool produced; list in
+        # restores_nothing (with why) a tool whose undo restores no prior state
+        concurrent_change=_someone_edits,
         backend_summary="its fake of the example notes API, faults included",
         command_line=lambda server: (
             {"__CONNECTOR___TOKEN": CERTIFICATION_TOKEN, "__CONNECTOR___BASE_URL": server.url},
