@@ -36,17 +36,15 @@ package's tests (docs/connectors/gcalendar.md, "The second oracle").
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import reversi_core.testing as _kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
@@ -74,7 +72,6 @@ __all__ = [
     "RETRO_ID",
     "STANDUP_ID",
     "TEAM",
-    "ConcurrentChange",
     "FakeCalendar",
     "FakeCalendarState",
     "FakeEvent",
@@ -337,21 +334,9 @@ RESTORES_NOTHING: Mapping[str, str] = {
 """The forward tools whose compensation restores no prior state."""
 
 
-@dataclass(frozen=True)
-class _LocalConcurrentChange:
-    """Issue 21's ``reversi_core.testing.ConcurrentChange``, until reversi-core ships it."""
-
-    what: str
-    revert: Callable[[], None]
-
-
-ConcurrentChange: Any = getattr(_kit, "ConcurrentChange", _LocalConcurrentChange)
-"""``(what, revert)``: the words a refused restore must contain, and how to undo the person's edit."""
-
-
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """After ``tool`` ran, edit what it changed as a person would, in the fake itself.
 
     For gcalendar.update_event: the first field the call changed gets another value
@@ -382,16 +367,6 @@ LIVE = LiveScenario(
 """gcalendar's live scenario (:mod:`reversi_connector_gcalendar._live`): ``nox -s live -- gcalendar``."""
 
 
-def _when_supported(**fields: Any) -> dict[str, Any]:
-    """The fixture fields the installed reversi-core knows, of ``fields``.
-
-    ``concurrent_change`` and ``restores_nothing`` belong to the concurrent-change check
-    that reversi-core is gaining; until it has them they are declared here, not passed.
-    """
-    known = {f.name for f in dataclasses.fields(CertificationFixture)}
-    return {name: value for name, value in fields.items() if name in known}
-
-
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The gcalendar connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -415,5 +390,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         live=LIVE,
-        **_when_supported(concurrent_change=concurrent_change, restores_nothing=RESTORES_NOTHING),
+        concurrent_change=concurrent_change,
+        restores_nothing=RESTORES_NOTHING,
     )

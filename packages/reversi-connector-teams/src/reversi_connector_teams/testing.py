@@ -37,7 +37,6 @@ which the suite finds not applicable by itself (no tool declares ``requires``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -248,16 +247,6 @@ LIVE = LiveScenario(
 """teams's live scenario (:mod:`reversi_connector_teams._live`): ``nox -s live -- teams``."""
 
 
-def _when_supported(**fields: Any) -> dict[str, Any]:
-    """The fixture fields the installed reversi-core knows, of ``fields``.
-
-    ``restores_nothing`` (and ``concurrent_change``) belong to the concurrent-change check
-    that reversi-core is gaining; until it has them, they are declared here and not passed.
-    """
-    known = {f.name for f in dataclasses.fields(CertificationFixture)}
-    return {name: value for name, value in fields.items() if name in known}
-
-
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The teams connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -278,5 +267,5 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         live=LIVE,
-        **_when_supported(restores_nothing=RESTORES_NOTHING),
+        restores_nothing=RESTORES_NOTHING,
     )
