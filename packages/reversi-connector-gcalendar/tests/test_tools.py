@@ -278,7 +278,7 @@ async def test_restore_refuses_to_overwrite_a_later_edit_naming_the_field(
     fake.edit_event("primary", STANDUP_ID, location="Room 12")
     with pytest.raises(ToolError) as caught:
         await calendar.call("gcalendar.restore_event", restore)
-    assert (caught.value.status, caught.value.code) == (412, "concurrent_change")
+    assert (caught.value.status, caught.value.code) == (412, "changed_since")
     assert "the event's location" in str(caught.value)
     assert "the event's summary" not in str(caught.value)  # that one is as the update left it
     assert "'Room 12'" in str(caught.value)

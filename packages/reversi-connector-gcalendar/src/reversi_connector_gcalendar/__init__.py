@@ -8,11 +8,11 @@ Calendar to test agents against is in :mod:`reversi_connector_gcalendar.testing`
 """
 
 from .__about__ import __version__
-from ._errors import CONCURRENT_CHANGE, error_code_and_message
+from ._errors import CHANGED_SINCE, error_code_and_message
 from .connector import DEFAULT_BASE_URL, NO_EMAILS, GcalendarConnector
 
 __all__ = [
-    "CONCURRENT_CHANGE",
+    "CHANGED_SINCE",
     "DEFAULT_BASE_URL",
     "NO_EMAILS",
     "GcalendarConnector",

@@ -222,7 +222,24 @@ class RestoreEventArgs(_Args):
 
 
 class DeleteEventArgs(_Args):
-    """Arguments of gcalendar.delete_event."""
+    """Arguments of gcalendar.delete_event; ``etag`` and ``expected`` come from create_event.
+
+    Without ``etag`` the event is deleted whatever it holds. With it (the undo of
+    create_event), the delete applies only to the event as the creation left it: one that
+    changed since is read, and deleted only if its fields still hold ``expected`` and it
+    has no guests.
+    """
 
     calendar_id: CalendarId = "primary"
     event_id: EventId
+    etag: str | None = Field(
+        default=None,
+        max_length=256,
+        description="The event's ETag as create_event left it (create_event's 'etag'); sent "
+        "as If-Match, so an event someone changed since is not deleted without a look.",
+    )
+    expected: EventFields | None = Field(
+        default=None,
+        description="The fields as create_event left them (create_event's 'applied'): when "
+        "the ETag no longer matches, an event whose fields differ from these is kept.",
+    )

@@ -16,10 +16,11 @@ from typing import Any
 
 from reversi_core.http import ErrorTable, RateLimit
 
-__all__ = ["CONCURRENT_CHANGE", "ERRORS", "error_code_and_message"]
+__all__ = ["CHANGED_SINCE", "ERRORS", "error_code_and_message"]
 
-CONCURRENT_CHANGE = "concurrent_change"
-"""The code of a restore refused because someone changed the event since the update."""
+CHANGED_SINCE = "changed_since"
+"""The code of an undo refused because someone changed the event since the forward call
+(the code fs, postgres and github give such a refusal too)."""
 
 RATE_LIMIT = RateLimit(
     statuses=frozenset({429}),

@@ -57,9 +57,15 @@ class CreateEventResult(_Result):
 
     calendar_id: str = Field(description=_CALENDAR)
     id: str = Field(description="The new event's id (gcalendar.delete_event takes it).")
-    etag: str | None = Field(description="Its ETag, or null if Calendar's answer lacks it.")
+    etag: str | None = Field(
+        description="Its ETag, or null if Calendar's answer lacks it (delete_event sends it as If-Match)."
+    )
     status: str | None = Field(description="'confirmed' (null if the answer lacks it).")
     html_link: str | None = Field(description="Its page in Google Calendar, or null.")
+    applied: EventFields = Field(
+        description="Its summary, description, location, start and end as Calendar stored "
+        "them (null where empty): what delete_event expects to find before it deletes."
+    )
 
 
 class UpdateEventResult(_Result):

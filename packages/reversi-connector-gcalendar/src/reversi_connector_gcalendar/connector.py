@@ -10,13 +10,17 @@ Every request goes to ``base_url`` (``https://www.googleapis.com/calendar/v3``) 
 ``primary``. Every write passes ``sendUpdates=none``, so no invitation or change email
 goes out (https://developers.google.com/calendar/api/v3/reference/events/patch).
 
-Better than a plain restore: update_event writes with ``If-Match`` the ETag it read, and
-returns the ETag its write produced; restore_event sends that ETag as ``If-Match``
+No undo overwrites a change someone made after the call. create_event and update_event
+return the ETag their write produced and the fields as Calendar stored them; their undos
+send that ETag as ``If-Match``
 (https://developers.google.com/calendar/api/guides/version-resources). When the event
-changed since (Calendar answers 412), restore_event reads it and compares each field with
-what the update left: a field someone else changed is never overwritten, and the
-restore fails with ``code="concurrent_change"`` naming the fields; fields that merely
-hold their old value already are done; the rest are patched back under the fresh ETag.
+changed since (Calendar answers 412), the undo reads it and compares each field with
+what the call left: restore_event never overwrites a field someone else changed, and
+delete_event never deletes an event whose fields someone changed or to which someone
+added guests; either fails with ``code="changed_since"`` naming what changed. Otherwise
+the undo is done under the fresh ETag. A person's decision to undo anyway
+(``CallContext.overwrite``, ``reversi rollback RUN --overwrite STEP``, docs/engine.md)
+drops the precondition.
 A refusal is a :class:`~reversi_core.errors.ToolError` naming the status and Calendar's
 reason (:data:`reversi_connector_gcalendar._errors.ERRORS`); a lost answer to a write is
 :class:`~reversi_core.errors.EffectUncertainError`.
@@ -42,7 +46,7 @@ from ._args import (
     RestoreEventArgs,
     UpdateEventArgs,
 )
-from ._errors import CONCURRENT_CHANGE, ERRORS
+from ._errors import CHANGED_SINCE, ERRORS
 from ._results import (
     CreateEventResult,
     DeleteEventResult,
@@ -60,7 +64,13 @@ NO_EMAILS = {"sendUpdates": "none"}
 """The query every write carries: Calendar then notifies no guest of the change."""
 
 RESTORE_ATTEMPTS = 3
-"""Times restore_event reads and patches again when the event keeps changing under it."""
+"""Times restore_event and delete_event read and write again when the event keeps changing under them."""
+
+OVERWRITE_HINT = (
+    "The later change is kept: undo it and roll back again, or let the rollback overwrite it "
+    "(reversi rollback RUN --overwrite STEP, see docs/engine.md)"
+)
+"""How a refusal of an undo ends: what the person can do about it."""
 
 _TIME_KEYS = ("date", "dateTime", "timeZone")
 _TOKEN_HELP = "a Google OAuth 2.0 access token with a Calendar scope"  # noqa: S105 - words, not a secret
@@ -109,7 +119,29 @@ def _shown(value: Any) -> str:
 
 
 def _what(name: str) -> str:
-    return f"the event's {name}"
+    return "the event's guests" if name == "attendees" else f"the event's {name}"
+
+
+def _changed_since(tool: str, what: str, kept: str, *, status: int | None) -> ToolError:
+    """The refusal of an undo whose event someone changed since the forward call."""
+    return ToolError(f"{tool}: {what}: {kept}. {OVERWRITE_HINT}", status=status, code=CHANGED_SINCE)
+
+
+def _differences(
+    current: Mapping[str, Any], expected: Mapping[str, Any], since: str, *, spare: Mapping[str, Any]
+) -> list[str]:
+    """What someone changed: each field of ``expected`` the event no longer holds, in words.
+
+    ``current`` is :func:`fields_of` the event read now; ``since`` names the forward call
+    ("update_event"); a field that holds its value in ``spare`` (the old value a restore
+    would put back) is not counted as changed.
+    """
+    return [
+        f"someone changed {_what(n)} since {since} (now {_shown(current[n])}, {since} left "
+        f"{_shown(expected[n])})"
+        for n in expected
+        if current[n] != expected[n] and not (n in spare and current[n] == spare[n])
+    ]
 
 
 def _summary(event: Mapping[str, Any]) -> dict[str, Any]:
@@ -173,18 +205,29 @@ class GcalendarConnector(HttpConnector):
         self, ctx: CallContext, calendar_id: str, event_id: str
     ) -> tuple[dict[str, Any], str]:
         """The event as Calendar has it now, and its ETag (a read; refuses a deleted event)."""
-        resp = await self.request(ctx, "GET", self._event(calendar_id, event_id))
-        event = self.expect_object(resp, "event", wrote=False)
-        etag = event.get("etag")
-        if not isinstance(etag, str) or not etag:
-            raise self.malformed("has no 'etag'", resp, wrote=False)
-        if event.get("status") == "cancelled":
+        found = await self._read_if_there(ctx, calendar_id, event_id, gone_ok=False)
+        if found is None:
             raise ToolError(
                 f"gcalendar: event {event_id} of calendar {calendar_id} is deleted (in the "
                 "calendar's trash: Calendar reads it back with status cancelled)",
                 code="deleted",
             )
-        return event, etag
+        return found
+
+    async def _read_if_there(
+        self, ctx: CallContext, calendar_id: str, event_id: str, *, gone_ok: bool = True
+    ) -> tuple[dict[str, Any], str] | None:
+        """The event and its ETag, or ``None`` when it is deleted (or, with ``gone_ok``, 404/410)."""
+        resp = await self.request(
+            ctx, "GET", self._event(calendar_id, event_id), ok_statuses={404, 410} if gone_ok else ()
+        )
+        if resp.status in (404, 410):
+            return None
+        event = self.expect_object(resp, "event", wrote=False)
+        etag = event.get("etag")
+        if not isinstance(etag, str) or not etag:
+            raise self.malformed("has no 'etag'", resp, wrote=False)
+        return None if event.get("status") == "cancelled" else (event, etag)
 
     # -- reading ---------------------------------------------------------------------
 
@@ -239,7 +282,12 @@ class GcalendarConnector(HttpConnector):
         output=CreateEventResult,
         compensation=Compensation(
             tool="gcalendar.delete_event",
-            argument_map={"calendar_id": "result.calendar_id", "event_id": "result.id"},
+            argument_map={
+                "calendar_id": "result.calendar_id",
+                "event_id": "result.id",
+                "etag": "result.etag",
+                "expected": "result.applied",
+            },
         ),
     )
     async def create_event(self, args: CreateEventArgs, ctx: CallContext) -> dict[str, Any]:
@@ -249,7 +297,8 @@ class GcalendarConnector(HttpConnector):
         "description"?, "location"?, "start", "end"}``
         (https://developers.google.com/calendar/api/v3/reference/events/insert). Needs
         ``calendar.events``. Returns ``{"calendar_id", "id", "etag", "status",
-        "html_link"}``. Raises ``ToolError`` naming the status and Calendar's reason (400
+        "html_link", "applied"}``, ``applied`` the five fields as Calendar stored them (what
+        the undo, delete_event, expects to find). Raises ``ToolError`` naming the status and Calendar's reason (400
         ``timeRangeEmpty`` for an end before the start, 400 ``invalid``, 404 ``notFound``
         for an unknown calendar, 403 ``insufficientPermissions`` or ``forbidden``,
         ``rate_limited``); ``EffectUncertainError`` when the answer was lost, did not come
@@ -273,6 +322,7 @@ class GcalendarConnector(HttpConnector):
             "etag": summary["etag"],
             "status": summary["status"],
             "html_link": summary["html_link"],
+            "applied": fields_of(event),
         }
 
     @tool(
@@ -379,14 +429,16 @@ class GcalendarConnector(HttpConnector):
         https://developers.google.com/calendar/api/guides/version-resources), or without
         ``etag``, it reads the event and compares each field with ``expected`` (what the
         update left): a field someone else changed is not overwritten, and the call fails
-        with ``code="concurrent_change"`` naming those fields ("the event's summary"...);
+        with ``code="changed_since"`` naming those fields ("the event's summary"...);
         a field already back at its old value is done; the others are patched back with
-        ``If-Match`` the ETag just read (at most :data:`RESTORE_ATTEMPTS` rounds). To undo
-        such a step anyway, see docs/engine.md. Returns ``{"calendar_id", "event_id",
-        "restored", "already"}``. Running it again after it succeeded changes nothing.
-        Raises ``ToolError`` naming the status and Calendar's reason (404 ``notFound``, ``deleted``
-        for an event deleted since, 403, 401, ``rate_limited``) or
-        ``concurrent_change``; ``EffectUncertainError`` when a write's answer was lost.
+        ``If-Match`` the ETag just read (at most :data:`RESTORE_ATTEMPTS` rounds). With
+        ``ctx.overwrite`` (a person's decision for this step, docs/engine.md) it patches
+        ``previous`` back without ``If-Match`` and without comparing. Returns
+        ``{"calendar_id", "event_id", "restored", "already"}``. Running it again after it
+        succeeded changes nothing. Raises ``ToolError`` naming the status and Calendar's
+        reason (404 ``notFound``, ``deleted`` for an event deleted since, 403, 401,
+        ``rate_limited``) or ``changed_since``; ``EffectUncertainError`` when a write's
+        answer was lost.
         """
         previous = {n: _normal(n, v) for n, v in args.previous.given().items()}
         expected = {n: _normal(n, v) for n, v in args.expected.given().items()}
@@ -396,6 +448,10 @@ class GcalendarConnector(HttpConnector):
         path = self._event(args.calendar_id, args.event_id)
         etag, pending = args.etag, list(previous)
         already: list[str] = []
+        if ctx.overwrite:
+            body = {name: _patch_value(name, previous[name]) for name in pending}
+            await self.request(ctx, "PATCH", path, params=NO_EMAILS, json=body)
+            return {**done, "restored": pending, "already": already}
         for _ in range(RESTORE_ATTEMPTS):
             if etag is not None:
                 resp = await self.request(
@@ -411,34 +467,25 @@ class GcalendarConnector(HttpConnector):
                     return {**done, "restored": pending, "already": already}
             event, etag = await self._read(ctx, args.calendar_id, args.event_id)
             current = fields_of(event)
-            others = [n for n in previous if current[n] != expected[n] and current[n] != previous[n]]
+            others = _differences(current, expected, "update_event", spare=previous)
             if others:
-                answered = (
-                    "Calendar answered HTTP 412 to the restore's If-Match, and "
-                    if args.etag is not None
-                    else ""
-                )
-                raise ToolError(
-                    f"gcalendar.restore_event: {answered}someone changed "
-                    + "; ".join(
-                        f"{_what(n)} since update_event (now {_shown(current[n])}, the update left "
-                        f"{_shown(expected[n])})"
-                        for n in others
-                    )
-                    + ": refusing to overwrite their edit; to undo anyway see docs/engine.md",
+                answered = "Calendar answered HTTP 412 to the restore's If-Match; " if args.etag is not None else ""
+                raise _changed_since(
+                    "gcalendar.restore_event",
+                    answered + "; ".join(others),
+                    "it was not restored",
                     status=412 if args.etag is not None else None,
-                    code=CONCURRENT_CHANGE,
                 )
             already = [n for n in previous if current[n] == previous[n]]
             pending = [n for n in previous if n not in already]
             if not pending:
                 return {**done, "restored": [], "already": already}
-        raise ToolError(
-            f"gcalendar.restore_event: event {args.event_id} kept changing while it was being "
-            f"restored (HTTP 412 to {RESTORE_ATTEMPTS} attempts); nothing of someone else's was "
-            "overwritten",
+        raise _changed_since(
+            "gcalendar.restore_event",
+            f"event {args.event_id} kept changing while it was being restored (HTTP 412 to "
+            f"{RESTORE_ATTEMPTS} attempts)",
+            "nothing of someone else's was overwritten",
             status=412,
-            code=CONCURRENT_CHANGE,
         )
 
     @tool(
@@ -451,23 +498,63 @@ class GcalendarConnector(HttpConnector):
         """Delete an event (to the calendar's trash); one already gone (404 or 410) counts as done.
 
         ``DELETE /calendars/{calendarId}/events/{eventId}?sendUpdates=none``
-        (https://developers.google.com/calendar/api/v3/reference/events/delete). Needs
-        ``calendar.events``. Returns ``{"calendar_id", "event_id", "deleted"}``, ``deleted``
-        false after a 404 or 410. Declared idempotent so that it can undo create_event:
-        keep ``gcalendar:events:delete`` out of the agent's scope, a rollback does not bring
-        back an event the agent deletes. Raises ``ToolError`` naming the status and
-        Calendar's reason (403, 401, ``rate_limited``); ``EffectUncertainError`` when the
-        answer was lost or did not come in time.
+        (https://developers.google.com/calendar/api/v3/reference/events/delete). With
+        ``etag`` (the undo of create_event) the delete carries ``If-Match: <etag>``
+        (https://developers.google.com/calendar/api/guides/version-resources); when
+        Calendar answers 412 (the event changed since), it reads the event: an event gone
+        meanwhile is done; one whose summary, description, location, start or end no
+        longer holds ``expected``, or that now has guests, is kept, and the call fails with
+        ``code="changed_since"`` naming what changed ("the event's summary", "the event's
+        guests"; without ``expected``, any change); otherwise the delete is sent again
+        under the ETag just read (at most :data:`RESTORE_ATTEMPTS` rounds). ``ctx.overwrite``
+        (a person's decision for this step, docs/engine.md) drops the ``If-Match``. Needs
+        ``calendar.events``. Returns ``{"calendar_id", "event_id", "deleted"}``,
+        ``deleted`` false when the event was gone already. Declared idempotent so that it
+        can undo create_event: keep ``gcalendar:events:delete`` out of the agent's scope, a
+        rollback does not bring back an event the agent deletes. Raises ``ToolError``
+        naming the status and Calendar's reason (403, 401, ``rate_limited``) or
+        ``changed_since``; ``EffectUncertainError`` when the answer was lost or did not
+        come in time.
         """
-        resp = await self.request(
-            ctx,
-            "DELETE",
-            self._event(args.calendar_id, args.event_id),
-            params=NO_EMAILS,
-            ok_statuses={404, 410},
+        path = self._event(args.calendar_id, args.event_id)
+        done = {"calendar_id": args.calendar_id, "event_id": args.event_id}
+        etag = None if ctx.overwrite else args.etag
+        expected = (
+            {n: _normal(n, v) for n, v in args.expected.given().items()} if args.expected else None
         )
-        return {
-            "calendar_id": args.calendar_id,
-            "event_id": args.event_id,
-            "deleted": resp.status not in (404, 410),
-        }
+        for _ in range(RESTORE_ATTEMPTS):
+            resp = await self.request(
+                ctx,
+                "DELETE",
+                path,
+                params=NO_EMAILS,
+                headers={"If-Match": etag} if etag is not None else None,
+                ok_statuses={404, 410, 412} if etag is not None else {404, 410},
+            )
+            if resp.status != 412:
+                return {**done, "deleted": resp.status not in (404, 410)}
+            found = await self._read_if_there(ctx, args.calendar_id, args.event_id)
+            if found is None:
+                return {**done, "deleted": False}
+            event, etag = found
+            changes = (
+                _differences(fields_of(event), expected, "create_event", spare={})
+                if expected is not None
+                else [f"someone changed the event since its ETag {args.etag} was read"]
+            )
+            if event.get("attendees"):
+                changes.append("someone added the event's guests since create_event")
+            if changes:
+                raise _changed_since(
+                    "gcalendar.delete_event",
+                    "Calendar answered HTTP 412 to the delete's If-Match; " + "; ".join(changes),
+                    "it was not deleted",
+                    status=412,
+                )
+        raise _changed_since(
+            "gcalendar.delete_event",
+            f"event {args.event_id} kept changing while it was being deleted (HTTP 412 to "
+            f"{RESTORE_ATTEMPTS} attempts)",
+            "it was not deleted",
+            status=412,
+        )

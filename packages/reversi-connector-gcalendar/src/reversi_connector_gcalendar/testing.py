@@ -31,7 +31,8 @@ document shipped in ``google-api-python-client``, and that library drives it, in
 package's tests (docs/connectors/gcalendar.md, "The second oracle").
 
 :func:`certification_fixture` opts the connector into the certification suite
-(docs/certification-guide.md): every check applies to gcalendar.
+(docs/certification-guide.md): every check applies to gcalendar, the concurrent-change
+check to both undoable tools (:func:`concurrent_change`).
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ __all__ = [
     "LIVE",
     "OFFSITE_ID",
     "OWNER",
-    "RESTORES_NOTHING",
     "RETRO_ID",
     "STANDUP_ID",
     "TEAM",
@@ -201,11 +201,33 @@ async def _update_new_event(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     return {"event_id": made["id"], "summary": "Planning", "description": "Agenda to follow"}
 
 
+def _delete_args(made: Mapping[str, Any]) -> dict[str, Any]:
+    """delete_event's arguments, as create_event's compensation map makes them."""
+    return {
+        "calendar_id": made["calendar_id"],
+        "event_id": made["id"],
+        "etag": made["etag"],
+        "expected": made["applied"],
+    }
+
+
 async def _delete_new_event(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     made = await ctx.call(
         "gcalendar.create_event", {"calendar_id": TEAM, "summary": "Temp", "start": _at(8), "end": _at(9)}
     )
-    return {"calendar_id": TEAM, "event_id": made["id"]}
+    return _delete_args(made)
+
+
+async def _delete_when_an_unrelated_field_changed(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    made = await ctx.call("gcalendar.create_event", {"summary": "Temp", "start": _at(8), "end": _at(9)})
+    _fake(ctx.handle).edit_event("primary", made["id"], colorId="5")
+    return _delete_args(made)  # the ETag is stale, but the five fields are as the creation left them
+
+
+async def _delete_after_someone_renamed(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    made = await ctx.call("gcalendar.create_event", {"summary": "Agent's event", "start": _at(8), "end": _at(9)})
+    _fake(ctx.handle).edit_event("primary", made["id"], summary="A person's event")
+    return _delete_args(made)
 
 
 async def _restore_after_someone_edited(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -251,6 +273,7 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
     "gcalendar.delete_event": [
         {"event_id": STANDUP_ID},
         _delete_new_event,
+        _delete_when_an_unrelated_field_changed,
         {"event_id": CANCELLED_ID},
         {"event_id": "nosuchevent0000"},
     ],
@@ -275,7 +298,7 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure({"event_id": STANDUP_ID, "end": _at(8, day=1)}, code="timeRangeEmpty", status=400),
     ],
     "gcalendar.restore_event": [
-        Failure(_restore_after_someone_edited, code="concurrent_change", status=412),
+        Failure(_restore_after_someone_edited, code="changed_since", status=412),
         Failure(
             {"event_id": "nosuchevent0000", "previous": {"summary": "a"}, "expected": {"summary": "b"},
              "etag": '"1"'},
@@ -283,11 +306,15 @@ FAILURES: Mapping[str, list[Failure]] = {
             status=404,
         ),
     ],
+    "gcalendar.delete_event": [
+        Failure(_delete_after_someone_renamed, code="changed_since", status=412),
+    ],
 }
 """Calls Calendar turns down, each with its status and reason: 404 ``notFound``, 400
 ``invalid`` and ``timeRangeEmpty``; a restore refused because someone changed the summary
-since the update (412, ``concurrent_change``); and an update of an event that reads back
-deleted (``deleted``, without a status: Calendar answers that read 200)."""
+since the update, and a delete refused because someone renamed the event since its
+creation (412, ``changed_since``); and an update of an event that reads back deleted
+(``deleted``, without a status: Calendar answers that read 200)."""
 
 
 async def _update_created(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -327,29 +354,26 @@ EVENT_STAYS_IN_TRASH = Residue(
 )
 """create_event's residue: events the API created that are now deleted are ignored."""
 
-RESTORES_NOTHING: Mapping[str, str] = {
-    "gcalendar.create_event": "its undo deletes the event the call itself created, so there is "
-    "no earlier state of it to put back that someone else could have changed",
-}
-"""The forward tools whose compensation restores no prior state."""
-
-
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
 ) -> ConcurrentChange | None:
-    """After ``tool`` ran, edit what it changed as a person would, in the fake itself.
+    """After ``tool`` ran, edit what it made or changed as a person would, in the fake itself.
 
-    For gcalendar.update_event: the first field the call changed gets another value
-    (through :meth:`FakeCalendar.edit_event`, so the ETag moves on too); the restore must
-    then refuse, naming "the event's <field>". ``revert`` puts the value the update left
-    back. Other tools restore nothing (:data:`RESTORES_NOTHING`): ``None``.
+    For gcalendar.update_event, the first field the call changed gets another value; for
+    gcalendar.create_event, the new event's summary does (through
+    :meth:`FakeCalendar.edit_event`, so the ETag moves on too). The undo must then refuse,
+    naming "the event's <field>"; ``revert`` puts the value the call left back. ``None``
+    for any other tool (they have no undo).
     """
-    if tool != "gcalendar.update_event" or not result.get("changed"):
+    if tool == "gcalendar.update_event" and result.get("changed"):
+        name, event = result["changed"][0], result["event_id"]
+    elif tool == "gcalendar.create_event":
+        name, event = "summary", result["id"]
+    else:
         return None
     fake = _fake(server)
-    name = result["changed"][0]
     left = result["applied"][name]
-    calendar, event = result["calendar_id"], result["event_id"]
+    calendar = result["calendar_id"]
     other: Any = {"dateTime": "2027-01-05T07:00:00Z"} if name in ("start", "end") else "Edited by a person"
     fake.edit_event(calendar, event, **{name: other})
     return ConcurrentChange(
@@ -391,5 +415,4 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         call_timeout=LIMIT,
         live=LIVE,
         concurrent_change=concurrent_change,
-        restores_nothing=RESTORES_NOTHING,
     )
