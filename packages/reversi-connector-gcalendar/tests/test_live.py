@@ -22,7 +22,9 @@ pytestmark = pytest.mark.anyio
 
 async def test_the_cassette_replays(tmp_path: Path) -> None:
     report = await replay_cassette(GcalendarConnector, LIVE, CASSETTE, data_dir=tmp_path)
-    assert report.exchanges == 8
+    # create, update, get; the rollback: the restore's PATCH, then the delete under the
+    # creation's ETag (412: the update moved it on), the read, the delete; the check's get
+    assert report.exchanges == 10
 
 
 async def test_a_connector_that_would_send_emails_fails_the_replay(
@@ -42,3 +44,12 @@ async def test_a_restore_without_its_precondition_fails_the_replay(tmp_path: Pat
         await replay_cassette(
             GcalendarConnector, LIVE, CASSETTE, connector_class=NoPreviousCheck, data_dir=tmp_path
         )
+
+
+async def test_a_delete_without_its_precondition_fails_the_replay(tmp_path: Path) -> None:
+    class Blind(GcalendarConnector):
+        async def delete_event(self, args, ctx):  # type: ignore[no-untyped-def, override]
+            return await super().delete_event(args.model_copy(update={"etag": None}), ctx)
+
+    with pytest.raises(CassetteMismatch, match="never sent GET"):
+        await replay_cassette(GcalendarConnector, LIVE, CASSETTE, connector_class=Blind, data_dir=tmp_path)

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.anyio
 
 async def test_the_cassette_replays(tmp_path: Path) -> None:
     report = await replay_cassette(TeamsConnector, LIVE, CASSETTE, data_dir=tmp_path)
-    assert report.exchanges == 4
+    assert report.exchanges == 5  # list, post, the undo's read and soft-delete, the second soft-delete
 
 
 async def test_a_connector_that_posts_another_body_fails_the_replay(tmp_path: Path) -> None:
@@ -32,3 +32,12 @@ async def test_a_connector_that_posts_another_body_fails_the_replay(tmp_path: Pa
 
     with pytest.raises(CassetteMismatch, match="POST"):
         await replay_cassette(TeamsConnector, LIVE, CASSETTE, connector_class=TextOnly, data_dir=tmp_path)
+
+
+async def test_an_undo_that_does_not_read_the_message_first_fails_the_replay(tmp_path: Path) -> None:
+    class Blind(TeamsConnector):
+        async def delete_message(self, args, ctx):  # type: ignore[no-untyped-def, override]
+            return await super().delete_message(args.model_copy(update={"content_sha256": None}), ctx)
+
+    with pytest.raises(CassetteMismatch, match="never sent GET"):
+        await replay_cassette(TeamsConnector, LIVE, CASSETTE, connector_class=Blind, data_dir=tmp_path)

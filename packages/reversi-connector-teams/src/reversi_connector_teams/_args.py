@@ -86,8 +86,19 @@ class PostMessageArgs(_Args):
 
 
 class DeleteMessageArgs(_Args):
-    """Arguments of teams.delete_message."""
+    """Arguments of teams.delete_message; ``content_sha256`` comes from teams.post_message.
+
+    Without ``content_sha256`` the message is soft-deleted whatever it holds. With it (the
+    undo of post_message), it is read first and soft-deleted only while its subject and
+    body are still what the post left.
+    """
 
     team_id: TeamId
     channel_id: ChannelId
     message_id: MessageId
+    content_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The digest of the message's subject and body as the post left them "
+        "(teams.post_message's 'content_sha256'): a message someone edited since is kept.",
+    )

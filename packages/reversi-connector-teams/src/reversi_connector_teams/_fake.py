@@ -76,6 +76,7 @@ class FakeMessage:
     subject: str | None = None
     importance: str = "normal"
     created: str = field(default_factory=now)
+    edited: str | None = None
     deleted: str | None = None
     origin: Literal["seed", "api"] = "seed"
 
@@ -238,6 +239,30 @@ class FakeGraph(VendorFake):
             self.teams[team_id.lower()].channels[channel_id].messages[message.id] = message
             return message
 
+    def edit_message(
+        self,
+        team_id: str,
+        channel_id: str,
+        message_id: str,
+        *,
+        content: str | None = None,
+        subject: str | None = None,
+    ) -> FakeMessage:
+        """Edit a message as its sender would in Teams itself (not through the API).
+
+        ``content`` replaces the body's content, ``subject`` the subject (each when given);
+        the message is marked edited (Graph's ``lastEditedDateTime``, which stays set when
+        an edit is later taken back, as Teams keeps its "Edited" label).
+        """
+        with self.lock:
+            message = self.message(team_id, channel_id, message_id)
+            if content is not None:
+                message.content = content
+            if subject is not None:
+                message.subject = subject
+            message.edited = now()
+            return message
+
     def message(self, team_id: str, channel_id: str, message_id: str) -> FakeMessage:
         """A message of a channel; ``KeyError`` if absent."""
         return self.teams[team_id.lower()].channels[channel_id].messages[message_id]
@@ -247,8 +272,8 @@ class FakeGraph(VendorFake):
 
         ``{"teams": {team id: {"display_name", "channels": {channel id: {"display_name",
         "description", "membership_type", "messages": {id: {"content", "content_type",
-        "subject", "importance", "deleted" (bool), "origin"}}}}}}}``; timestamps are left
-        out.
+        "subject", "importance", "edited" (bool), "deleted" (bool), "origin"}}}}}}}``;
+        timestamps are left out.
         """
         with self.lock:
             return copy.deepcopy({"teams": {key: _team(team) for key, team in sorted(self.teams.items())}})
@@ -401,6 +426,7 @@ def _team(team: FakeTeam) -> dict[str, Any]:
                         "content_type": m.content_type,
                         "subject": m.subject,
                         "importance": m.importance,
+                        "edited": m.edited is not None,
                         "deleted": m.deleted is not None,
                         "origin": m.origin,
                     }
@@ -441,8 +467,8 @@ def _message_json(
         "etag": message.id,
         "messageType": "message",
         "createdDateTime": message.created,
-        "lastModifiedDateTime": message.deleted or message.created,
-        "lastEditedDateTime": None,
+        "lastModifiedDateTime": message.deleted or message.edited or message.created,
+        "lastEditedDateTime": message.edited,
         "deletedDateTime": message.deleted,
         "subject": message.subject,
         "summary": None,

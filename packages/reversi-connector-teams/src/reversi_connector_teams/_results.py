@@ -58,6 +58,10 @@ class PostMessageResult(_Result):
     created_date_time: str | None = Field(
         description="When Teams recorded the message (ISO 8601, UTC); null if the answer lacks it."
     )
+    content_sha256: str = Field(
+        description="The SHA-256 (hex) of the message's subject and body as Graph stored them: "
+        "teams.delete_message, undoing the post, keeps a message that no longer has it."
+    )
 
 
 class DeleteMessageResult(_Result):

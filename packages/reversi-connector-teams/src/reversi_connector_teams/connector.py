@@ -3,7 +3,11 @@
 Three tools. ``teams.list_channels`` reads a team's channels; ``teams.post_message`` posts
 a root message to a channel and is undone by ``teams.delete_message``, which soft-deletes
 it (Teams then shows a "message deleted" placeholder); ``teams.delete_message`` is
-idempotent: a message already soft-deleted counts as done.
+idempotent: a message already soft-deleted counts as done. The undo never deletes an edit
+someone made after the post: post_message returns a digest of the subject and body Graph
+stored, and delete_message, given it, reads the message first and keeps one that no
+longer matches (``code="changed_since"``), unless a person let the step overwrite
+(``CallContext.overwrite``, ``reversi rollback RUN --overwrite STEP``, docs/engine.md).
 
 Every request goes to ``base_url`` (``https://graph.microsoft.com/v1.0``) with
 ``Authorization: Bearer <TEAMS_TOKEN>``; the connector runs no OAuth flow, the token is
@@ -19,6 +23,8 @@ soft-deleted placeholder) is in ``docs/connectors/teams.md``.
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
@@ -49,6 +55,7 @@ __all__ = [
     "ListChannelsArgs",
     "PostMessageArgs",
     "TeamsConnector",
+    "content_digest",
 ]
 
 DEFAULT_BASE_URL = "https://graph.microsoft.com/v1.0"
@@ -70,6 +77,23 @@ _TOKEN_HELP = (
 )
 _NOT_A_PERMISSION_PROBLEM = frozenset({"InvalidAuthenticationToken"})
 """Graph codes of a 401 that say the token itself is bad (expired, malformed), not its kind."""
+
+
+def content_digest(subject: str | None, content: str) -> str:
+    """The SHA-256 (hex) of a message's ``subject`` (or ``None``) and body ``content``.
+
+    What teams.post_message returns as ``content_sha256`` and teams.delete_message compares
+    with the message it reads: the UTF-8 of the JSON array ``[subject, content]``.
+    """
+    return hashlib.sha256(json.dumps([subject, content], ensure_ascii=False).encode("utf-8")).hexdigest()
+
+
+def _stored(message: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """A chatMessage's ``subject`` and ``body.content`` (``None`` for either that is absent)."""
+    body = message.get("body")
+    content = body.get("content") if isinstance(body, dict) else None
+    subject = message.get("subject")
+    return (subject if isinstance(subject, str) else None, content if isinstance(content, str) else None)
 
 
 def _channel(item: Any) -> dict[str, Any] | None:
@@ -192,6 +216,7 @@ class TeamsConnector(HttpConnector):
                 "team_id": "args.team_id",
                 "channel_id": "args.channel_id",
                 "message_id": "result.id",
+                "content_sha256": "result.content_sha256",
             },
         ),
     )
@@ -202,7 +227,9 @@ class TeamsConnector(HttpConnector):
         ``{"body": {"contentType", "content"}, "subject"?, "importance"?}``
         (https://learn.microsoft.com/en-us/graph/api/channel-post-messages?view=graph-rest-1.0).
         Needs a delegated token with ``ChannelMessage.Send``. Returns ``{"team_id",
-        "channel_id", "id", "content_type", "web_url", "created_date_time"}``. Raises
+        "channel_id", "id", "content_type", "web_url", "created_date_time",
+        "content_sha256"}``, the last :func:`content_digest` of the subject and body as
+        Graph's answer holds them (as sent, where the answer lacks them). Raises
         ``ToolError`` naming the status and Graph's code: 400 ``BadRequest``, 404
         ``NotFound``, 401 and 403 (for an application token, or a delegated one without the
         permission, Graph's answer followed by :data:`POST_NEEDS_DELEGATION`),
@@ -233,6 +260,9 @@ class TeamsConnector(HttpConnector):
         message = self.expect_object(resp, "chatMessage", wrote=True)
         created = message.get("createdDateTime")
         link = message.get("webUrl")
+        subject, content = _stored(message)
+        if "subject" not in message:
+            subject = args.subject
         return {
             "team_id": args.team_id,
             "channel_id": args.channel_id,
@@ -240,6 +270,7 @@ class TeamsConnector(HttpConnector):
             "content_type": args.content_type,
             "web_url": link if isinstance(link, str) else None,
             "created_date_time": created if isinstance(created, str) else None,
+            "content_sha256": content_digest(subject, args.content if content is None else content),
         }
 
     # -- compensations -----------------------------------------------------------------
@@ -262,12 +293,17 @@ class TeamsConnector(HttpConnector):
         answers 404, the connector reads the message
         (``GET .../messages/{message-id}``,
         https://learn.microsoft.com/en-us/graph/api/chatmessage-get?view=graph-rest-1.0)
-        and counts a ``deletedDateTime`` as done. Returns ``{"team_id", "channel_id",
-        "message_id", "already_deleted"}`` (true after such a 404).
-        Raises ``ToolError`` naming the status and Graph's code (404 ``NotFound`` for a
-        message that does not exist or cannot be seen, 403 ``Forbidden``, 401,
-        ``rate_limited``); ``EffectUncertainError`` when the answer was lost or did not
-        come in time (running it again is safe).
+        and counts a ``deletedDateTime`` as done. With ``content_sha256`` (the undo of
+        post_message) it reads the message first: one soft-deleted already is done; one
+        whose subject and body no longer have that digest (someone edited it since) is
+        kept, and the call fails with code ``changed_since``; ``ctx.overwrite`` (a
+        person's decision for this step, docs/engine.md) skips the read. Returns
+        ``{"team_id", "channel_id", "message_id", "already_deleted"}`` (true when Graph
+        showed it soft-deleted already). Raises ``ToolError`` naming the status and
+        Graph's code (404 ``NotFound`` for a message that does not exist or cannot be
+        seen, 403 ``Forbidden``, 401, ``rate_limited``) or with code ``changed_since``;
+        ``EffectUncertainError`` when the answer was lost or did not come in time
+        (running it again is safe).
         """
         segments = {"team": args.team_id, "channel": args.channel_id, "message": args.message_id}
         message_path = url_path("/teams/{team}/channels/{channel}/messages/{message}", **segments)
@@ -276,6 +312,23 @@ class TeamsConnector(HttpConnector):
             "channel_id": args.channel_id,
             "message_id": args.message_id,
         }
+        if args.content_sha256 is not None and not ctx.overwrite:
+            resp = await self.request(ctx, "GET", message_path)
+            message = self.expect_object(resp, "chatMessage", wrote=False)
+            if message.get("deletedDateTime"):
+                return {**done, "already_deleted": True}
+            subject, content = _stored(message)
+            if content is None or content_digest(subject, content) != args.content_sha256:
+                edited = message.get("lastEditedDateTime")
+                when = f"; Graph says it was last edited at {edited}" if isinstance(edited, str) else ""
+                raise ToolError(
+                    "teams.delete_message: someone edited the message since teams.post_message "
+                    f"posted it (its subject or body is not what the post left{when}): it was not "
+                    "soft-deleted. The later change is kept: undo it and roll back again, or let "
+                    "the rollback overwrite it (reversi rollback RUN --overwrite STEP, see "
+                    "docs/engine.md)",
+                    code="changed_since",
+                )
         try:
             await self.request(ctx, "POST", message_path + "/softDelete")
         except ToolError as exc:

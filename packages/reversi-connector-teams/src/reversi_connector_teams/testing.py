@@ -23,8 +23,9 @@ application tokens (401 on a post, as Graph refuses app-only posts). Serve it wi
         assert fake.message(TEAM_ID, GENERAL, posted["id"]).content == "Hi"
 
 What the fake does not model: replies, reactions, mentions, hosted contents, message
-edits, private and shared channel membership, ``$filter``/``$select``, and the real
-tenant's policies (who may delete whose message). Messages are Graph's shape; the texts
+edits through the API (:meth:`FakeGraph.edit_message` is a person's edit in Teams),
+private and shared channel membership, ``$filter``/``$select``, and the real tenant's
+policies (who may delete whose message). Messages are Graph's shape; the texts
 of the 404 answers and of the 401 for an application token's soft-delete are the fake's
 own (Graph's documentation names those cases, not their wording). Its answers and the
 connector's request bodies are checked against the JSON Schemas derived from Graph's
@@ -32,7 +33,8 @@ metadata in the package's tests (docs/connectors/teams.md, "The second oracle").
 
 :func:`certification_fixture` opts the connector into the certification suite
 (docs/certification-guide.md): every check applies to teams but ``dependency_block``,
-which the suite finds not applicable by itself (no tool declares ``requires``).
+which the suite finds not applicable by itself (no tool declares ``requires``); the
+concurrent-change check edits the posted message (:func:`concurrent_change`).
 """
 
 from __future__ import annotations
@@ -49,6 +51,7 @@ from reversi_core.testing import (
     ExampleContext,
     Failure,
     FakeServer,
+    ConcurrentChange,
     LiveScenario,
     Residue,
 )
@@ -84,7 +87,6 @@ __all__ = [
     "MESSAGE_STAYS_SOFT_DELETED",
     "RANDOM",
     "RELEASES",
-    "RESTORES_NOTHING",
     "SANDBOX_CHANNEL",
     "SANDBOX_TEAM_ID",
     "TEAM_ID",
@@ -93,6 +95,7 @@ __all__ = [
     "FakeMessage",
     "FakeTeam",
     "certification_fixture",
+    "concurrent_change",
     "graph_backend",
     "seed_example",
 ]
@@ -174,9 +177,25 @@ def _in(channel: str = GENERAL, **more: Any) -> dict[str, Any]:
     return {"team_id": TEAM_ID, "channel_id": channel, **more}
 
 
+def _undo_args(posted: Mapping[str, Any]) -> dict[str, Any]:
+    """delete_message's arguments, as post_message's compensation map makes them."""
+    return {
+        "team_id": posted["team_id"],
+        "channel_id": posted["channel_id"],
+        "message_id": posted["id"],
+        "content_sha256": posted["content_sha256"],
+    }
+
+
 async def _delete_new_message(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     posted = await ctx.call("teams.post_message", _in(RELEASES, content="To be deleted"))
-    return _in(RELEASES, message_id=posted["id"])
+    return _undo_args(posted)
+
+
+async def _delete_after_someone_edited(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    posted = await ctx.call("teams.post_message", _in(RELEASES, content="Deploying at 5"))
+    _fake(ctx.handle).edit_message(TEAM_ID, RELEASES, posted["id"], content="Deploying at 6")
+    return _undo_args(posted)
 
 
 EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
@@ -206,10 +225,13 @@ FAILURES: Mapping[str, list[Failure]] = {
     ],
     "teams.delete_message": [
         Failure(_in(message_id="42"), code="NotFound", status=404),
+        Failure(_delete_after_someone_edited, code="changed_since"),
     ],
 }
 """Calls Graph turns down, each with its status and Graph's code: 404 ``NotFound`` for an
-unknown team, channel or message, 400 ``BadRequest`` for a blank message."""
+unknown team, channel or message, 400 ``BadRequest`` for a blank message; and the undo of
+a post whose message someone edited since (``changed_since``, no status: Graph answered
+the read 200)."""
 
 
 def _without_soft_deleted_posts(fingerprint: Any) -> Any:
@@ -230,11 +252,25 @@ MESSAGE_STAYS_SOFT_DELETED = Residue(
 )
 """post_message's residue: messages the API posted that are now soft-deleted are ignored."""
 
-RESTORES_NOTHING: Mapping[str, str] = {
-    "teams.post_message": "its undo soft-deletes the message the call itself posted, so there "
-    "is no earlier state to put back that someone else could have changed since",
-}
-"""The forward tools whose compensation restores no prior state (issue 21's concurrent-change check)."""
+def concurrent_change(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange | None:
+    """After teams.post_message, its sender edits the message in Teams (in the fake itself).
+
+    The undo must then keep the message, saying "someone edited the message"; ``revert``
+    puts the posted text back (the message stays marked edited, as in Teams). ``None`` for
+    any other tool (they have no undo).
+    """
+    if tool != "teams.post_message":
+        return None
+    fake = _fake(server)
+    team, channel, message = result["team_id"], result["channel_id"], result["id"]
+    posted = fake.message(team, channel, message).content
+    fake.edit_message(team, channel, message, content=posted + " (edited: the time moved)")
+    return ConcurrentChange(
+        what="someone edited the message",
+        revert=lambda: fake.edit_message(team, channel, message, content=posted),
+    )
 
 
 LIVE = LiveScenario(
@@ -267,5 +303,5 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
         live=LIVE,
-        restores_nothing=RESTORES_NOTHING,
+        concurrent_change=concurrent_change,
     )
