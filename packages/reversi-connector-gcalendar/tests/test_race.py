@@ -29,8 +29,8 @@ from reversi_connector_gcalendar.testing import (
 )
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 from reversi_core.connector import CallContext
-from reversi_core.journal import RollbackState
 from reversi_core.errors import ToolError
+from reversi_core.journal import RollbackState
 from reversi_core.manifest import evaluate_argument_map
 from reversi_core.testing import ExampleCalls, FakeServer
 

@@ -18,7 +18,13 @@ from _teams_support import connector_for
 
 from reversi_connector_teams import TeamsConnector
 from reversi_connector_teams.connector import content_digest
-from reversi_connector_teams.testing import EXAMPLES, RELEASES, TEAM_ID, FakeGraph, concurrent_change
+from reversi_connector_teams.testing import (
+    EXAMPLES,
+    RELEASES,
+    TEAM_ID,
+    FakeGraph,
+    concurrent_change,
+)
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 from reversi_core.connector import CallContext
 from reversi_core.errors import ToolError

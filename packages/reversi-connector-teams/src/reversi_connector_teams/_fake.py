@@ -247,7 +247,7 @@ class FakeGraph(VendorFake):
         *,
         content: str | None = None,
         subject: str | None = None,
-    ) -> FakeMessage:
+    ) -> None:
         """Edit a message as its sender would in Teams itself (not through the API).
 
         ``content`` replaces the body's content, ``subject`` the subject (each when given);
@@ -261,7 +261,6 @@ class FakeGraph(VendorFake):
             if subject is not None:
                 message.subject = subject
             message.edited = now()
-            return message
 
     def message(self, team_id: str, channel_id: str, message_id: str) -> FakeMessage:
         """A message of a channel; ``KeyError`` if absent."""

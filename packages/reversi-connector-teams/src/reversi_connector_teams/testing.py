@@ -47,11 +47,11 @@ from typing import Any
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
-    ConcurrentChange,
     LiveScenario,
     Residue,
 )
