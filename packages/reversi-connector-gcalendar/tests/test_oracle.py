@@ -6,7 +6,7 @@ checked against the discovery document shipped in google-api-python-client
 (``_discovery_oracle``): the request is one of the events methods with its parameters and
 body, the answer fits the method's response schema. Second, the client library itself,
 built from that document (``build_from_document``) and pointed at the fake, drives every
-operation the connector uses (list, insert, get, patch with If-Match, delete) and the
+operation the connector uses (list, insert, get, patch and delete with If-Match) and the
 refusals the connector relies on (404, 410, 412, 403): the library must accept each answer,
 the answers must fit the document's schemas, and the library must read the same reason
 from each error as the connector does. Fakes changed on purpose fail
@@ -38,6 +38,7 @@ from reversi_connector_gcalendar.testing import (
     STANDUP_ID,
     TEAM,
     FakeCalendar,
+    FakeEvent,
     seed_example,
 )
 from reversi_core.errors import EffectUncertainError, ToolError
@@ -179,6 +180,12 @@ def _library_drive(fake_class: type[FakeCalendar] = FakeCalendar) -> tuple[dict[
         seen["patch"] = patch.execute()
         stale = events.patch(calendarId="primary", eventId=made, sendUpdates="none", body={"summary": "x"})
         stale.headers["If-Match"] = seen["get"]["etag"]
+        stale_delete = events.delete(calendarId="primary", eventId=made, sendUpdates="none")
+        stale_delete.headers["If-Match"] = seen["get"]["etag"]  # as create_event's undo sends it
+        try:
+            stale_delete.execute()
+        except HttpError as exc:
+            seen["stale_delete"] = (exc.status_code, _reason(exc))
         seen["delete"] = events.delete(calendarId="primary", eventId=made, sendUpdates="none").execute()
         refusals = {
             "stale": stale,
@@ -206,6 +213,7 @@ def _library_problems(fake_class: type[FakeCalendar] = FakeCalendar) -> list[str
         return [f"the library's drive broke off: {type(exc).__name__}: {exc}"]
     expected = {
         "stale": (412, "conditionNotMet"),
+        "stale_delete": (412, "conditionNotMet"),
         "again": (410, "deleted"),
         "missing": (404, "notFound"),
         "read_only": (403, "insufficientPermissions"),
@@ -350,9 +358,19 @@ class _PatchAsPut(FakeCalendar):
         return super().dispatch(request)
 
 
+class _DeleteIgnoresIfMatch(FakeCalendar):
+    """Deletes whatever ETag the request holds (the precondition create_event's undo relies on)."""
+
+    def _precondition(self, request: FakeRequest, event: FakeEvent) -> FakeResponse | None:
+        return None if request.method == "DELETE" else super()._precondition(request, event)
+
+
 def test_a_fake_that_drifted_fails_the_library() -> None:
     reasonless = _library_problems(_ReasonlessErrors)
     assert any(p.startswith("missing: the library read (404, ") for p in reasonless), reasonless
     broke_off = _library_problems(_PatchAsPut)
     assert len(broke_off) == 1
     assert broke_off[0].startswith("the library's drive broke off: HttpError: <HttpError 404"), broke_off
+    careless = _library_problems(_DeleteIgnoresIfMatch)  # the stale delete went through,
+    assert len(careless) == 1  # so the library's own delete after it finds the event gone
+    assert careless[0].startswith("the library's drive broke off: HttpError: <HttpError 410"), careless
