@@ -9,9 +9,9 @@ alone. Shapes follow Calendar's Event resource
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing import Literal
 
-from ._args import EventFields
+from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = [
     "CreateEventResult",
@@ -23,6 +23,14 @@ __all__ = [
 ]
 
 _CALENDAR = "The calendar, as given ('primary' when left out)."
+
+FieldValues = dict[
+    Literal["summary", "description", "location", "start", "end"], str | dict[str, str] | None
+]
+"""Some of an event's five fields by name, each its value or null (empty). A map, not a model
+with five properties: which fields it holds is part of what it says (update_event's
+``previous`` holds exactly the fields the call changed). ``start`` and ``end`` are
+EventDateTime objects as Calendar answers them."""
 
 
 class _Result(BaseModel):
@@ -62,7 +70,7 @@ class CreateEventResult(_Result):
     )
     status: str | None = Field(description="'confirmed' (null if the answer lacks it).")
     html_link: str | None = Field(description="Its page in Google Calendar, or null.")
-    applied: EventFields = Field(
+    applied: FieldValues = Field(
         description="Its summary, description, location, start and end as Calendar stored "
         "them (null where empty): what delete_event expects to find before it deletes."
     )
@@ -74,11 +82,11 @@ class UpdateEventResult(_Result):
     calendar_id: str = Field(description=_CALENDAR)
     event_id: str = Field(description="The event, as given.")
     changed: list[str] = Field(description="The fields this call changed (empty: it changed nothing).")
-    previous: EventFields = Field(
+    previous: FieldValues = Field(
         description="Exactly the changed fields, each with its old value, or null where it was "
         "empty (gcalendar.restore_event puts them back)."
     )
-    applied: EventFields = Field(
+    applied: FieldValues = Field(
         description="The same fields with the values Calendar stored: what restore_event "
         "expects to find before it puts 'previous' back."
     )
