@@ -108,4 +108,7 @@ class DeleteEventResult(_Result):
 
     calendar_id: str = Field(description=_CALENDAR)
     event_id: str = Field(description="The event, as given.")
-    deleted: bool = Field(description="False when it was gone already (Calendar answered 404 or 410).")
+    deleted: bool = Field(
+        description="False when it was gone already (Calendar answered 404 or 410, or, after a "
+        "412, read it back deleted)."
+    )
