@@ -1,0 +1,104 @@
+"""The arguments of each teams tool, as pydantic models (each tool's ``input_schema``).
+
+Every model refuses fields it does not declare. Team, channel and message ids are checked
+against the shapes Microsoft Graph gives them before any request is made (a team id is a
+GUID, a channel id such as ``19:...@thread.tacv2`` holds only letters, digits and
+``: @ . _ - =``, a message id is a number), so no value can add a path segment, a query
+or a fragment; each is percent-encoded once into the path
+(https://learn.microsoft.com/en-us/graph/api/resources/channel,
+https://learn.microsoft.com/en-us/graph/api/resources/chatmessage).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["DeleteMessageArgs", "ListChannelsArgs", "PostMessageArgs"]
+
+MAX_CONTENT = 28_000
+"""Characters a message body may hold here: Graph refuses messages over about 28 KB."""
+
+TeamId = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9A-Fa-f]{8}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{4}-[0-9A-Fa-f]{12}$",
+        description="The team's id: the GUID of its Microsoft 365 group, such as "
+        "'fbe2bf47-16c8-47cf-b4a5-4b9b187c508b'.",
+    ),
+]
+ChannelId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=256,
+        pattern=r"^[A-Za-z0-9:@._=-]+$",
+        description="The channel's id, such as '19:561fbdbbfca848a484f0a6f00ce9dbbd@thread.tacv2' "
+        "(teams.list_channels gives it).",
+    ),
+]
+MessageId = Annotated[
+    str,
+    Field(
+        pattern=r"^[0-9]{1,24}$",
+        description="The message's id, a number written as text such as '1616990032035' (the "
+        "'id' teams.post_message returned).",
+    ),
+]
+
+
+class _Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ListChannelsArgs(_Args):
+    """Arguments of teams.list_channels."""
+
+    team_id: TeamId
+
+
+class PostMessageArgs(_Args):
+    """Arguments of teams.post_message."""
+
+    team_id: TeamId
+    channel_id: ChannelId
+    content: str = Field(
+        min_length=1,
+        max_length=MAX_CONTENT,
+        description="The message's body: plain text, or HTML when content_type is 'html'.",
+    )
+    content_type: Literal["text", "html"] = Field(
+        default="text",
+        description="How Teams reads the content: 'text' (the default) or 'html' (Teams keeps "
+        "a subset of HTML: paragraphs, bold, italics, lists, links, code).",
+    )
+    subject: str | None = Field(
+        default=None,
+        max_length=255,
+        description="A subject line shown above the message (optional; plain text).",
+    )
+    importance: Literal["normal", "high", "urgent"] | None = Field(
+        default=None,
+        description="The message's importance; Teams marks 'high' and 'urgent' ones. Omitted: "
+        "'normal'.",
+    )
+
+
+class DeleteMessageArgs(_Args):
+    """Arguments of teams.delete_message; ``content_sha256`` comes from teams.post_message.
+
+    Without ``content_sha256`` the message is soft-deleted whatever it holds. With it (the
+    undo of post_message), it is read first and soft-deleted only while its subject and
+    body are still what the post left.
+    """
+
+    team_id: TeamId
+    channel_id: ChannelId
+    message_id: MessageId
+    content_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The digest of the message's subject and body as the post left them "
+        "(teams.post_message's 'content_sha256'): a message someone edited since is kept.",
+    )

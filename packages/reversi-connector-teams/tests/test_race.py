@@ -1,0 +1,158 @@
+"""The concurrent-change rule (RB-10): the undo of a post never deletes a later edit.
+
+teams.post_message returns the digest of the subject and body Graph stored; its undo,
+teams.delete_message with that digest, reads the message first and keeps one its sender
+edited since (``changed_since``). Each test edits the message in the fake itself, as the
+sender would in Teams, then undoes the post with the arguments the manifest's map
+computes, directly or through a real engine; ``ctx.overwrite`` (a person's decision)
+skips the read.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from _teams_support import connector_for
+
+from reversi_connector_teams import TeamsConnector
+from reversi_connector_teams.connector import content_digest
+from reversi_connector_teams.testing import (
+    EXAMPLES,
+    RELEASES,
+    TEAM_ID,
+    FakeGraph,
+    concurrent_change,
+)
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
+from reversi_core.errors import ToolError
+from reversi_core.journal import RollbackState
+from reversi_core.manifest import evaluate_argument_map
+from reversi_core.testing import FakeServer
+
+pytestmark = pytest.mark.anyio
+
+UNDO = CallContext(compensation=True)
+OVERWRITE = CallContext(compensation=True, overwrite=True)
+MANIFEST = next(m for m in TeamsConnector.manifests() if m.name == "teams.post_message")
+POST = {"team_id": TEAM_ID, "channel_id": RELEASES, "content": "Deploying at 5", "subject": "Deploy"}
+
+
+async def _post(teams: TeamsConnector, args: dict[str, Any] = POST) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The post's result and its undo's arguments, as the engine computes them."""
+    result = await teams.call("teams.post_message", args)
+    assert MANIFEST.compensation is not None
+    return result, evaluate_argument_map(MANIFEST.compensation, args, result)
+
+
+def _sent(server: FakeServer, since: int) -> list[str]:
+    return [f"{r.method} {r.path.rsplit('/', 1)[-1]}" for r in server.requests[since:]]
+
+
+async def test_the_post_returns_the_digest_of_what_graph_stored(
+    teams: TeamsConnector, fake: FakeGraph
+) -> None:
+    html = EXAMPLES["teams.post_message"][1]
+    assert isinstance(html, dict)
+    posted, undo = await _post(teams, dict(html))
+    stored = fake.message(TEAM_ID, RELEASES, posted["id"])
+    assert posted["content_sha256"] == content_digest(stored.subject, stored.content)
+    assert posted["content_sha256"] != content_digest(None, stored.content)  # the subject counts
+    assert undo["content_sha256"] == posted["content_sha256"]
+
+
+@pytest.mark.parametrize(
+    "edit", [{"content": "Deploying at 6"}, {"subject": "Deploy moved"}], ids=["body", "subject"]
+)
+async def test_a_message_its_sender_edited_is_not_deleted_until_the_edit_is_taken_back(
+    teams: TeamsConnector, fake: FakeGraph, server: FakeServer, edit: dict[str, str]
+) -> None:
+    posted, undo = await _post(teams)
+    fake.edit_message(TEAM_ID, RELEASES, posted["id"], **edit)
+    before = len(server.requests)
+    with pytest.raises(ToolError) as caught:
+        await teams.call("teams.delete_message", undo, UNDO)
+    assert (caught.value.code, caught.value.status) == ("changed_since", None)
+    message = str(caught.value)
+    assert "someone edited the message since teams.post_message posted it" in message
+    assert "Graph says it was last edited at " in message
+    assert "--overwrite STEP" in message
+    assert _sent(server, before) == [f"GET {posted['id']}"]  # read, nothing deleted
+    assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is None
+
+    fake.edit_message(TEAM_ID, RELEASES, posted["id"], content=POST["content"], subject=POST["subject"])
+    done = await teams.call("teams.delete_message", undo, UNDO)
+    assert done["already_deleted"] is False
+    assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
+
+
+async def test_overwrite_soft_deletes_the_edited_message_without_reading_it(
+    teams: TeamsConnector, fake: FakeGraph, server: FakeServer
+) -> None:
+    posted, undo = await _post(teams)
+    fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="Deploying at 6")
+    before = len(server.requests)
+    assert (await teams.call("teams.delete_message", undo, OVERWRITE))["already_deleted"] is False
+    assert _sent(server, before) == ["POST softDelete"]
+    assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
+
+
+async def test_a_message_someone_soft_deleted_already_is_done_after_the_read(
+    teams: TeamsConnector, fake: FakeGraph, server: FakeServer
+) -> None:
+    posted, undo = await _post(teams)
+    fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="edited, then deleted")
+    fake.message(TEAM_ID, RELEASES, posted["id"]).deleted = "2026-12-01T09:00:00.000Z"
+    before = len(server.requests)
+    assert (await teams.call("teams.delete_message", undo, UNDO))["already_deleted"] is True
+    assert _sent(server, before) == [f"GET {posted['id']}"]
+
+
+async def test_without_the_digest_delete_message_soft_deletes_whatever_the_message_holds(
+    teams: TeamsConnector, fake: FakeGraph, server: FakeServer
+) -> None:
+    posted, undo = await _post(teams)
+    fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="edited")
+    before = len(server.requests)
+    del undo["content_sha256"]
+    await teams.call("teams.delete_message", undo)
+    assert _sent(server, before) == ["POST softDelete"]
+
+
+async def test_through_the_engine_the_edited_post_is_compensation_failed_until_reverted(
+    tmp_path: Path, fake: FakeGraph, server: FakeServer
+) -> None:
+    teams = connector_for(fake, server)
+    with SQLiteJournal.open(tmp_path) as journal:
+        run = Run.start(journal, registry_for([teams]), executor=executor_for([teams]))
+        seq, posted = await run.call("teams.post_message", POST)
+        change = concurrent_change(server, "teams.post_message", POST, posted)
+        assert change is not None
+        edited = fake.snapshot()
+        report = await run.rollback(compensate=compensator_for([teams]))
+        [step] = [s for s in report.steps if s.seq == seq]
+        assert step.rollback_state is RollbackState.COMPENSATION_FAILED
+        assert change.what in (step.rollback_reason or "")
+        assert fake.snapshot() == edited
+        change.revert()
+        assert (await run.rollback(compensate=compensator_for([teams]))).complete
+        message = fake.message(TEAM_ID, RELEASES, posted["id"])
+        assert (message.deleted is not None, message.edited is not None) == (True, True)
+    await teams.aclose()
+
+
+async def test_through_the_engine_a_person_may_let_the_undo_delete_the_edit(
+    tmp_path: Path, fake: FakeGraph, server: FakeServer
+) -> None:
+    teams = connector_for(fake, server)
+    with SQLiteJournal.open(tmp_path) as journal:
+        run = Run.start(journal, registry_for([teams]), executor=executor_for([teams]))
+        seq, posted = await run.call("teams.post_message", POST)
+        fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="Deploying at 6")
+        assert not (await run.rollback(compensate=compensator_for([teams]))).complete
+        run.allow_overwrite(seq, by="the sender")
+        assert (await run.rollback(compensate=compensator_for([teams]))).complete
+        assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
+    await teams.aclose()
