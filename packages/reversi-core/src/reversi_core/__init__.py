@@ -61,7 +61,16 @@ from .journal import (
     StepState,
     open_journal,
 )
-from .manifest import Approval, Compensation, Const, Effect, Manifest, Match, Requirement
+from .manifest import (
+    Approval,
+    Compensation,
+    Const,
+    Effect,
+    Manifest,
+    Match,
+    Replay,
+    Requirement,
+)
 from .redact import register_secret, scrub
 from .registry import ManifestDrift, Registry, detect_manifest_drift, schema_hash
 
@@ -96,6 +105,7 @@ __all__ = [
     "Match",
     "PermissionDenied",
     "Registry",
+    "Replay",
     "Requirement",
     "ReversiError",
     "RollbackInProgressError",

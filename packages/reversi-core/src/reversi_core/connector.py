@@ -43,7 +43,7 @@ from .errors import (
     ToolError,
     UnknownToolError,
 )
-from .manifest import Approval, Compensation, Effect, Manifest, Requirement
+from .manifest import Approval, Compensation, Effect, Manifest, Replay, Requirement
 from .redact import scrub
 from .registry import Registry, schema_hash
 
@@ -77,13 +77,18 @@ class CallContext:
 
     ``idempotency_key`` is stable for the step (and, for a compensation, for the run and
     step, across every retry of the rollback). ``compensation`` is true when the call is
-    a rollback's compensation. ``timeout`` is the caller's limit in seconds, if any.
+    a rollback's compensation. ``replay`` is true when the call re-sends an uncertain
+    step's forward call with the step's original key, to learn its outcome
+    (:meth:`reversi_core.engine.Run.replay`): a tool then raises ``ToolError`` only when
+    the answer shows that the call did not take effect, and ``EffectUncertainError`` when
+    it does not settle the question. ``timeout`` is the caller's limit in seconds, if any.
     """
 
     run_id: str | None = None
     step: int | None = None
     idempotency_key: str | None = None
     compensation: bool = False
+    replay: bool = False
     timeout: float | None = None
 
 
@@ -174,6 +179,7 @@ class ToolSpec:
     compensation: Compensation | None = None
     approval: Approval = Approval.NEVER
     requires: tuple[Requirement, ...] = ()
+    replay: Replay | None = None
     doc: str = ""
     """The tool's whole docstring (the description is its first paragraph)."""
 
@@ -187,6 +193,7 @@ def tool(
     compensation: Compensation | None = None,
     approval: Approval | None = None,
     requires: Iterable[Requirement] = (),
+    replay: Replay | None = None,
     description: str | None = None,
 ) -> Callable[[F], F]:
     """Mark a connector method as a tool (see the module docstring).
@@ -199,7 +206,9 @@ def tool(
     ``extra="forbid"`` for a result whose keys are fixed). The tool's name is
     ``<connector>.<method name>``; its description defaults to the first paragraph of
     the method's docstring. ``approval`` defaults to ``always`` for irreversible tools
-    and ``never`` otherwise.
+    and ``never`` otherwise. ``replay`` declares that the vendor honours the call's
+    idempotency key, so that an uncertain call can be sent again with it
+    (:class:`~reversi_core.manifest.Replay`).
     """
 
     def mark(func: F) -> F:
@@ -217,6 +226,7 @@ def tool(
             if approval is not None
             else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
             requires=tuple(requires),
+            replay=replay,
             doc=full,
         )
         func.__reversi_tool__ = spec  # type: ignore[attr-defined]
@@ -275,6 +285,7 @@ class Connector:
                     approval=spec.approval,
                     compensation=spec.compensation,
                     requires=list(spec.requires),
+                    replay=spec.replay,
                     input_schema=spec.input.model_json_schema(),
                     output_schema=spec.output.model_json_schema(),
                 )
