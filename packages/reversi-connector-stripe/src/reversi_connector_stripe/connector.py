@@ -1,0 +1,446 @@
+"""The ``stripe`` connector: customers, payment intents, refunds and charges through Stripe's API.
+
+Six tools. ``stripe.retrieve_charge`` reads; ``stripe.create_customer`` is undone by
+``stripe.delete_customer`` and ``stripe.create_payment_intent`` by
+``stripe.cancel_payment_intent`` (both idempotent); ``stripe.create_refund`` moves money
+back and cannot be recalled, so it is irreversible and a person approves every call.
+
+Every request goes to ``https://api.stripe.com`` (or ``STRIPE_BASE_URL``) with
+``Authorization: Bearer <STRIPE_SECRET_KEY>`` and ``Stripe-Version: 2023-08-16``, the
+API version the tools were written for (https://docs.stripe.com/api/versioning).
+Bodies are form-encoded, nested values as ``metadata[key]=value``
+(:func:`reversi_connector_stripe._form.flatten`); amounts are integers in the
+currency's smallest unit.
+
+Idempotency as Stripe defines it (https://docs.stripe.com/api/idempotent_requests):
+every ``POST`` carries an ``Idempotency-Key``, the step's own key for a forward call
+made by a run and the compensation key for an undo (they differ, so a forward call and
+its undo never share one; a direct call outside a run gets a fresh random key). Stripe
+answers a repeat of the same request with the same key with the first answer, which is
+what makes a retried rollback safe and lets ``reversi resolve RUN STEP --replay``
+settle an uncertain write (:data:`REPLAY`). Stripe says a key on ``GET`` or ``DELETE``
+has no effect and should not be sent, so the connector sends none there.
+
+A write whose answer was lost or did not come in time is
+:class:`~reversi_core.errors.EffectUncertainError`; every refusal is a
+:class:`~reversi_core.errors.ToolError` naming the HTTP status and Stripe's code
+(:data:`reversi_connector_stripe._errors.ERRORS`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from reversi_core.connector import CallContext, tool
+from reversi_core.errors import ToolError
+from reversi_core.http import (
+    BaseUrl,
+    Bearer,
+    HttpConnector,
+    HttpResponse,
+    RequestTool,
+    Setting,
+    Timeouts,
+    url_path,
+)
+from reversi_core.manifest import Compensation, Effect, Match, Replay, Requirement
+
+from ._args import (
+    CancelPaymentIntentArgs,
+    CreateCustomerArgs,
+    CreatePaymentIntentArgs,
+    CreateRefundArgs,
+    DeleteCustomerArgs,
+    RetrieveChargeArgs,
+)
+from ._errors import ERRORS, IDEMPOTENCY_ERROR
+from ._form import flatten
+from ._results import (
+    CancelPaymentIntentResult,
+    ChargeResult,
+    CustomerResult,
+    DeleteCustomerResult,
+    PaymentIntentResult,
+    RefundResult,
+)
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = ["API_VERSION", "DEFAULT_BASE_URL", "KEY_LIFETIME", "REPLAY", "StripeConnector"]
+
+DEFAULT_BASE_URL = "https://api.stripe.com"
+"""Stripe's API root."""
+
+API_VERSION = "2023-08-16"
+"""The API version sent in ``Stripe-Version`` with every request (that of the OpenAPI
+description the tests validate against)."""
+
+KEY_LIFETIME = 24 * 3600.0
+"""Seconds Stripe keeps an idempotency key before it may prune it and treat a repeat as new."""
+
+REPLAY = Replay(window=KEY_LIFETIME - 3600.0)
+"""The tools whose every write is one ``POST`` with the call's key can be replayed for 23
+hours: Stripe keeps a key at least 24, and the hour left over covers a clock that is off
+and the time the first request took to reach Stripe."""
+
+_KEY_HELP = "a Stripe secret key (sk_...) or restricted key (rk_...)"
+
+_CANCELLABLE = (
+    "requires_payment_method",
+    "requires_capture",
+    "requires_confirmation",
+    "requires_action",
+    "processing",
+)
+"""The statuses from which Stripe cancels a payment intent
+(https://docs.stripe.com/api/payment_intents/cancel)."""
+
+
+def _secret_key(value: str) -> str:
+    if not value.startswith(("sk_", "rk_")):
+        raise ValueError(
+            "is not a Stripe secret or restricted key (sk_... or rk_...); a publishable key "
+            "(pk_...) cannot make these calls"
+        )
+    return value
+
+
+def _on_customer_created_here() -> Requirement:
+    """This call works on a customer that an earlier create_customer of the run made."""
+    return Requirement(
+        tool="stripe.create_customer", match=[Match(this="args.customer", earlier="result.id")]
+    )
+
+
+def _on_payment_intent_created_here() -> Requirement:
+    """This call refunds a payment intent that an earlier create_payment_intent of the run made."""
+    return Requirement(
+        tool="stripe.create_payment_intent",
+        match=[Match(this="args.payment_intent", earlier="result.id")],
+    )
+
+
+# -- shaping answers -----------------------------------------------------------------
+
+
+def _metadata(obj: dict[str, Any]) -> dict[str, str]:
+    value = obj.get("metadata")
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
+
+
+def _charge(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
+    charge = stripe.expect_object(resp, "charge", wrote=False)
+    return {
+        "id": stripe.expect_field(charge, "id", resp, wrote=False),
+        "amount": charge.get("amount"),
+        "amount_captured": charge.get("amount_captured"),
+        "amount_refunded": charge.get("amount_refunded"),
+        "currency": charge.get("currency"),
+        "status": charge.get("status"),
+        "paid": charge.get("paid"),
+        "captured": charge.get("captured"),
+        "refunded": charge.get("refunded"),
+        "customer": _id_of(charge.get("customer")),
+        "payment_intent": _id_of(charge.get("payment_intent")),
+        "description": charge.get("description"),
+        "metadata": _metadata(charge),
+        "created": charge.get("created"),
+        "livemode": charge.get("livemode"),
+    }
+
+
+def _id_of(value: Any) -> str | None:
+    """An id, or an expanded object's id (Stripe's expandable fields)."""
+    if isinstance(value, dict):
+        value = value.get("id")
+    return value if isinstance(value, str) else None
+
+
+def _customer(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
+    customer = stripe.expect_object(resp, "customer", wrote=True)
+    return {
+        "id": stripe.expect_field(customer, "id", resp, wrote=True),
+        "email": customer.get("email"),
+        "name": customer.get("name"),
+        "description": customer.get("description"),
+        "phone": customer.get("phone"),
+        "metadata": _metadata(customer),
+        "created": customer.get("created"),
+        "livemode": customer.get("livemode"),
+    }
+
+
+def _payment_intent(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
+    intent = stripe.expect_object(resp, "payment intent", wrote=True)
+    return {
+        "id": stripe.expect_field(intent, "id", resp, wrote=True),
+        "amount": intent.get("amount"),
+        "currency": intent.get("currency"),
+        "status": intent.get("status"),
+        "customer": _id_of(intent.get("customer")),
+        "description": intent.get("description"),
+        "metadata": _metadata(intent),
+        "created": intent.get("created"),
+        "livemode": intent.get("livemode"),
+    }
+
+
+def _refund(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
+    refund = stripe.expect_object(resp, "refund", wrote=True)
+    return {
+        "id": stripe.expect_field(refund, "id", resp, wrote=True),
+        "amount": refund.get("amount"),
+        "currency": refund.get("currency"),
+        "status": refund.get("status"),
+        "charge": _id_of(refund.get("charge")),
+        "payment_intent": _id_of(refund.get("payment_intent")),
+        "reason": refund.get("reason"),
+        "metadata": _metadata(refund),
+        "created": refund.get("created"),
+    }
+
+
+def _customer_body(args: CreateCustomerArgs) -> dict[str, str]:
+    return flatten(args.model_dump(exclude_none=True))
+
+
+def _payment_intent_body(args: CreatePaymentIntentArgs) -> dict[str, str]:
+    return flatten(args.model_dump(exclude_none=True))
+
+
+def _refund_body(args: CreateRefundArgs) -> dict[str, str]:
+    return flatten(args.model_dump(exclude_none=True))
+
+
+# -- the connector ---------------------------------------------------------------------
+
+
+class StripeConnector(HttpConnector):
+    """Stripe customers, payment intents, refunds and charges (see the module docstring).
+
+    ``api_key`` is a Stripe secret key (``sk_live_...``, ``sk_test_...``) or, better, a
+    restricted key (``rk_...``) holding only the permissions of docs/connectors/stripe.md,
+    sent as ``Authorization: Bearer <api_key>``. ``base_url`` replaces
+    ``https://api.stripe.com`` (a fake, in tests). ``timeouts`` are the per-request
+    limits in seconds (default ``Timeouts(connect=5, read=30, total=60)``), lowered to
+    the caller's limit on each call; ``transport`` replaces the network transport (tests).
+
+    Raises :class:`~reversi_core.errors.ConfigurationError` for a key that is empty,
+    holds whitespace or is not a secret or restricted key, and for a malformed
+    ``base_url``; no message repeats the key.
+    """
+
+    name = "stripe"
+    settings = (
+        Setting("STRIPE_SECRET_KEY", "api_key", _KEY_HELP, secret=True, check=_secret_key),
+        Setting(
+            "STRIPE_BASE_URL",
+            "base_url",
+            "another root for Stripe's API (a fake, in tests)",
+            required=False,
+        ),
+    )
+    base = BaseUrl(DEFAULT_BASE_URL)
+    auth = Bearer("api_key")
+    headers: ClassVar[dict[str, str]] = {"Stripe-Version": API_VERSION}
+    errors = ERRORS
+    idempotency_header = "Idempotency-Key"
+    idempotency_methods = frozenset({"POST"})
+
+    def __init__(
+        self,
+        api_key: str,
+        base_url: str | None = None,
+        timeouts: Timeouts | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        super().__init__(api_key=api_key, base_url=base_url, timeouts=timeouts, transport=transport)
+
+    def replay_settles(self, error: ToolError) -> bool:
+        """As :meth:`HttpConnector.replay_settles`, and never Stripe's ``idempotency_error``.
+
+        That answer means the key was first used with other parameters or on another
+        endpoint (https://docs.stripe.com/api/idempotent_requests): the first request did
+        reach Stripe, and may have taken effect.
+        """
+        return error.code != IDEMPOTENCY_ERROR and super().replay_settles(error)
+
+    # -- reading ---------------------------------------------------------------------
+
+    retrieve_charge = RequestTool(
+        "GET",
+        "/v1/charges/{charge}",
+        effect=Effect.READ_ONLY,
+        permission="stripe:charges:read",
+        input=RetrieveChargeArgs,
+        output=ChargeResult,
+        summary="Read a charge: its amount, how much was captured and refunded, its status.",
+        docs="https://docs.stripe.com/api/charges/retrieve",
+        details="404 ``resource_missing`` for an unknown charge.",
+        keep=_charge,
+    )
+
+    # -- changing --------------------------------------------------------------------
+
+    create_customer = RequestTool(
+        "POST",
+        "/v1/customers",
+        effect=Effect.REVERSIBLE,
+        permission="stripe:customers:write",
+        input=CreateCustomerArgs,
+        output=CustomerResult,
+        compensation=Compensation(
+            tool="stripe.delete_customer", argument_map={"customer": "result.id"}
+        ),
+        replay=REPLAY,
+        summary="Create a customer; undone by deleting that customer, and only that one.",
+        docs="https://docs.stripe.com/api/customers/create",
+        details="The undo deletes the customer this call created (its id from the result), "
+        "never another. 400 ``parameter_invalid_string_blank`` and the like for a bad field; "
+        "an answer without the customer's id is uncertain.",
+        body=_customer_body,
+        form=True,
+        keep=_customer,
+    )
+
+    create_payment_intent = RequestTool(
+        "POST",
+        "/v1/payment_intents",
+        effect=Effect.REVERSIBLE,
+        permission="stripe:payments:write",
+        input=CreatePaymentIntentArgs,
+        output=PaymentIntentResult,
+        compensation=Compensation(
+            tool="stripe.cancel_payment_intent", argument_map={"payment_intent": "result.id"}
+        ),
+        requires=[_on_customer_created_here()],
+        replay=REPLAY,
+        summary="Create an unconfirmed payment intent; undone by canceling it.",
+        docs="https://docs.stripe.com/api/payment_intents/create",
+        details="The intent is never confirmed here (confirm it outside the agent): once it "
+        "has succeeded it cannot be canceled, and a rollback then fails that step saying so. "
+        "The result leaves out the client secret. 400 ``amount_too_small`` below the "
+        "currency's minimum (50 cents for usd), 404 ``resource_missing`` for an unknown "
+        "customer.",
+        body=_payment_intent_body,
+        form=True,
+        keep=_payment_intent,
+    )
+
+    create_refund = RequestTool(
+        "POST",
+        "/v1/refunds",
+        effect=Effect.IRREVERSIBLE,
+        permission="stripe:refund:write",
+        input=CreateRefundArgs,
+        output=RefundResult,
+        requires=[_on_payment_intent_created_here()],
+        replay=REPLAY,
+        summary="Refund a payment intent or a charge, wholly or in part; irreversible, a person "
+        "approves each call.",
+        docs="https://docs.stripe.com/api/refunds/create",
+        details="Money that went back cannot be recalled, so a rollback lists the refund as "
+        "unrecoverable. 400 ``charge_already_refunded`` when nothing is left to refund, 400 "
+        "``amount_too_large`` beyond what is left, 404 ``resource_missing`` for an unknown "
+        "payment intent or charge.",
+        body=_refund_body,
+        form=True,
+        keep=_refund,
+    )
+
+    # -- compensations -----------------------------------------------------------------
+
+    delete_customer = RequestTool(
+        "DELETE",
+        "/v1/customers/{customer}",
+        effect=Effect.IDEMPOTENT,
+        permission="stripe:customers:write",
+        input=DeleteCustomerArgs,
+        output=DeleteCustomerResult,
+        summary="Delete a customer for good; one already gone (404) counts as success.",
+        docs="https://docs.stripe.com/api/customers/delete",
+        details="Stripe cannot restore a deleted customer, and its saved payment methods go "
+        "with it; it also cancels the customer's subscriptions. ``deleted`` is false after a "
+        "404 (Stripe's ``resource_missing``). Carries no idempotency key: Stripe says a key "
+        "has no effect on a DELETE, which is idempotent by itself.",
+        already_done=(404,),
+        echo=("customer",),
+        done_field="deleted",
+    )
+
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="stripe:payments:write",
+        input=CancelPaymentIntentArgs,
+        output=CancelPaymentIntentResult,
+        replay=REPLAY,
+    )
+    async def cancel_payment_intent(
+        self, args: CancelPaymentIntentArgs, ctx: CallContext
+    ) -> dict[str, Any]:
+        """Cancel a payment intent; one canceled already counts as success, a succeeded one fails.
+
+        ``POST /v1/payment_intents/{intent}/cancel``
+        (https://docs.stripe.com/api/payment_intents/cancel), with the call's idempotency
+        key. Stripe cancels an intent that requires a payment method, confirmation, an
+        action or capture, or is processing; it answers any other with 400
+        ``payment_intent_unexpected_state``, and then the intent is read
+        (``GET /v1/payment_intents/{intent}``,
+        https://docs.stripe.com/api/payment_intents/retrieve): canceled already is
+        success (``canceled`` false). A succeeded intent cannot be canceled: the money was
+        taken, and only a refund gives it back; that is a ``ToolError`` with code
+        ``payment_intent_succeeded`` saying so, and a rollback reports the step
+        ``compensation_failed`` with that reason. Returns ``{"payment_intent", "status",
+        "cancellation_reason", "canceled"}``. Raises ``ToolError`` naming the status (404
+        ``resource_missing``, 401, 403, ``rate_limited``, 5xx) and
+        ``EffectUncertainError`` when the answer was lost or did not come in time.
+        """
+        path = url_path("/v1/payment_intents/{intent}/cancel", intent=args.payment_intent)
+        body = flatten({"cancellation_reason": args.cancellation_reason})
+        try:
+            resp = await self.request(ctx, "POST", path, data=body)
+        except ToolError as exc:
+            if exc.status != 400 or exc.code != "payment_intent_unexpected_state":
+                raise
+            return await self._not_cancellable(ctx, args, exc)
+        intent = self.expect_object(resp, "payment intent", wrote=True)
+        return {
+            "payment_intent": self.expect_field(intent, "id", resp, wrote=True),
+            "status": intent.get("status") or "canceled",
+            "cancellation_reason": intent.get("cancellation_reason"),
+            "canceled": True,
+        }
+
+    async def _not_cancellable(
+        self, ctx: CallContext, args: CancelPaymentIntentArgs, refusal: ToolError
+    ) -> dict[str, Any]:
+        """After Stripe refused to cancel: success if it is canceled already, else why not."""
+        resp = await self.request(
+            ctx, "GET", url_path("/v1/payment_intents/{intent}", intent=args.payment_intent)
+        )
+        intent = self.expect_object(resp, "payment intent", wrote=False)
+        status = intent.get("status")
+        if status == "canceled":
+            return {
+                "payment_intent": args.payment_intent,
+                "status": "canceled",
+                "cancellation_reason": intent.get("cancellation_reason"),
+                "canceled": False,
+            }
+        if status == "succeeded":
+            raise ToolError(
+                f"stripe: payment intent {args.payment_intent} has succeeded, and a succeeded "
+                "payment intent cannot be canceled (HTTP 400): the money was taken. Refund it "
+                "with stripe.create_refund if it must go back (a person approves each refund)",
+                status=400,
+                code="payment_intent_succeeded",
+            )
+        raise ToolError(
+            f"stripe: payment intent {args.payment_intent} is {status}, which Stripe does not "
+            f"cancel (it cancels only one that is {', '.join(_CANCELLABLE)}): {refusal}",
+            status=400,
+            code="payment_intent_unexpected_state",
+        )
