@@ -7,7 +7,7 @@ The public surface is listed in ``__all__``; submodules hold the details:
 """
 
 from .__about__ import __version__
-from .compensator import CommandCompensator
+from .compensator import CommandCompensator, CommandReplayer
 from .connector import (
     CallContext,
     CliOption,
@@ -20,6 +20,7 @@ from .connector import (
     enabled_from_env,
     executor_for,
     registry_for,
+    replayer_for,
     tool,
 )
 from .engine import (
@@ -27,6 +28,7 @@ from .engine import (
     ApprovalDecision,
     ApprovalRequest,
     CallOutcome,
+    ReplayOutcome,
     RollbackReport,
     Run,
     Withheld,
@@ -43,6 +45,7 @@ from .errors import (
     JournalVersionError,
     ManifestError,
     PermissionDenied,
+    ReplayRefusedError,
     ReversiError,
     RollbackInProgressError,
     RunClosedError,
@@ -85,6 +88,7 @@ __all__ = [
     "CallRejected",
     "CliOption",
     "CommandCompensator",
+    "CommandReplayer",
     "Compensation",
     "CompensationCall",
     "Compensator",
@@ -109,6 +113,7 @@ __all__ = [
     "Requirement",
     "ReversiError",
     "RollbackInProgressError",
+    "ReplayOutcome",
     "RollbackReport",
     "RollbackState",
     "Run",
@@ -133,6 +138,7 @@ __all__ = [
     "open_journal",
     "register_secret",
     "registry_for",
+    "replayer_for",
     "schema_hash",
     "scrub",
     "tool",

@@ -43,6 +43,7 @@ from .errors import (
     ToolError,
     UnknownToolError,
 )
+from .journal import step_idempotency_key
 from .manifest import Approval, Compensation, Effect, Manifest, Replay, Requirement
 from .redact import scrub
 from .registry import Registry, schema_hash
@@ -63,6 +64,7 @@ __all__ = [
     "executor_for",
     "load_connector_class",
     "registry_for",
+    "replayer_for",
     "tool",
 ]
 
@@ -485,6 +487,50 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
         return await connector.call(call.tool, call.args, ctx)
 
     return compensate
+
+
+def replayer_for(connectors: Iterable[Connector]) -> Compensator:
+    """An in-process replayer: runs an uncertain step's forward call again, as a replay.
+
+    Takes the same object as a compensation (:class:`CompensationCall`: the step's tool,
+    its journaled args, its key, run and step) and accepts it only as a replay: the tool
+    must declare :class:`~reversi_core.manifest.Replay` (its vendor honours the key) and
+    the key must be the step's original one, ``reversi-<run>-<step>``. The tool then runs
+    with ``CallContext(replay=True)`` and that key. Raises
+    :class:`ConfigurationError` for a connector that is not enabled,
+    :class:`UnknownToolError`, :class:`InvalidArgumentsError` for a tool that cannot be
+    replayed or a key that is not the step's, or whatever the tool raises
+    (``ToolError``: the call did not take effect; ``EffectUncertainError``: still unknown).
+    See docs/engine.md (RES-3).
+    """
+    by_name = {c.name: c for c in connectors}
+
+    async def replay(call: CompensationCall) -> dict[str, Any]:
+        prefix = call.tool.split(".", 1)[0]
+        connector = by_name.get(prefix)
+        if connector is None:
+            raise ConfigurationError(_not_enabled(call.tool, prefix))
+        spec = connector.tool_specs().get(call.tool)
+        if spec is None:
+            raise UnknownToolError(f"unknown tool {call.tool!r} for connector {prefix!r}")
+        if spec.replay is None:
+            raise InvalidArgumentsError(
+                f"{call.tool} cannot be replayed: its manifest does not declare that the vendor "
+                "honours its idempotency key, so a second call could act twice"
+            )
+        original = step_idempotency_key(call.run_id, call.step)
+        if call.idempotency_key != original:
+            raise InvalidArgumentsError(
+                f"a replay of step {call.step} of {call.run_id} must carry the step's own "
+                f"idempotency key {original!r}, not another: with another key the vendor "
+                "would carry the call out again"
+            )
+        ctx = CallContext(
+            run_id=call.run_id, step=call.step, idempotency_key=call.idempotency_key, replay=True
+        )
+        return await connector.call(call.tool, call.args, ctx)
+
+    return replay
 
 
 def _not_enabled(tool: str, prefix: str) -> str:

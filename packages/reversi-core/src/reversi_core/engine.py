@@ -6,7 +6,9 @@ journals its outcome, and returns a :class:`CallOutcome` whatever happened;
 :meth:`Run.call` is the same and raises the error of a call that did not succeed.
 :meth:`Run.rollback` undoes the run's steps newest first, honouring ``requires`` edges
 (see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`.
-:meth:`Run.resolve` records a person's decision about an uncertain step.
+:meth:`Run.resolve` records a person's decision about an uncertain step, and
+:meth:`Run.replay` settles one by sending its call again with its own idempotency key
+(see :mod:`reversi_core._replay`).
 
 Every refusal is the engine's: an unknown tool, a tool withheld by whoever serves the
 run (:attr:`Run.withheld`), a permission outside the scope, invalid arguments, a denied
@@ -41,6 +43,7 @@ from ._outcome import (
     run_tool,
     unicode_problems,
 )
+from ._replay import ReplayOutcome, check_resolvable, replay_step
 from ._rollback import (
     OutstandingStep,
     ProgressCallback,
@@ -87,6 +90,7 @@ __all__ = [
     "CallOutcome",
     "Executor",
     "OutstandingStep",
+    "ReplayOutcome",
     "RollbackReport",
     "Run",
     "Verifier",
@@ -529,17 +533,7 @@ class Run:
         Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
         record = self.journal.get_step(self.id, step)
-        if record.state is not StepState.UNCERTAIN:
-            raise RunStateError(
-                f"step {step} of run {self.id} is {record.state.value}, not uncertain; "
-                "only uncertain steps are resolved"
-            )
-        if record.rollback_state is RollbackState.COMPENSATED:
-            # resolving would clear the rollback state and make the next rollback undo it again
-            raise RunStateError(
-                f"step {step} of run {self.id} was already compensated; "
-                "there is nothing left to resolve"
-            )
+        check_resolvable(record)
         compensation: dict[str, Any] | None = None
         comp_error: str | None = None
         if applied:
@@ -556,6 +550,38 @@ class Run:
             self.registry.validate_arguments(compensation["tool"], compensation["args"])
         self.journal.resolve_step(self.id, step, applied, result, compensation, comp_error)
         return self.journal.get_step(self.id, step)
+
+    async def replay(
+        self,
+        step: int,
+        *,
+        execute: Executor | None = None,
+        timeout: float | None = None,
+        now: float | None = None,
+    ) -> ReplayOutcome:
+        """Send an uncertain step's call again, with its original key, and resolve it by the answer.
+
+        Only for a tool whose manifest declares :class:`~reversi_core.manifest.Replay`, within
+        its ``window`` seconds of the step's start (``now``: UNIX seconds, default the clock).
+        ``execute`` (default: the run's executor) gets a context with the step's key and
+        ``replay=True``; ``timeout`` (seconds) bounds it. A result resolves the step applied
+        with that result, a ``ToolError`` not applied, anything else leaves it uncertain;
+        returns the :class:`ReplayOutcome` (rules and errors: :mod:`reversi_core._replay`).
+        Raises :class:`~reversi_core.errors.ReplayRefusedError`, nothing sent, when the tool
+        may not be replayed; :class:`RunStateError` as :meth:`resolve` does.
+        """
+        execute = execute or self.executor
+        if execute is None:
+            raise RunStateError("no executor: pass execute= or open the run with executor=")
+        return await replay_step(
+            self.journal,
+            self.registry,
+            self.journal.get_step(self.id, step),
+            execute=execute,
+            resolve=self.resolve,
+            timeout=timeout,
+            now=now,
+        )
 
     # -- rollback --------------------------------------------------------------------
 
