@@ -29,7 +29,9 @@ class ChargeResult(_Result):
 
     id: str = Field(description="The charge's id.")
     amount: int = Field(description="The amount charged, in the currency's smallest unit.")
-    amount_captured: int = Field(description="The amount captured, in the smallest unit.")
+    amount_captured: int | None = Field(
+        description="The amount captured, in the smallest unit (None where the API does not say)."
+    )
     amount_refunded: int = Field(description="The amount refunded so far, in the smallest unit.")
     currency: str = Field(description="The three-letter currency code, lower case.")
     status: str = Field(description="succeeded, pending or failed.")

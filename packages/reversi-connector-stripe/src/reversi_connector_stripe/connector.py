@@ -387,7 +387,7 @@ class StripeConnector(HttpConnector):
         (https://docs.stripe.com/api/payment_intents/cancel), with the call's idempotency
         key. Stripe cancels an intent that requires a payment method, confirmation, an
         action or capture, or is processing; it answers any other with 400
-        ``payment_intent_unexpected_state``, and then the intent is read
+        ``payment_intent_unexpected_state``; after any 400 the intent is read
         (``GET /v1/payment_intents/{intent}``,
         https://docs.stripe.com/api/payment_intents/retrieve): canceled already is
         success (``canceled`` false). A succeeded intent cannot be canceled: the money was
@@ -403,7 +403,7 @@ class StripeConnector(HttpConnector):
         try:
             resp = await self.request(ctx, "POST", path, data=body)
         except ToolError as exc:
-            if exc.status != 400 or exc.code != "payment_intent_unexpected_state":
+            if exc.status != 400:
                 raise
             return await self._not_cancellable(ctx, args, exc)
         intent = self.expect_object(resp, "payment intent", wrote=True)
@@ -417,7 +417,12 @@ class StripeConnector(HttpConnector):
     async def _not_cancellable(
         self, ctx: CallContext, args: CancelPaymentIntentArgs, refusal: ToolError
     ) -> dict[str, Any]:
-        """After Stripe refused to cancel: success if it is canceled already, else why not."""
+        """After Stripe refused to cancel (400): success if it is canceled already, else why not.
+
+        Stripe's refusal for a wrong state is ``payment_intent_unexpected_state``; the
+        intent's status is read whatever the 400 said, and an intent still in a
+        cancellable state gets Stripe's own refusal back (a bad ``cancellation_reason``).
+        """
         resp = await self.request(
             ctx, "GET", url_path("/v1/payment_intents/{intent}", intent=args.payment_intent)
         )
@@ -438,6 +443,8 @@ class StripeConnector(HttpConnector):
                 status=400,
                 code="payment_intent_succeeded",
             )
+        if status in _CANCELLABLE:
+            raise refusal
         raise ToolError(
             f"stripe: payment intent {args.payment_intent} is {status}, which Stripe does not "
             f"cancel (it cancels only one that is {', '.join(_CANCELLABLE)}): {refusal}",
