@@ -11,10 +11,10 @@ from reversi_connector_stripe.testing import FakeStripe, seed_example
 from reversi_core.http import Timeouts
 from reversi_core.testing import FakeServer
 
-KEY = "sk_test_stripeTestsSecretKey0123456789"  # noqa: S105 - made up
+KEY = "sk_test_stripeTestsSecretKey0123456789"
 """The key every test connector and fake use; it must never show up outside headers."""
 
-READ_ONLY_KEY = "rk_test_stripeReadOnlyKey0123456789"  # noqa: S105 - made up
+READ_ONLY_KEY = "rk_test_stripeReadOnlyKey0123456789"
 """A restricted key the fake lets read but not write."""
 
 

@@ -21,7 +21,15 @@ import pytest
 
 from reversi_connector_stripe import API_VERSION, StripeConnector
 from reversi_connector_stripe.testing import FakeStripe
-from reversi_core import CallContext, Run, SQLiteJournal, ToolError, compensator_for, executor_for, registry_for
+from reversi_core import (
+    CallContext,
+    Run,
+    SQLiteJournal,
+    ToolError,
+    compensator_for,
+    executor_for,
+    registry_for,
+)
 from reversi_core.testing import FakeServer
 
 TESTS_DIR = Path(__file__).resolve().parent
@@ -33,7 +41,7 @@ from _localstripe import LocalStripe, RecordingTransport  # noqa: E402 - as abov
 
 pytestmark = pytest.mark.anyio
 
-KEY = "sk_test_bothBackendsKey0123456789"  # noqa: S105 - made up
+KEY = "sk_test_bothBackendsKey0123456789"
 ODD = "a+b %2F c/d?e#f&g=h é ✓"
 
 LOCALSTRIPE_MISSING = {
@@ -152,14 +160,17 @@ async def round_trip(backend: Backend, stripe: StripeConnector) -> None:
     made = await stripe.call(
         "stripe.create_customer", {"name": ODD, "description": "two  spaces", "metadata": {"odd key": ODD}}
     )
-    assert made["name"] == ODD and made["metadata"] == {"odd key": ODD}
+    assert made["name"] == ODD
+    assert made["metadata"] == {"odd key": ODD}
     stored = backend.get(f"/v1/customers/{made['id']}").json()
-    assert stored["name"] == ODD and stored["description"] == "two  spaces"
+    assert stored["name"] == ODD
+    assert stored["description"] == "two  spaces"
     assert stored["metadata"] == {"odd key": ODD}
     intent = await stripe.call(
         "stripe.create_payment_intent", {"amount": 1999, "currency": "usd", "metadata": {"n": "1"}}
     )
-    assert intent["amount"] == 1999 and intent["metadata"] == {"n": "1"}
+    assert intent["amount"] == 1999
+    assert intent["metadata"] == {"n": "1"}
 
 
 async def test_a_payment_intent_is_canceled_once_and_a_second_cancel_succeeds(stripe: StripeConnector) -> None:
@@ -167,7 +178,8 @@ async def test_a_payment_intent_is_canceled_once_and_a_second_cancel_succeeds(st
     intent = await stripe.call(
         "stripe.create_payment_intent", {"amount": 2500, "currency": "usd", "customer": customer["id"]}
     )
-    assert intent["status"] == "requires_payment_method" and intent["customer"] == customer["id"]
+    assert intent["status"] == "requires_payment_method"
+    assert intent["customer"] == customer["id"]
     first = await stripe.call("stripe.cancel_payment_intent", {"payment_intent": intent["id"]})
     again = await stripe.call("stripe.cancel_payment_intent", {"payment_intent": intent["id"]})
     assert (first["status"], first["canceled"]) == ("canceled", True)
@@ -178,7 +190,8 @@ async def test_a_deleted_customer_is_deleted_once(stripe: StripeConnector) -> No
     customer = await stripe.call("stripe.create_customer", {"email": "d@example.com"})
     first = await stripe.call("stripe.delete_customer", {"customer": customer["id"]})
     again = await stripe.call("stripe.delete_customer", {"customer": customer["id"]})
-    assert first["deleted"] is True and again["deleted"] is False
+    assert first["deleted"] is True
+    assert again["deleted"] is False
 
 
 async def test_a_refund_and_a_succeeded_intent_that_cannot_be_canceled(
@@ -191,7 +204,8 @@ async def test_a_refund_and_a_succeeded_intent_that_cannot_be_canceled(
     assert (charge["amount"], charge["amount_refunded"], charge["refunded"]) == (3000, 500, False)
     with pytest.raises(ToolError) as raised:
         await stripe.call("stripe.cancel_payment_intent", {"payment_intent": intent})
-    assert raised.value.code == "payment_intent_succeeded" and raised.value.status == 400
+    assert raised.value.code == "payment_intent_succeeded"
+    assert raised.value.status == 400
     assert "cannot be canceled" in str(raised.value)
 
 

@@ -132,7 +132,8 @@ def test_the_fakes_other_answers_fit_too(fake: FakeStripe, server: FakeServer) -
         client.get(f"/v1/refunds/{made['id']}")
         client.get("/v1/refunds/re_Missing000000001")
     checked, problems = exchange_problems(server)
-    assert checked == 5 and problems == []
+    assert checked == 5
+    assert problems == []
 
 
 # -- the description catches drift -------------------------------------------------------
@@ -235,24 +236,32 @@ def drive_the_sdk(client: stripe_sdk.StripeClient) -> dict[str, Any]:
             errors[name] = exc
     return {
         "customer": customer, "intent": intent, "canceled": canceled, "charge": charge,
-        "refund": refund, "gone": gone, "stub": stub, "errors": errors, "open": v1.payment_intents.retrieve(OPEN_INTENT),
+        "refund": refund, "gone": gone, "stub": stub, "errors": errors,
+        "open": v1.payment_intents.retrieve(OPEN_INTENT),
     }
 
 
 async def test_stripe_python_parses_the_fakes_answers(fake: FakeStripe, server: FakeServer) -> None:
     got = await anyio.to_thread.run_sync(drive_the_sdk, sdk_client(fake, server))
-    assert isinstance(got["customer"], stripe_sdk.Customer) and got["customer"].metadata["k"] == "v"
-    assert isinstance(got["intent"], stripe_sdk.PaymentIntent) and got["intent"].status == "requires_payment_method"
+    assert isinstance(got["customer"], stripe_sdk.Customer)
+    assert got["customer"].metadata["k"] == "v"
+    assert isinstance(got["intent"], stripe_sdk.PaymentIntent)
+    assert got["intent"].status == "requires_payment_method"
     assert got["canceled"].status == "canceled"
-    assert isinstance(got["charge"], stripe_sdk.Charge) and got["charge"].amount == 2000
-    assert isinstance(got["refund"], stripe_sdk.Refund) and got["refund"].amount == 100
-    assert got["gone"].deleted is True and got["stub"].deleted is True
+    assert isinstance(got["charge"], stripe_sdk.Charge)
+    assert got["charge"].amount == 2000
+    assert isinstance(got["refund"], stripe_sdk.Refund)
+    assert got["refund"].amount == 100
+    assert got["gone"].deleted is True
+    assert got["stub"].deleted is True
     assert got["open"].amount == 1500
     errors = got["errors"]
     assert isinstance(errors["missing"], stripe_sdk.InvalidRequestError)
-    assert errors["missing"].code == "resource_missing" and errors["missing"].http_status == 404
+    assert errors["missing"].code == "resource_missing"
+    assert errors["missing"].http_status == 404
     assert errors["succeeded"].code == "payment_intent_unexpected_state"
-    assert errors["too_small"].code == "amount_too_small" and errors["too_small"].param == "amount"
+    assert errors["too_small"].code == "amount_too_small"
+    assert errors["too_small"].param == "amount"
     assert isinstance(errors["reused_key"], stripe_sdk.IdempotencyError)
 
 

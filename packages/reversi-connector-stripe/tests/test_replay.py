@@ -15,11 +15,18 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from reversi_connector_stripe import StripeConnector
 from reversi_connector_stripe.connector import KEY_LIFETIME, REPLAY
-from reversi_connector_stripe.testing import CUSTOMER, OPEN_INTENT, PAID_CHARGE, PAID_INTENT, FakeStripe
+from reversi_connector_stripe.testing import (
+    CUSTOMER,
+    OPEN_INTENT,
+    PAID_CHARGE,
+    PAID_INTENT,
+    FakeStripe,
+)
 from reversi_core import (
     CallContext,
     ReplayRefusedError,
@@ -28,14 +35,20 @@ from reversi_core import (
     compensator_for,
     executor_for,
     registry_for,
-    replayer_for,
 )
 from reversi_core.journal import RollbackState, StepState
 from reversi_core.testing import FakeServer, Fault
 
-from .conftest import KEY, Clock
+from .conftest import KEY
 
 pytestmark = pytest.mark.anyio
+
+
+def run_cli(argv: list[str], env: dict[str, str], stdin: str = "") -> subprocess.CompletedProcess[str]:
+    """Run a console script to its end (the fake answers from its own thread meanwhile)."""
+    return subprocess.run(
+        argv, input=stdin, capture_output=True, text=True, env=env, timeout=60, check=False
+    )
 
 
 def script(name: str) -> str:
@@ -83,11 +96,9 @@ async def test_a_lost_refund_replayed_through_the_cli_is_resolved_with_the_one_r
     assert len(api_refunds(fake)) == 1  # Stripe made it; the agent never heard
     (made,) = api_refunds(fake)
     env = {**os.environ, "STRIPE_SECRET_KEY": KEY, "STRIPE_BASE_URL": fake.base_url(server)}
-    done = subprocess.run(
-        [script("reversi"), "resolve", run.id, str(seq), "--replay", "--data", str(data), "--json",
-         "--replay-cmd", f"{script('reversi-connectors')} replay"],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
-    )
+    argv = [script("reversi"), "resolve", run.id, str(seq), "--replay", "--data", str(data), "--json",
+            "--replay-cmd", f"{script('reversi-connectors')} replay"]
+    done = await anyio.to_thread.run_sync(run_cli, argv, env)
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout)
     assert outcome["applied"] is True
@@ -117,13 +128,15 @@ async def test_a_refund_that_never_reached_stripe_is_made_once_by_the_replay(
         run = new_run(journal, stripe)
         server.faults.add(Fault.drop_after_read(apply=False), method="POST", path="/v1/refunds")
         outcome = await run.attempt("stripe.create_refund", {"payment_intent": PAID_INTENT})
-        assert outcome.state is StepState.UNCERTAIN and outcome.step is not None
+        assert outcome.state is StepState.UNCERTAIN
+        assert outcome.step is not None
         assert api_refunds(fake) == []
         replay = await run.replay(outcome.step)
         assert replay.applied is True
         assert len(api_refunds(fake)) == 1
         again = await run.replay(outcome.step)  # replaying twice still makes one refund
-        assert again.applied is True and again.step.result == replay.step.result
+        assert again.applied is True
+        assert again.step.result == replay.step.result
         assert len(api_refunds(fake)) == 1
 
 
@@ -186,7 +199,7 @@ async def test_a_replay_past_the_key_window_is_refused_and_sends_nothing(
         seq = await lost_refund(run, server, amount=500)
         step = journal.get_step(run.id, seq)
         sent = len(server.requests)
-        with pytest.raises(ReplayRefusedError, match="within 23.0 hours"):
+        with pytest.raises(ReplayRefusedError, match=r"within 23\.0 hours"):
             await run.replay(seq, now=step.started_at + REPLAY.window + 1)
         assert len(server.requests) == sent
         assert journal.get_step(run.id, seq).resolution is None
@@ -196,7 +209,8 @@ async def test_a_replay_past_the_key_window_is_refused_and_sends_nothing(
     again = await stripe.call(
         "stripe.create_refund", step.args, CallContext(idempotency_key=step.idempotency_key)
     )
-    assert again["id"] != first and len(api_refunds(fake)) == 2
+    assert again["id"] != first
+    assert len(api_refunds(fake)) == 2
 
 
 @pytest.mark.req("RES-2")
@@ -208,15 +222,14 @@ async def test_a_step_whose_tool_does_not_honour_keys_is_refused(
         run = new_run(journal, stripe)
         server.faults.add(Fault.drop_after_read(apply=True), method="DELETE")
         outcome = await run.attempt("stripe.delete_customer", {"customer": CUSTOMER})
-        assert outcome.state is StepState.UNCERTAIN and outcome.step is not None
+        assert outcome.state is StepState.UNCERTAIN
+        assert outcome.step is not None
         with pytest.raises(ReplayRefusedError, match="does not declare that the vendor honours"):
             await run.replay(outcome.step)
     sent = len(server.requests)
     env = {**os.environ, "STRIPE_SECRET_KEY": KEY, "STRIPE_BASE_URL": fake.base_url(server)}
-    done = subprocess.run(
-        [script("reversi"), "resolve", run.id, str(outcome.step), "--replay", "--data", str(data)],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
-    )
+    argv = [script("reversi"), "resolve", run.id, str(outcome.step), "--replay", "--data", str(data)]
+    done = await anyio.to_thread.run_sync(run_cli, argv, env)
     assert done.returncode == 2
     assert "stripe.delete_customer cannot be replayed" in done.stderr
     assert len(server.requests) == sent  # nothing was sent
@@ -237,18 +250,16 @@ async def test_the_replay_process_takes_a_forward_call_only_with_the_steps_own_k
     }
 
     def replay(**more: Any) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [script("reversi-connectors"), "replay"],
-            input=json.dumps({**call, **more}), capture_output=True, text=True, env=env,
-            timeout=60, check=False,
-        )
+        return run_cli([script("reversi-connectors"), "replay"], env, json.dumps({**call, **more}))
 
     wrong = replay(idempotency_key="reversi-run_0000000000000001-3-undo")
-    assert wrong.returncode == 2 and "must carry the step's own idempotency key" in wrong.stderr
+    assert wrong.returncode == 2
+    assert "must carry the step's own idempotency key" in wrong.stderr
     assert api_refunds(fake) == []
     compensation = replay(tool="stripe.delete_customer", args={"customer": CUSTOMER},
                           idempotency_key="reversi-run_0000000000000001-3")
-    assert compensation.returncode == 2 and "cannot be replayed" in compensation.stderr
+    assert compensation.returncode == 2
+    assert "cannot be replayed" in compensation.stderr
     assert CUSTOMER in fake.customers
     right = replay(idempotency_key="reversi-run_0000000000000001-3")
     assert right.returncode == 0, right.stderr
@@ -269,7 +280,8 @@ async def test_an_uncertain_payment_intent_replayed_gets_its_compensation(
         outcome = await run.attempt(
             "stripe.create_payment_intent", {"amount": 1200, "currency": "usd"}, timeout=0.5
         )
-        assert outcome.state is StepState.UNCERTAIN and outcome.step is not None
+        assert outcome.state is StepState.UNCERTAIN
+        assert outcome.step is not None
         server.faults.clear()
         replay = await run.replay(outcome.step)
         assert replay.applied is True

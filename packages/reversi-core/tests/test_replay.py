@@ -127,7 +127,8 @@ def run(journal: SQLiteJournal, ledger: Ledger) -> Run:
 async def uncertain_add(run: Run, ledger: Ledger, amount: int = 5) -> int:
     ledger.lose_next = True
     outcome = await run.attempt("ledger.add", {"amount": amount})
-    assert outcome.state is StepState.UNCERTAIN and outcome.step is not None
+    assert outcome.state is StepState.UNCERTAIN
+    assert outcome.step is not None
     return outcome.step
 
 
@@ -156,9 +157,12 @@ async def test_a_replay_sends_the_journaled_call_with_the_steps_own_key(run: Run
     assert ledger.entries == {1: 7}  # added once, by the first call
     first, again = ledger.contexts
     assert again.idempotency_key == first.idempotency_key == f"reversi-{run.id}-{seq}"
-    assert again.replay and not first.replay and not again.compensation
+    assert again.replay
+    assert not first.replay
+    assert not again.compensation
     step = outcome.step
-    assert step.state is StepState.UNCERTAIN and step.resolution == "applied"
+    assert step.state is StepState.UNCERTAIN
+    assert step.resolution == "applied"
     assert step.result == {"id": 1, "amount": 7}
     assert step.compensation == {"tool": "ledger.remove", "args": {"id": 1}}
     events = [e for e in run.journal.list_events(run.id) if e["kind"] == "replayed"]
@@ -173,7 +177,8 @@ async def test_a_refusal_resolves_not_applied_anything_else_leaves_it_uncertain(
     for error in (EffectUncertainError("lost again"), InvalidArgumentsError("refused before sending")):
         ledger.fail_next = error
         outcome = await run.replay(seq)
-        assert outcome.applied is None and outcome.step.resolution is None
+        assert outcome.applied is None
+        assert outcome.step.resolution is None
         assert str(error) in (outcome.reason or "")
     ledger.fail_next = ToolError("ledger: HTTP 400 (no_such_account)", status=400, code="no_such_account")
     outcome = await run.replay(seq)
@@ -190,11 +195,11 @@ async def test_a_replay_is_refused_without_replay_declared_or_past_the_window(
 ) -> None:
     pushed = await run.attempt("ledger.push", {"amount": 1})
     assert pushed.step is not None
-    with pytest.raises(ReplayRefusedError, match="ledger.push cannot be replayed"):
+    with pytest.raises(ReplayRefusedError, match=r"ledger\.push cannot be replayed"):
         await run.replay(pushed.step)
     seq = await uncertain_add(run, ledger)
     started = run.journal.get_step(run.id, seq).started_at
-    with pytest.raises(ReplayRefusedError, match="within 1.0 hours"):
+    with pytest.raises(ReplayRefusedError, match=r"within 1\.0 hours"):
         await run.replay(seq, now=started + WINDOW)
     assert len(ledger.contexts) == 1  # nothing was sent
     done = await run.attempt("ledger.add", {"amount": 2})
@@ -217,7 +222,8 @@ async def test_the_in_process_replayer_takes_only_a_replayable_tool_with_the_ste
         await replay(CompensationCall("ledger.push", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
     assert ledger.contexts == []
     result = await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
-    assert result == {"id": 1, "amount": 1} and ledger.contexts[0].replay
+    assert result == {"id": 1, "amount": 1}
+    assert ledger.contexts[0].replay
 
 
 def _script(tmp_path: Path, body: str) -> list[str]:

@@ -142,7 +142,7 @@ class FakeStripe(VendorFake):
         self.keys: dict[str, StoredAnswer] = {}
         self.origin: dict[str, str] = {}
         """``{object id: "api" | "seed"}``: made through a request, or by a test."""
-        self._random = random.Random(seed)
+        self._random = random.Random(seed)  # noqa: S311 - ids of a fake, repeatable by seed
 
     # -- the vendor's answers ----------------------------------------------------------
 
@@ -449,8 +449,8 @@ class FakeStripe(VendorFake):
         reason = params.get("cancellation_reason")
         if reason is not None and reason not in ("duplicate", "fraudulent", "requested_by_customer", "abandoned"):
             raise self._invalid(
-                f"Invalid cancellation_reason: must be one of duplicate, fraudulent, "
-                f"requested_by_customer, or abandoned",
+                "Invalid cancellation_reason: must be one of duplicate, fraudulent, "
+                "requested_by_customer, or abandoned",
                 code="parameter_invalid_string", param="cancellation_reason",
             )
         intent = self._intent_obj(request.path_params["intent"])
@@ -544,7 +544,7 @@ class FakeStripe(VendorFake):
         object_id: str | None = None,
     ) -> dict[str, Any]:
         customer_id = object_id or self._new_id("cus")
-        customer = {
+        customer: dict[str, Any] = {
             "id": customer_id,
             "object": "customer",
             "address": None,

@@ -55,11 +55,11 @@ __all__ = [
     "CANCELLABLE",
     "CERTIFICATION_KEY",
     "CUSTOMER",
+    "CUSTOMER_STUB_STAYS",
     "DEPENDENCIES",
     "EXAMPLES",
     "FAILURES",
     "INTENT_STAYS_CANCELED",
-    "CUSTOMER_STUB_STAYS",
     "LIMIT",
     "MINIMUM_AMOUNTS",
     "OPEN_INTENT",
@@ -75,7 +75,7 @@ __all__ = [
     "stripe_backend",
 ]
 
-CERTIFICATION_KEY = "sk_test_reversiCertification00000000000001"  # noqa: S105 - made up
+CERTIFICATION_KEY = "sk_test_reversiCertification00000000000001"
 """The secret key the certification fixture gives the fake and the connector."""
 
 CUSTOMER = "cus_SeededAda0000001"

@@ -67,7 +67,6 @@ from .errors import (
 )
 from .journal import (
     Journal,
-    RollbackState,
     RunRecord,
     RunStatus,
     StepRecord,

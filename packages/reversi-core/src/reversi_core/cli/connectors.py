@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import yaml
 
+from ..compensator import EXIT_NOT_APPLIED
 from ..connector import (
     CliOption,
     CompensationCall,
@@ -31,7 +32,6 @@ from ..connector import (
     load_connector_class,
     replayer_for,
 )
-from ..compensator import EXIT_NOT_APPLIED
 from ..errors import (
     CallRejected,
     ConfigurationError,
