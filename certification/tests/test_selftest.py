@@ -299,11 +299,11 @@ async def test_a_retried_undo_under_a_fresh_key_fails_even_when_the_connector_is
     compensator receives, before the backend's copy is looked at."""
     import itertools
 
-    from reversi_core import engine
+    from reversi_core import _rollback  # where the rollback derives each compensation's key
 
     attempt = itertools.count(1)
     monkeypatch.setattr(
-        engine, "compensation_key", lambda run_id, seq: f"reversi-{run_id}-{seq}-{next(attempt)}"
+        _rollback, "compensation_key", lambda run_id, seq: f"reversi-{run_id}-{seq}-{next(attempt)}"
     )
     outcome = await runner.run_check("compensation_failure", subject(memo.MemoConnector, tmp_path))
     assert outcome.status == "fail"
