@@ -29,7 +29,10 @@ A write whose answer was lost or did not come in time is
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel
 
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import ToolError
@@ -124,34 +127,6 @@ def _on_payment_intent_created_here() -> Requirement:
 # -- shaping answers -----------------------------------------------------------------
 
 
-def _metadata(obj: dict[str, Any]) -> dict[str, str]:
-    value = obj.get("metadata")
-    if not isinstance(value, dict):
-        return {}
-    return {str(k): str(v) for k, v in value.items()}
-
-
-def _charge(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
-    charge = stripe.expect_object(resp, "charge", wrote=False)
-    return {
-        "id": stripe.expect_field(charge, "id", resp, wrote=False),
-        "amount": charge.get("amount"),
-        "amount_captured": charge.get("amount_captured"),
-        "amount_refunded": charge.get("amount_refunded"),
-        "currency": charge.get("currency"),
-        "status": charge.get("status"),
-        "paid": charge.get("paid"),
-        "captured": charge.get("captured"),
-        "refunded": charge.get("refunded"),
-        "customer": _id_of(charge.get("customer")),
-        "payment_intent": _id_of(charge.get("payment_intent")),
-        "description": charge.get("description"),
-        "metadata": _metadata(charge),
-        "created": charge.get("created"),
-        "livemode": charge.get("livemode"),
-    }
-
-
 def _id_of(value: Any) -> str | None:
     """An id, or an expanded object's id (Stripe's expandable fields)."""
     if isinstance(value, dict):
@@ -159,59 +134,51 @@ def _id_of(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def _customer(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
-    customer = stripe.expect_object(resp, "customer", wrote=True)
-    return {
-        "id": stripe.expect_field(customer, "id", resp, wrote=True),
-        "email": customer.get("email"),
-        "name": customer.get("name"),
-        "description": customer.get("description"),
-        "phone": customer.get("phone"),
-        "metadata": _metadata(customer),
-        "created": customer.get("created"),
-        "livemode": customer.get("livemode"),
-    }
+def _shaper(
+    what: str, fields: tuple[str, ...], ids: tuple[str, ...] = (), *, wrote: bool
+) -> Callable[[StripeConnector, Any, HttpResponse], dict[str, Any]]:
+    """The result of a tool answering one Stripe object: ``id``, ``fields`` as Stripe gave
+    them, ``ids`` (expandable fields) as ids, ``metadata`` as text. After a write, an
+    answer without the object's id is uncertain (the undo needs it)."""
+
+    def shape(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
+        obj = stripe.expect_object(resp, what, wrote=wrote)
+        result: dict[str, Any] = {"id": stripe.expect_field(obj, "id", resp, wrote=wrote)}
+        for name in fields:
+            result[name] = _id_of(obj.get(name)) if name in ids else obj.get(name)
+        value = obj.get("metadata")
+        result["metadata"] = {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
+        return result
+
+    return shape
 
 
-def _payment_intent(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
-    intent = stripe.expect_object(resp, "payment intent", wrote=True)
-    return {
-        "id": stripe.expect_field(intent, "id", resp, wrote=True),
-        "amount": intent.get("amount"),
-        "currency": intent.get("currency"),
-        "status": intent.get("status"),
-        "customer": _id_of(intent.get("customer")),
-        "description": intent.get("description"),
-        "metadata": _metadata(intent),
-        "created": intent.get("created"),
-        "livemode": intent.get("livemode"),
-    }
+_charge = _shaper(
+    "charge",
+    ("amount", "amount_captured", "amount_refunded", "currency", "status", "paid", "captured",
+     "refunded", "customer", "payment_intent", "description", "created", "livemode"),
+    ids=("customer", "payment_intent"),
+    wrote=False,
+)
+_customer = _shaper(
+    "customer", ("email", "name", "description", "phone", "created", "livemode"), wrote=True
+)
+_payment_intent = _shaper(
+    "payment intent",
+    ("amount", "currency", "status", "customer", "description", "created", "livemode"),
+    ids=("customer",),
+    wrote=True,
+)
+_refund = _shaper(
+    "refund",
+    ("amount", "currency", "status", "charge", "payment_intent", "reason", "created"),
+    ids=("charge", "payment_intent"),
+    wrote=True,
+)
 
 
-def _refund(stripe: StripeConnector, args: Any, resp: HttpResponse) -> dict[str, Any]:
-    refund = stripe.expect_object(resp, "refund", wrote=True)
-    return {
-        "id": stripe.expect_field(refund, "id", resp, wrote=True),
-        "amount": refund.get("amount"),
-        "currency": refund.get("currency"),
-        "status": refund.get("status"),
-        "charge": _id_of(refund.get("charge")),
-        "payment_intent": _id_of(refund.get("payment_intent")),
-        "reason": refund.get("reason"),
-        "metadata": _metadata(refund),
-        "created": refund.get("created"),
-    }
-
-
-def _customer_body(args: CreateCustomerArgs) -> dict[str, str]:
-    return flatten(args.model_dump(exclude_none=True))
-
-
-def _payment_intent_body(args: CreatePaymentIntentArgs) -> dict[str, str]:
-    return flatten(args.model_dump(exclude_none=True))
-
-
-def _refund_body(args: CreateRefundArgs) -> dict[str, str]:
+def _form_body(args: BaseModel) -> dict[str, str]:
+    """The tool's arguments as Stripe's form fields (``None`` left out, hashes nested)."""
     return flatten(args.model_dump(exclude_none=True))
 
 
@@ -301,7 +268,7 @@ class StripeConnector(HttpConnector):
         details="The undo deletes the customer this call created (its id from the result), "
         "never another. 400 ``parameter_invalid_string_blank`` and the like for a bad field; "
         "an answer without the customer's id is uncertain.",
-        body=_customer_body,
+        body=_form_body,
         form=True,
         keep=_customer,
     )
@@ -325,7 +292,7 @@ class StripeConnector(HttpConnector):
         "The result leaves out the client secret. 400 ``amount_too_small`` below the "
         "currency's minimum (50 cents for usd), 404 ``resource_missing`` for an unknown "
         "customer.",
-        body=_payment_intent_body,
+        body=_form_body,
         form=True,
         keep=_payment_intent,
     )
@@ -346,7 +313,7 @@ class StripeConnector(HttpConnector):
         "unrecoverable. 400 ``charge_already_refunded`` when nothing is left to refund, 400 "
         "``amount_too_large`` beyond what is left, 404 ``resource_missing`` for an unknown "
         "payment intent or charge.",
-        body=_refund_body,
+        body=_form_body,
         form=True,
         keep=_refund,
     )

@@ -36,13 +36,12 @@ DEFAULT_COMPENSATION_TIMEOUT = 120.0
 """Seconds one compensation command may run before it is killed and counted as failed."""
 
 
-class CommandCompensator:
-    """A compensator that runs an external command per call (see the module docstring).
+class _Command:
+    """A command run once per call: ``command`` split like a shell line (or an argument
+    list), run without a shell, within ``timeout`` seconds, with ``env`` as its whole
+    environment when given. Raises :class:`ConfigurationError` for an empty command."""
 
-    ``command`` is a shell-like string or an argument list; ``timeout`` is in seconds;
-    ``env`` replaces the environment of the child (default: inherit).
-    Raises :class:`ConfigurationError` for an empty command.
-    """
+    empty = "the command is empty"
 
     def __init__(
         self,
@@ -53,10 +52,21 @@ class CommandCompensator:
     ) -> None:
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
-            raise ConfigurationError("--compensator-cmd is empty")
+            raise ConfigurationError(self.empty)
         self.argv = argv
         self.timeout = timeout
         self.env = dict(env) if env is not None else None
+
+
+class CommandCompensator(_Command):
+    """A compensator that runs an external command per call (see the module docstring).
+
+    ``command`` is a shell-like string or an argument list; ``timeout`` is in seconds;
+    ``env`` replaces the environment of the child (default: inherit).
+    Raises :class:`ConfigurationError` for an empty command.
+    """
+
+    empty = "--compensator-cmd is empty"
 
     async def __call__(self, call: CompensationCall) -> dict[str, Any]:
         """Run one compensation; return its JSON result (``{}`` if stdout is empty).
@@ -79,7 +89,7 @@ class CommandCompensator:
         return value if isinstance(value, dict) else {"result": value}
 
 
-class CommandReplayer:
+class CommandReplayer(_Command):
     """An executor that replays an uncertain step through an external command.
 
     Given to :meth:`reversi_core.engine.Run.replay` as ``execute``: for each call it
@@ -90,19 +100,7 @@ class CommandReplayer:
     :class:`ConfigurationError` for an empty command.
     """
 
-    def __init__(
-        self,
-        command: str | list[str],
-        *,
-        timeout: float = DEFAULT_COMPENSATION_TIMEOUT,
-        env: Mapping[str, str] | None = None,
-    ) -> None:
-        argv = shlex.split(command) if isinstance(command, str) else list(command)
-        if not argv:
-            raise ConfigurationError("the replay command is empty")
-        self.argv = argv
-        self.timeout = timeout
-        self.env = dict(env) if env is not None else None
+    empty = "the replay command is empty"
 
     async def __call__(self, tool: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         """Replay one call; return its JSON result (the call took effect).
