@@ -220,10 +220,13 @@ async def test_the_in_process_replayer_takes_only_a_replayable_tool_with_the_ste
         await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2-undo", "run_1", 2))
     with pytest.raises(InvalidArgumentsError, match="cannot be replayed"):
         await replay(CompensationCall("ledger.push", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
+    with pytest.raises(InvalidArgumentsError, match="compensation only"):
+        await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2, overwrite=True))
     assert ledger.contexts == []
     result = await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
     assert result == {"id": 1, "amount": 1}
     assert ledger.contexts[0].replay
+    assert not ledger.contexts[0].overwrite
 
 
 def _script(tmp_path: Path, body: str) -> list[str]:
@@ -245,7 +248,8 @@ async def test_the_replay_command_maps_exit_statuses_to_outcomes(tmp_path: Path)
     )
     seen = await CommandReplayer(echo)("ledger.add", {"amount": 3}, ctx)
     assert seen == {"seen": {"tool": "ledger.add", "args": {"amount": 3},
-                             "idempotency_key": "reversi-run_1-2", "run_id": "run_1", "step": 2}}
+                             "idempotency_key": "reversi-run_1-2", "run_id": "run_1", "step": 2,
+                             "overwrite": False}}
     for status, raised in ((3, ToolError), (1, EffectUncertainError), (2, EffectUncertainError)):
         cmd = _script(tmp_path, f"import sys; sys.stderr.write('why {status}\\n'); sys.exit({status})")
         with pytest.raises(raised, match=f"why {status}"):

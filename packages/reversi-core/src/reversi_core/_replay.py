@@ -16,15 +16,16 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ._decisions import check_resolvable
 from ._outcome import Executor, run_tool
 from .connector import CallContext
-from .errors import ReplayRefusedError, RunStateError, ToolError
-from .journal import Journal, RollbackState, StepRecord, StepState
+from .errors import ReplayRefusedError, ToolError
+from .journal import Journal, StepRecord, StepState
 from .manifest import Manifest
 from .redact import scrub
 from .registry import Registry
 
-__all__ = ["ReplayOutcome", "check_replayable", "check_resolvable", "replay_step"]
+__all__ = ["ReplayOutcome", "check_replayable", "replay_step"]
 
 
 @dataclass(frozen=True)
@@ -45,21 +46,6 @@ class ReplayOutcome:
 
 def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} hours"
-
-
-def check_resolvable(record: StepRecord) -> None:
-    """Raise :class:`RunStateError` unless ``record`` is an uncertain step not compensated yet."""
-    if record.state is not StepState.UNCERTAIN:
-        raise RunStateError(
-            f"step {record.seq} of run {record.run_id} is {record.state.value}, not uncertain; "
-            "only uncertain steps are resolved"
-        )
-    if record.rollback_state is RollbackState.COMPENSATED:
-        # resolving would clear the rollback state and make the next rollback undo it again
-        raise RunStateError(
-            f"step {record.seq} of run {record.run_id} was already compensated; "
-            "there is nothing left to resolve"
-        )
 
 
 def check_replayable(registry: Registry, record: StepRecord, now: float | None = None) -> Manifest:

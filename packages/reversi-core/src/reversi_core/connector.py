@@ -84,6 +84,14 @@ class CallContext:
     (:meth:`reversi_core.engine.Run.replay`): a tool then raises ``ToolError`` only when
     the answer shows that the call did not take effect, and ``EffectUncertainError`` when
     it does not settle the question. ``timeout`` is the caller's limit in seconds, if any.
+
+    ``overwrite`` is true only for a compensation a person allowed to overwrite what
+    changed since the call (``reversi rollback RUN --overwrite STEP``, recorded in the
+    step's journal entry; docs/engine.md, RB-10). A restoring compensation normally
+    refuses, with a ``ToolError`` naming what changed, when the thing it would restore no
+    longer holds what the forward call produced; with ``overwrite`` it skips that
+    precondition. Nothing an agent sends can set it: a forward call's context never has
+    it, and ``reversi-connectors serve`` reads no such key from a request.
     """
 
     run_id: str | None = None
@@ -92,31 +100,42 @@ class CallContext:
     compensation: bool = False
     replay: bool = False
     timeout: float | None = None
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
 class CompensationCall:
-    """One compensation to run: the JSON object a compensator process reads on stdin."""
+    """One compensation to run: the JSON object a compensator process reads on stdin.
+
+    ``overwrite`` is true when a person allowed this step's compensation to overwrite a
+    change made since the call (:attr:`CallContext.overwrite`).
+    """
 
     tool: str
     args: dict[str, Any]
     idempotency_key: str
     run_id: str
     step: int
+    overwrite: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """``{"tool", "args", "idempotency_key", "run_id", "step"}``."""
+        """``{"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}``."""
         return {
             "tool": self.tool,
             "args": self.args,
             "idempotency_key": self.idempotency_key,
             "run_id": self.run_id,
             "step": self.step,
+            "overwrite": self.overwrite,
         }
 
     @classmethod
     def from_json(cls, data: Any) -> CompensationCall:
-        """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field."""
+        """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field.
+
+        ``overwrite`` may be missing (an engine older than it), which means false; when
+        present it must be a boolean.
+        """
         if not isinstance(data, dict):
             raise InvalidArgumentsError("compensation call must be a JSON object")
         problems = []
@@ -131,6 +150,8 @@ class CompensationCall:
                 problems.append(f"{key}: missing")
             elif not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
                 problems.append(f"{key}: expected {kind.__name__}")
+        if not isinstance(data.get("overwrite", False), bool):
+            problems.append("overwrite: expected bool")
         if problems:
             raise InvalidArgumentsError(
                 "invalid compensation call: " + "; ".join(problems), problems=problems
@@ -141,6 +162,7 @@ class CompensationCall:
             idempotency_key=data["idempotency_key"],
             run_id=data["run_id"],
             step=data["step"],
+            overwrite=data.get("overwrite", False),
         )
 
 
@@ -460,10 +482,11 @@ def connector_schema_hashes(connector: Connector | type[Connector]) -> dict[str,
 def compensator_for(connectors: Iterable[Connector]) -> Compensator:
     """An in-process :data:`Compensator` that dispatches each call to its connector.
 
-    The call's idempotency key reaches the tool in :class:`CallContext`. A tool of a
-    connector that is not in ``connectors`` fails with :class:`ConfigurationError`
-    naming the connector (its credential is probably not set); a tool that is not
-    idempotent (so cannot be a compensation) fails with :class:`InvalidArgumentsError`.
+    The call's idempotency key, and its ``overwrite``, reach the tool in
+    :class:`CallContext`. A tool of a connector that is not in ``connectors`` fails with
+    :class:`ConfigurationError` naming the connector (its credential is probably not
+    set); a tool that is not idempotent (so cannot be a compensation) fails with
+    :class:`InvalidArgumentsError`.
     """
     by_name = {c.name: c for c in connectors}
 
@@ -483,6 +506,7 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
             step=call.step,
             idempotency_key=call.idempotency_key,
             compensation=True,
+            overwrite=call.overwrite,
         )
         return await connector.call(call.tool, call.args, ctx)
 
@@ -495,7 +519,8 @@ def replayer_for(connectors: Iterable[Connector]) -> Compensator:
     Takes the same object as a compensation (:class:`CompensationCall`: the step's tool,
     its journaled args, its key, run and step) and accepts it only as a replay: the tool
     must declare :class:`~reversi_core.manifest.Replay` (its vendor honours the key) and
-    the key must be the step's original one, ``reversi-<run>-<step>``. The tool then runs
+    the key must be the step's original one, ``reversi-<run>-<step>``, and ``overwrite``
+    false (it is a compensation's, never a forward call's). The tool then runs
     with ``CallContext(replay=True)`` and that key. Raises
     :class:`ConfigurationError` for a connector that is not enabled,
     :class:`UnknownToolError`, :class:`InvalidArgumentsError` for a tool that cannot be
@@ -517,6 +542,11 @@ def replayer_for(connectors: Iterable[Connector]) -> Compensator:
             raise InvalidArgumentsError(
                 f"{call.tool} cannot be replayed: its manifest does not declare that the vendor "
                 "honours its idempotency key, so a second call could act twice"
+            )
+        if call.overwrite:
+            raise InvalidArgumentsError(
+                f"a replay of step {call.step} of {call.run_id} re-sends its forward call, which "
+                "nothing may mark overwrite: that applies to a compensation only"
             )
         original = step_idempotency_key(call.run_id, call.step)
         if call.idempotency_key != original:
