@@ -59,6 +59,7 @@ class Backend(Protocol):
     def paid_intent(self, amount: int) -> str: ...
     def succeed(self, intent: str) -> None: ...
     def get(self, path: str) -> httpx.Response: ...
+    def set_email(self, customer: str, email: str) -> None: ...
 
 
 class OnFake:
@@ -76,6 +77,9 @@ class OnFake:
     def get(self, path: str) -> httpx.Response:
         with httpx.Client(base_url=self.url, headers=_headers()) as client:
             return client.get(path)
+
+    def set_email(self, customer: str, email: str) -> None:
+        self.fake.update_customer(customer, email=email)
 
 
 class OnLocalStripe:
@@ -103,6 +107,11 @@ class OnLocalStripe:
     def get(self, path: str) -> httpx.Response:
         with httpx.Client(base_url=self.url, headers=_headers()) as client:
             return client.get(path)
+
+    def set_email(self, customer: str, email: str) -> None:
+        """Stripe's update (https://docs.stripe.com/api/customers/update), sent to localstripe."""
+        with httpx.Client(base_url=self.url, headers=_headers()) as client:
+            assert client.post(f"/v1/customers/{customer}", data={"email": email}).status_code == 200
 
 
 def _headers() -> dict[str, str]:
@@ -223,8 +232,32 @@ async def test_a_rollback_cancels_the_intent_before_it_deletes_its_customer(
         report = await run.rollback(compensate=compensator_for([stripe]))
     assert report.complete
     undo = [f"{e.method} {e.path}" for e in wire.exchanges[sent:]]
-    assert undo == [f"POST /v1/payment_intents/{intent['id']}/cancel", f"DELETE /v1/customers/{customer['id']}"]
+    assert undo == [  # each undo reads first: nobody changed the object since the call
+        f"GET /v1/payment_intents/{intent['id']}",
+        f"POST /v1/payment_intents/{intent['id']}/cancel",
+        f"GET /v1/customers/{customer['id']}",
+        f"DELETE /v1/customers/{customer['id']}",
+    ]
     assert backend.get(f"/v1/payment_intents/{intent['id']}").json()["status"] == "canceled"
+
+
+async def test_a_customer_someone_edited_since_is_kept_until_the_edit_is_undone(
+    backend: Backend, stripe: StripeConnector, tmp_path: Path
+) -> None:
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = Run.start(journal, registry_for([stripe]), executor=executor_for([stripe]))
+        step, customer = await run.call("stripe.create_customer", {"email": "first@example.com"})
+        backend.set_email(customer["id"], "second@example.com")  # a support agent's edit
+        first = await run.rollback(compensate=compensator_for([stripe]))
+        assert not first.complete
+        (outstanding,) = first.outstanding
+        assert (outstanding.step, outstanding.state) == (step, "compensation_failed")
+        assert "the customer's email is now 'second@example.com'" in outstanding.reason
+        assert backend.get(f"/v1/customers/{customer['id']}").json()["email"] == "second@example.com"
+        backend.set_email(customer["id"], "first@example.com")
+        assert (await run.rollback(compensate=compensator_for([stripe]))).complete
+    stub = backend.get(f"/v1/customers/{customer['id']}")
+    assert stub.status_code == 404 or stub.json().get("deleted") is True
 
 
 async def test_a_succeeded_intent_fails_its_rollback_step_saying_why(

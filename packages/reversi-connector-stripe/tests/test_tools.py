@@ -14,7 +14,6 @@ from reversi_connector_stripe.testing import (
     CUSTOMER,
     OPEN_INTENT,
     PAID_INTENT,
-    RESTORES_NOTHING,
     FakeStripe,
     certification_fixture,
 )
@@ -25,7 +24,6 @@ from reversi_core import (
     InvalidArgumentsError,
     ToolError,
 )
-from reversi_core.manifest import Effect
 from reversi_core.testing import FakeServer, Fault
 
 from .conftest import KEY, READ_ONLY_KEY, Clock
@@ -233,12 +231,6 @@ async def test_deleting_the_seeded_customer_leaves_its_stub(stripe: StripeConnec
 
 
 # -- declarations ----------------------------------------------------------------------------
-
-
-def test_every_undoable_tool_says_why_its_undo_restores_nothing() -> None:
-    undoable = {m.name for m in StripeConnector.manifests() if m.effect in (Effect.REVERSIBLE, Effect.COMPENSABLE)}
-    assert set(RESTORES_NOTHING) == undoable
-    assert all(len(why.split()) >= 6 for why in RESTORES_NOTHING.values())
 
 
 def test_the_fixture_declares_the_keyed_tools() -> None:

@@ -8,11 +8,17 @@ floats (https://docs.stripe.com/currencies#zero-decimal); three-decimal currenci
 take amounts whose last digit is 0 (https://docs.stripe.com/currencies#three-decimal).
 Metadata follows Stripe's limits: at most 50 keys, keys of up to 40 characters without
 square brackets, values of up to 500 characters (https://docs.stripe.com/api/metadata).
+
+The undo tools take ``if_<field>`` preconditions: what the forward call left in each
+field of the object. Stripe offers no precondition of its own (no ETag, no version), so
+the tool reads the object first and refuses when a field given no longer holds that
+value (null: the field must still be empty); a field left out is not compared
+(:func:`preconditions`).
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
 
@@ -24,6 +30,7 @@ __all__ = [
     "CreateRefundArgs",
     "DeleteCustomerArgs",
     "RetrieveChargeArgs",
+    "preconditions",
 ]
 
 THREE_DECIMAL_CURRENCIES = frozenset({"bhd", "jod", "kwd", "omr", "tnd"})
@@ -85,10 +92,32 @@ class CreateCustomerArgs(_Args):
     metadata: Metadata | None = None
 
 
+def _unless_changed(what: str) -> Any:
+    return Field(
+        default=None,
+        description=f"Act only while {what} is still this value (null: still empty); left "
+        "out, not compared. A rollback passes what the forward call left.",
+    )
+
+
+def preconditions(args: BaseModel) -> dict[str, Any]:
+    """``{field: value}`` of the ``if_<field>`` arguments given, null ones included."""
+    return {
+        name.removeprefix("if_"): getattr(args, name)
+        for name in sorted(args.model_fields_set)
+        if name.startswith("if_")
+    }
+
+
 class DeleteCustomerArgs(_Args):
-    """Input of ``stripe.delete_customer``."""
+    """Input of ``stripe.delete_customer``: the customer, and what it must still hold."""
 
     customer: str = Field(pattern=CUSTOMER_ID, description="The customer's id (cus_...).")
+    if_email: str | None = _unless_changed("the customer's email")
+    if_name: str | None = _unless_changed("the customer's name")
+    if_description: str | None = _unless_changed("the customer's description")
+    if_phone: str | None = _unless_changed("the customer's phone")
+    if_metadata: dict[str, str] | None = _unless_changed("the customer's metadata")
 
 
 class CreatePaymentIntentArgs(_Args):
@@ -119,6 +148,12 @@ class CancelPaymentIntentArgs(_Args):
     cancellation_reason: Literal["duplicate", "fraudulent", "requested_by_customer", "abandoned"] | None = (
         Field(default=None, description="Why it is canceled, as Stripe records it.")
     )
+    if_status: str | None = _unless_changed("the payment intent's status")
+    if_amount: int | None = _unless_changed("the payment intent's amount")
+    if_currency: str | None = _unless_changed("the payment intent's currency")
+    if_customer: str | None = _unless_changed("the payment intent's customer")
+    if_description: str | None = _unless_changed("the payment intent's description")
+    if_metadata: dict[str, str] | None = _unless_changed("the payment intent's metadata")
 
 
 class CreateRefundArgs(_Args):

@@ -800,6 +800,73 @@ class FakeStripe(VendorFake):
             self._succeed(intent)
             return intent
 
+    def update_customer(self, customer_id: str, **fields: Any) -> dict[str, Any]:
+        """Change a customer as someone outside the run would, as Stripe's update does it.
+
+        ``fields`` are ``email``, ``name``, ``description``, ``phone`` (``None`` empties one)
+        and ``metadata``, merged into the customer's as Stripe merges it (a key given ``""``
+        is removed) (https://docs.stripe.com/api/customers/update). Returns the customer's
+        object as it was before, to put it back with :meth:`restore`. Raises ``KeyError``
+        for an unknown id or field.
+        """
+        with self.lock:
+            return self._update(self.customers[customer_id], _CUSTOMER_FIELDS, fields)
+
+    def update_payment_intent(self, intent_id: str, **fields: Any) -> dict[str, Any]:
+        """Change a payment intent as someone outside the run would (Stripe's update).
+
+        ``fields`` are ``amount``, ``currency``, ``customer``, ``description`` and
+        ``metadata`` (merged, as :meth:`update_customer` does)
+        (https://docs.stripe.com/api/payment_intents/update). Returns the intent's object as
+        it was before, for :meth:`restore`. Raises ``KeyError`` for an unknown id or field.
+        """
+        with self.lock:
+            return self._update(
+                self.payment_intents[intent_id], ("amount", "currency", "customer", "description"), fields
+            )
+
+    def authorize_payment_intent(self, intent_id: str) -> dict[str, Any]:
+        """What a person confirming an intent with manual capture brings about: its card is
+        authorized and the intent waits for capture (``status`` ``requires_capture``,
+        ``amount_capturable`` its amount) (https://docs.stripe.com/payments/place-a-hold-on-a-payment-method).
+
+        Returns the intent's object as it was before, for :meth:`restore`. Raises ``KeyError``
+        for an unknown id and ``ValueError`` for an intent that is not waiting for a payment.
+        """
+        with self.lock:
+            intent = self.payment_intents[intent_id]
+            if intent["status"] not in ("requires_payment_method", "requires_confirmation"):
+                raise ValueError(f"{intent_id} is {intent['status']}: it cannot be authorized now")
+            before = copy.deepcopy(intent)
+            intent.update(
+                status="requires_capture",
+                capture_method="manual",
+                amount_capturable=intent["amount"],
+                payment_method=f"pm_{self._token(24)}",
+            )
+            return before
+
+    def restore(self, before: Mapping[str, Any]) -> None:
+        """Put back an object as :meth:`update_customer`, :meth:`update_payment_intent` or
+        :meth:`authorize_payment_intent` returned it (the person undoing their change)."""
+        with self.lock:
+            table = self.customers if before["object"] == "customer" else self.payment_intents
+            table[before["id"]] = copy.deepcopy(dict(before))
+
+    @staticmethod
+    def _update(obj: dict[str, Any], names: Iterable[str], fields: Mapping[str, Any]) -> dict[str, Any]:
+        before = copy.deepcopy(obj)
+        unknown = set(fields) - {*names, "metadata"}
+        if unknown:
+            raise KeyError(f"not a field this fake updates: {', '.join(sorted(unknown))}")
+        for name, value in fields.items():
+            if name == "metadata":
+                merged = {**obj["metadata"], **value}
+                obj["metadata"] = {k: v for k, v in merged.items() if v != ""}
+            else:
+                obj[name] = value
+        return before
+
     def _succeed(self, intent: dict[str, Any], charge_id: str | None = None) -> None:
         charge = self._add_charge(
             intent["amount"],

@@ -21,6 +21,17 @@ what makes a retried rollback safe and lets ``reversi resolve RUN STEP --replay`
 settle an uncertain write (:data:`REPLAY`). Stripe says a key on ``GET`` or ``DELETE``
 has no effect and should not be sent, so the connector sends none there.
 
+A compensation never overwrites a change someone made after the call. Stripe takes no
+precondition on a write (no ETag, no version), so each undo reads the object first and
+compares it with what the forward call left (:func:`reversi_connector_stripe._args.preconditions`):
+``stripe.delete_customer`` deletes a customer only while its email, name, description,
+phone and metadata are as ``create_customer`` left them, and
+``stripe.cancel_payment_intent`` cancels an intent only while its status, amount,
+currency, customer, description and metadata are as ``create_payment_intent`` left them
+(otherwise ``ToolError`` code ``changed_since`` naming what changed, unless
+``CallContext.overwrite``). Between the read and the write there is a window of one
+request in which a change still goes unseen.
+
 A write whose answer was lost or did not come in time is
 :class:`~reversi_core.errors.EffectUncertainError`; every refusal is a
 :class:`~reversi_core.errors.ToolError` naming the HTTP status and Stripe's code
@@ -29,7 +40,7 @@ A write whose answer was lost or did not come in time is
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -55,6 +66,7 @@ from ._args import (
     CreateRefundArgs,
     DeleteCustomerArgs,
     RetrieveChargeArgs,
+    preconditions,
 )
 from ._errors import ERRORS, IDEMPOTENCY_ERROR
 from ._form import flatten
@@ -177,6 +189,48 @@ _refund = _shaper(
 )
 
 
+def _preconditions_from_result(*fields: str) -> dict[str, str]:
+    """The undo's ``if_<field>`` arguments, each mapped from the forward call's result."""
+    return {f"if_{name}": f"result.{name}" for name in fields}
+
+
+_CUSTOMER_KEPT = ("email", "name", "description", "phone", "metadata")
+"""The customer's fields create_customer sets, which its undo checks are unchanged."""
+_INTENT_KEPT = ("status", "amount", "currency", "customer", "description", "metadata")
+"""The payment intent's fields, as create_payment_intent left them, its undo checks."""
+
+
+def _shown(value: Any) -> str:
+    text = "empty" if value is None else repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _differences(what: str, obj: Mapping[str, Any], expected: Mapping[str, Any]) -> list[str]:
+    """How ``obj`` differs from ``expected``: one phrase per field, naming it as ``what``'s."""
+    found: list[str] = []
+    for name, wanted in expected.items():
+        value = _id_of(obj.get(name)) if name == "customer" else obj.get(name)
+        if name == "metadata":
+            now = value if isinstance(value, dict) else {}
+            before = wanted or {}
+            if now != before:
+                keys = sorted(k for k in {*now, *before} if now.get(k) != before.get(k))
+                found.append(f"{what}'s metadata (keys {', '.join(keys)})")
+        elif value != wanted:
+            found.append(f"{what}'s {name} is now {_shown(value)} (the call left {_shown(wanted)})")
+    return found
+
+
+def _changed_since(tool: str, obj_id: str, changes: list[str]) -> ToolError:
+    """The refusal of an undo whose object someone changed after the call."""
+    return ToolError(
+        f"{tool}: {obj_id} was changed since the call: {'; '.join(changes)}. It is kept as it is: "
+        "undo that change and roll back again, or let the rollback overwrite it (reversi "
+        "rollback RUN --overwrite STEP; docs/engine.md)",
+        code="changed_since",
+    )
+
+
 def _form_body(args: BaseModel) -> dict[str, str]:
     """The tool's arguments as Stripe's form fields (``None`` left out, hashes nested)."""
     return flatten(args.model_dump(exclude_none=True))
@@ -260,13 +314,15 @@ class StripeConnector(HttpConnector):
         input=CreateCustomerArgs,
         output=CustomerResult,
         compensation=Compensation(
-            tool="stripe.delete_customer", argument_map={"customer": "result.id"}
+            tool="stripe.delete_customer",
+            argument_map={"customer": "result.id", **_preconditions_from_result(*_CUSTOMER_KEPT)},
         ),
         replay=REPLAY,
         summary="Create a customer; undone by deleting that customer, and only that one.",
         docs="https://docs.stripe.com/api/customers/create",
         details="The undo deletes the customer this call created (its id from the result), "
-        "never another. 400 ``parameter_invalid_string_blank`` and the like for a bad field; "
+        "never another, and only while its email, name, description, phone and metadata are "
+        "as this call left them. 400 ``parameter_invalid_string_blank`` and the like for a bad field; "
         "an answer without the customer's id is uncertain.",
         body=_form_body,
         form=True,
@@ -281,14 +337,17 @@ class StripeConnector(HttpConnector):
         input=CreatePaymentIntentArgs,
         output=PaymentIntentResult,
         compensation=Compensation(
-            tool="stripe.cancel_payment_intent", argument_map={"payment_intent": "result.id"}
+            tool="stripe.cancel_payment_intent",
+            argument_map={"payment_intent": "result.id", **_preconditions_from_result(*_INTENT_KEPT)},
         ),
         requires=[_on_customer_created_here()],
         replay=REPLAY,
         summary="Create an unconfirmed payment intent; undone by canceling it.",
         docs="https://docs.stripe.com/api/payment_intents/create",
         details="The intent is never confirmed here (confirm it outside the agent): once it "
-        "has succeeded it cannot be canceled, and a rollback then fails that step saying so. "
+        "has succeeded it cannot be canceled, and a rollback then fails that step saying so; "
+        "the undo also refuses an intent whose status, amount, currency, customer, "
+        "description or metadata someone changed since. "
         "The result leaves out the client secret. 400 ``amount_too_small`` below the "
         "currency's minimum (50 cents for usd), 404 ``resource_missing`` for an unknown "
         "customer.",
@@ -320,23 +379,44 @@ class StripeConnector(HttpConnector):
 
     # -- compensations -----------------------------------------------------------------
 
-    delete_customer = RequestTool(
-        "DELETE",
-        "/v1/customers/{customer}",
+    @tool(
         effect=Effect.IDEMPOTENT,
         permission="stripe:customers:write",
         input=DeleteCustomerArgs,
         output=DeleteCustomerResult,
-        summary="Delete a customer for good; one already gone (404) counts as success.",
-        docs="https://docs.stripe.com/api/customers/delete",
-        details="Stripe cannot restore a deleted customer, and its saved payment methods go "
-        "with it; it also cancels the customer's subscriptions. ``deleted`` is false after a "
-        "404 (Stripe's ``resource_missing``). Carries no idempotency key: Stripe says a key "
-        "has no effect on a DELETE, which is idempotent by itself.",
-        already_done=(404,),
-        echo=("customer",),
-        done_field="deleted",
     )
+    async def delete_customer(self, args: DeleteCustomerArgs, ctx: CallContext) -> dict[str, Any]:
+        """Delete a customer for good, only while it holds what the call left; one gone counts as success.
+
+        ``DELETE /v1/customers/{customer}`` (https://docs.stripe.com/api/customers/delete).
+        Stripe cannot restore a deleted customer; its saved payment methods go with it and
+        its subscriptions are canceled. With ``if_<field>`` arguments (a rollback passes
+        what ``create_customer`` left) the customer is read first
+        (``GET /v1/customers/{customer}``, https://docs.stripe.com/api/customers/retrieve)
+        and kept when one of those fields changed since: ``ToolError`` code
+        ``changed_since`` naming each (``ctx.overwrite`` skips the comparison). A customer
+        gone already (404 ``resource_missing``, or retrieved as ``deleted: true``) is
+        success with ``deleted`` false. Returns ``{"customer", "deleted"}``. Carries no
+        idempotency key: Stripe says a key has no effect on a ``DELETE``, which is
+        idempotent by itself. Raises ``ToolError`` naming the status (401, 403,
+        ``rate_limited``, 5xx) and ``EffectUncertainError`` when the deletion's answer was
+        lost or did not come in time.
+        """
+        path = url_path("/v1/customers/{customer}", customer=args.customer)
+        gone = {"customer": args.customer, "deleted": False}
+        expected = preconditions(args)
+        if expected and not ctx.overwrite:
+            resp = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
+            if resp.status == 404:
+                return gone
+            customer = self.expect_object(resp, "customer", wrote=False)
+            if customer.get("deleted") is True:
+                return gone
+            changes = _differences("the customer", customer, expected)
+            if changes:
+                raise _changed_since("stripe.delete_customer", f"customer {args.customer}", changes)
+        resp = await self.request(ctx, "DELETE", path, ok_statuses=frozenset({404}))
+        return gone if resp.status == 404 else {"customer": args.customer, "deleted": True}
 
     @tool(
         effect=Effect.IDEMPOTENT,
@@ -352,8 +432,14 @@ class StripeConnector(HttpConnector):
 
         ``POST /v1/payment_intents/{intent}/cancel``
         (https://docs.stripe.com/api/payment_intents/cancel), with the call's idempotency
-        key. Stripe cancels an intent that requires a payment method, confirmation, an
-        action or capture, or is processing; it answers any other with 400
+        key. With ``if_<field>`` arguments (a rollback passes what
+        ``create_payment_intent`` left) the intent is read first
+        (``GET /v1/payment_intents/{intent}``) and kept when its status, amount,
+        currency, customer, description or metadata changed since (someone confirmed,
+        authorized or edited it): ``ToolError`` code ``changed_since`` naming each
+        (``ctx.overwrite`` skips the comparison). Stripe cancels an
+        intent that requires a payment method, confirmation, an action or capture, or is
+        processing; it answers any other with 400
         ``payment_intent_unexpected_state``; after any 400 the intent is read
         (``GET /v1/payment_intents/{intent}``,
         https://docs.stripe.com/api/payment_intents/retrieve): canceled already is
@@ -365,6 +451,17 @@ class StripeConnector(HttpConnector):
         ``resource_missing``, 401, 403, ``rate_limited``, 5xx) and
         ``EffectUncertainError`` when the answer was lost or did not come in time.
         """
+        expected = preconditions(args)
+        if expected and not ctx.overwrite:
+            intent = await self._read_intent(ctx, args.payment_intent)
+            settled = _canceled_already(args, intent)
+            if settled is not None:
+                return settled
+            changes = _differences("the payment intent", intent, expected)
+            if changes:
+                raise _changed_since(
+                    "stripe.cancel_payment_intent", f"payment intent {args.payment_intent}", changes
+                )
         path = url_path("/v1/payment_intents/{intent}/cancel", intent=args.payment_intent)
         body = flatten({"cancellation_reason": args.cancellation_reason})
         try:
@@ -390,26 +487,11 @@ class StripeConnector(HttpConnector):
         intent's status is read whatever the 400 said, and an intent still in a
         cancellable state gets Stripe's own refusal back (a bad ``cancellation_reason``).
         """
-        resp = await self.request(
-            ctx, "GET", url_path("/v1/payment_intents/{intent}", intent=args.payment_intent)
-        )
-        intent = self.expect_object(resp, "payment intent", wrote=False)
+        intent = await self._read_intent(ctx, args.payment_intent)
+        settled = _canceled_already(args, intent)
+        if settled is not None:
+            return settled
         status = intent.get("status")
-        if status == "canceled":
-            return {
-                "payment_intent": args.payment_intent,
-                "status": "canceled",
-                "cancellation_reason": intent.get("cancellation_reason"),
-                "canceled": False,
-            }
-        if status == "succeeded":
-            raise ToolError(
-                f"stripe: payment intent {args.payment_intent} has succeeded, and a succeeded "
-                "payment intent cannot be canceled (HTTP 400): the money was taken. Refund it "
-                "with stripe.create_refund if it must go back (a person approves each refund)",
-                status=400,
-                code="payment_intent_succeeded",
-            )
         if status in _CANCELLABLE:
             raise refusal
         raise ToolError(
@@ -418,3 +500,34 @@ class StripeConnector(HttpConnector):
             status=400,
             code="payment_intent_unexpected_state",
         )
+
+    async def _read_intent(self, ctx: CallContext, intent_id: str) -> dict[str, Any]:
+        """``GET /v1/payment_intents/{intent}`` (https://docs.stripe.com/api/payment_intents/retrieve)."""
+        resp = await self.request(
+            ctx, "GET", url_path("/v1/payment_intents/{intent}", intent=intent_id)
+        )
+        return self.expect_object(resp, "payment intent", wrote=False)
+
+
+def _canceled_already(args: CancelPaymentIntentArgs, intent: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The result for an intent canceled already, ``None`` for one still open; a succeeded one raises.
+
+    A succeeded intent cannot be canceled (``ToolError`` code ``payment_intent_succeeded``).
+    """
+    status = intent.get("status")
+    if status == "succeeded":
+        raise ToolError(
+            f"stripe: payment intent {args.payment_intent} has succeeded, and a succeeded "
+            "payment intent cannot be canceled (HTTP 400): the money was taken. Refund it "
+            "with stripe.create_refund if it must go back (a person approves each refund)",
+            status=400,
+            code="payment_intent_succeeded",
+        )
+    if status != "canceled":
+        return None
+    return {
+        "payment_intent": args.payment_intent,
+        "status": "canceled",
+        "cancellation_reason": intent.get("cancellation_reason"),
+        "canceled": False,
+    }

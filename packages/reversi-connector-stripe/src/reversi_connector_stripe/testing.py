@@ -20,17 +20,22 @@ keys pruned after 24 hours on a clock the test controls). Serve it with
         assert made["id"] in fake.customers
 
 A test makes a payment intent succeed as a person confirming it would
-(:meth:`FakeStripe.succeed_payment_intent`) and moves the fake's clock past a key's
-lifetime with :meth:`FakeStripe.advance_clock`. Faults (a dropped connection, a 5xx,
+(:meth:`FakeStripe.succeed_payment_intent`, or :meth:`FakeStripe.authorize_payment_intent`
+for one waiting for capture), changes an object as someone outside the run would
+(:meth:`FakeStripe.update_customer`, :meth:`FakeStripe.update_payment_intent`, put back
+with :meth:`FakeStripe.restore`) and moves the fake's clock past a key's lifetime with
+:meth:`FakeStripe.advance_clock`. Faults (a dropped connection, a 5xx,
 a 401, a 403, a reply that never comes) are armed on the server (docs/fakes.md).
 
 :func:`certification_fixture` opts the connector into the repository's certification
-suite (docs/certification-guide.md); every check applies to stripe.
+suite (docs/certification-guide.md); every check applies to stripe. Its
+:func:`someone_changes` edits what a forward call made, through the fake, to show that
+no undo overwrites a later change, and :data:`LIVE` is the live scenario ``nox -s live
+-- stripe`` runs against Stripe's test mode.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,16 +44,19 @@ from typing import Any
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
     IdempotencyKeyIn,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import CANCELLABLE, MINIMUM_AMOUNTS, FakeStripe, StoredAnswer
+from ._live import LIVE_SUMMARY, live_scenario
 from .connector import StripeConnector
 
 __all__ = [
@@ -61,17 +69,19 @@ __all__ = [
     "FAILURES",
     "INTENT_STAYS_CANCELED",
     "LIMIT",
+    "LIVE",
     "MINIMUM_AMOUNTS",
     "OPEN_INTENT",
     "PAID_CHARGE",
     "PAID_INTENT",
     "REFUNDED_CHARGE",
     "REFUNDED_INTENT",
-    "RESTORES_NOTHING",
+    "REPLAY_KEY",
     "FakeStripe",
     "StoredAnswer",
     "certification_fixture",
     "seed_example",
+    "someone_changes",
     "stripe_backend",
 ]
 
@@ -261,27 +271,36 @@ INTENT_STAYS_CANCELED = Residue(
 )
 """create_payment_intent's residue: payment intents the run created, now canceled."""
 
-RESTORES_NOTHING: Mapping[str, str] = {
-    "stripe.create_customer": "its undo deletes the customer this call created and puts back no "
-    "earlier state, so there is no later edit for it to overwrite",
-    "stripe.create_payment_intent": "its undo cancels the payment intent this call created and "
-    "puts back no earlier state; one that someone confirmed since cannot be canceled, and the "
-    "undo then fails saying so",
-}
-"""Why no compensation of stripe restores an earlier state (the concurrent-change check)."""
+def someone_changes(server: FakeServer, tool: str, args: Any, result: Any) -> ConcurrentChange:
+    """Change, through the fake, what ``tool``'s call made, as someone outside the run would.
 
-
-def _concurrent_change_fields() -> dict[str, Any]:
-    """The concurrent-change declaration, for a CertificationFixture that takes it.
-
-    No compensation of stripe restores an earlier state (both delete or cancel what the
-    call created), so every undoable tool is in :data:`RESTORES_NOTHING` and no change is
-    ever made behind one.
+    ``stripe.create_customer``: a support agent changes the customer's email.
+    ``stripe.create_payment_intent``: the shop raises the payment intent's amount. The
+    change's ``revert`` puts the object back as the call left it. Raises ``ValueError``
+    for another tool.
     """
-    taken = {f.name for f in dataclasses.fields(CertificationFixture)}
-    if "restores_nothing" not in taken:
-        return {}
-    return {"restores_nothing": RESTORES_NOTHING, "concurrent_change": lambda *_: None}
+    fake = _fake(server)
+    if tool == "stripe.create_customer":
+        before = fake.update_customer(result["id"], email="changed-by-support@example.com")
+        return ConcurrentChange(what="the customer's email", revert=lambda: fake.restore(before))
+    if tool == "stripe.create_payment_intent":
+        before = fake.update_payment_intent(result["id"], amount=int(result["amount"]) + 500)
+        return ConcurrentChange(what="the payment intent's amount", revert=lambda: fake.restore(before))
+    raise ValueError(f"no concurrent change is defined for {tool}")
+
+
+REPLAY_KEY = "sk_test_reversiReplayCredential0000000001"
+"""The key a replay of the live scenario's cassette builds the connector with (it must look
+like a test-mode secret key; the recording's own key was scrubbed)."""
+
+LIVE = LiveScenario(
+    name="customer-and-payment-intent",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    replay_env={"STRIPE_SECRET_KEY": REPLAY_KEY},
+)
+"""stripe's live scenario (:mod:`reversi_connector_stripe._live`): ``nox -s live -- stripe``
+runs it against Stripe's test mode; against the fake it needs no variable of its own."""
 
 
 def certification_fixture() -> CertificationFixture[FakeServer]:
@@ -315,5 +334,6 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
             }
         ),
         idempotency_key_in=IdempotencyKeyIn(header="Idempotency-Key"),
-        **_concurrent_change_fields(),
+        concurrent_change=someone_changes,
+        live=LIVE,
     )
