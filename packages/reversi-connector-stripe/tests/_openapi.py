@@ -31,11 +31,12 @@ from openapi_core import OpenAPI
 from openapi_core.testing import MockRequest, MockResponse
 
 from reversi_connector_stripe._wire import decode_form
+from reversi_core.testing import FakeServer
 
 SPEC_FILE = Path(__file__).resolve().parent / "vendor" / "stripe" / "openapi-trimmed.json"
 HOST = "https://api.stripe.com"
 
-__all__ = ["check", "spec"]
+__all__ = ["check", "server_problems", "spec"]
 
 
 def _relax_nullable(node: Any) -> Any:
@@ -164,6 +165,27 @@ def check(
         except Exception as exc:
             problems.append(f"{where}: answer {status}: {_explain(exc)}")
     return problems
+
+
+def server_problems(server: FakeServer) -> tuple[int, list[str]]:
+    """How many of ``server``'s exchanges were checked, and the problems of those that do not fit.
+
+    An exchange whose answer an injected fault gave (or that got none) is skipped: that
+    answer is the test's, not the fake's.
+    """
+    problems: list[str] = []
+    checked = 0
+    for exchange in server.exchanges:
+        request, response = exchange.request, exchange.response
+        if request.fault is not None or response is None:
+            continue
+        _, payload = response.encode()
+        problems += check(
+            request.method, request.path, request.query, request.headers, request.body,
+            response.status, payload,
+        )
+        checked += 1
+    return checked, problems
 
 
 def _explain(exc: BaseException) -> str:
