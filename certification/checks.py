@@ -1138,6 +1138,9 @@ async def check_dependency_block(subject: Subject) -> str | NotApplicableHere:
                     f"(edges: {recorded}); the requires of {dep.later} does not match this pair"
                 )
 
+            if manifests[dep.later].effect is Effect.IRREVERSIBLE:
+                _stands_for_good(what, await run.rollback(compensate=scene.compensator()), first, second)
+                continue
             blocked = await run.rollback(compensate=scene.compensator(), verify=all_but(second))
             later = step_of(blocked, second)
             earlier = step_of(blocked, first)
@@ -1161,6 +1164,29 @@ async def check_dependency_block(subject: Subject) -> str | NotApplicableHere:
             if norm(scene.fingerprint()) != norm(before):
                 raise fail(f"{what}: after the full rollback the backend is not as before")
     return f"{len(pairs)} dependency pairs over {len(declaring)} tools"
+
+
+def _stands_for_good(what: str, report: RollbackReport, first: int, second: int) -> None:
+    """An irreversible later step is never undone: the earlier one stays deferred behind it.
+
+    Nothing can take the later step back (a refund of a payment intent the run created),
+    so its step is ``unrecoverable``, the earlier one ``deferred`` and the rollback
+    incomplete, however often it runs: the part of the check that undoes the later step
+    and expects a complete rollback does not apply.
+    """
+    later = step_of(report, second)
+    earlier = step_of(report, first)
+    if later.rollback_state is not RollbackState.UNRECOVERABLE:
+        state = later.rollback_state.value if later.rollback_state else None
+        raise fail(f"{what}: the later step is irreversible, yet the rollback made it {state}")
+    if earlier.rollback_state is not RollbackState.DEFERRED:
+        state = earlier.rollback_state.value if earlier.rollback_state else None
+        raise fail(
+            f"{what}: the irreversible later step stands for good, yet the earlier one is "
+            f"{state} instead of deferred"
+        )
+    if report.complete:
+        raise fail(f"{what}: a rollback with a deferred step reported complete")
 
 
 # -- 12. manifest drift ----------------------------------------------------------------

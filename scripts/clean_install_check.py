@@ -48,6 +48,7 @@ import importlib.metadata
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -256,9 +257,16 @@ def probe_backend(name: str, work: Path) -> Iterator[Probe | None]:
         context.__exit__(None, None, None)
 
 
+_KIND_PREFIX = re.compile(r"^(?:[A-Za-z]{1,8}[_-]){1,3}")
+"""The part of a credential that says what kind it is (``sk_test_``, ``ghp_``, ``xoxb-``),
+which a connector may check before it sends anything."""
+
+
 def closed_port(env: Mapping[str, str]) -> dict[str, str]:
     """``env`` pointing nowhere: URLs at a closed port on 127.0.0.1, secrets replaced by
-    :data:`PROBE_SECRET` (which must then never be printed)."""
+    :data:`PROBE_SECRET` (which must then never be printed), after the prefix that names
+    the credential's kind, so that a connector checking it (stripe's ``sk_``) still
+    builds and the probe reaches the closed port."""
     out = {}
     for var, value in env.items():
         parsed = urllib.parse.urlsplit(value)
@@ -268,7 +276,8 @@ def closed_port(env: Mapping[str, str]) -> dict[str, str]:
                 (parsed.scheme, f"{user}127.0.0.1:9", parsed.path, parsed.query, "")
             )
         else:
-            out[var] = PROBE_SECRET
+            kind = _KIND_PREFIX.match(value)
+            out[var] = (kind.group(0) if kind else "") + PROBE_SECRET
     return out
 
 

@@ -31,6 +31,7 @@ FIELDS = [
     "approval",
     "compensation",
     "requires",
+    "replay",
     "input_schema",
     "output_schema",
 ]

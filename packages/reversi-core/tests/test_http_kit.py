@@ -328,6 +328,42 @@ async def test_a_direct_write_without_a_key_gets_a_fresh_one_each_time(
     assert first != second
 
 
+async def test_idempotency_methods_limit_the_key_to_those_methods(
+    server: FakeServer, fake: FakeWidget
+) -> None:
+    class PostKeyed(WidgetConnector):
+        idempotency_methods = frozenset({"POST"})
+
+    keyed = PostKeyed(token=TOKEN, base_url=server.url)
+    ctx = CallContext(idempotency_key="step-key-2")
+    made = await keyed.call("widget.make", {"shelf": "s", "name": "w"}, ctx)
+    await keyed.call("widget.drop", {"shelf": "s", "id": made["id"]}, ctx)
+    await keyed.aclose()
+    assert fake.keys == ["step-key-2", None]  # the DELETE carries none
+
+
+@pytest.mark.req("RES-3")
+async def test_in_a_replay_only_a_refusal_of_the_request_itself_is_a_tool_error(
+    widget: WidgetConnector, server: FakeServer
+) -> None:
+    ctx = CallContext(idempotency_key="reversi-run_1-1", replay=True)
+    args = {"shelf": "s", "name": "w"}
+    settles = {400: True, 404: True, 422: True, 401: False, 403: False, 409: False, 429: False,
+               500: False, 503: False}
+    for status, settled in settles.items():
+        server.faults.add(Fault.status(status, json={"error": {"code": "x", "message": "no"}}))
+        expected = ToolError if settled else EffectUncertainError
+        with pytest.raises(expected) as raised:
+            await widget.call("widget.make", args, ctx)
+        assert f"HTTP {status}" in str(raised.value), status
+    server.faults.add(Fault.drop_after_read())
+    with pytest.raises(EffectUncertainError):
+        await widget.call("widget.make", args, ctx)
+    server.faults.add(Fault.status(400, json={"error": {"code": "x", "message": "no"}}))
+    with pytest.raises(ToolError):  # outside a replay, every refusal stays a ToolError
+        await widget.call("widget.make", args, CallContext(idempotency_key="k"))
+
+
 async def test_a_compensation_without_a_key_is_refused_before_anything_is_sent(
     widget: WidgetConnector, server: FakeServer
 ) -> None:

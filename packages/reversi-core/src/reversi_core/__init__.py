@@ -7,7 +7,7 @@ The public surface is listed in ``__all__``; submodules hold the details:
 """
 
 from .__about__ import __version__
-from .compensator import CommandCompensator
+from .compensator import CommandCompensator, CommandReplayer
 from .connector import (
     CallContext,
     CliOption,
@@ -20,6 +20,7 @@ from .connector import (
     enabled_from_env,
     executor_for,
     registry_for,
+    replayer_for,
     tool,
 )
 from .engine import (
@@ -27,6 +28,7 @@ from .engine import (
     ApprovalDecision,
     ApprovalRequest,
     CallOutcome,
+    ReplayOutcome,
     RollbackReport,
     Run,
     Withheld,
@@ -43,6 +45,7 @@ from .errors import (
     JournalVersionError,
     ManifestError,
     PermissionDenied,
+    ReplayRefusedError,
     ReversiError,
     RollbackInProgressError,
     RunClosedError,
@@ -61,7 +64,16 @@ from .journal import (
     StepState,
     open_journal,
 )
-from .manifest import Approval, Compensation, Const, Effect, Manifest, Match, Requirement
+from .manifest import (
+    Approval,
+    Compensation,
+    Const,
+    Effect,
+    Manifest,
+    Match,
+    Replay,
+    Requirement,
+)
 from .redact import register_secret, scrub
 from .registry import ManifestDrift, Registry, detect_manifest_drift, schema_hash
 
@@ -76,6 +88,7 @@ __all__ = [
     "CallRejected",
     "CliOption",
     "CommandCompensator",
+    "CommandReplayer",
     "Compensation",
     "CompensationCall",
     "Compensator",
@@ -96,6 +109,9 @@ __all__ = [
     "Match",
     "PermissionDenied",
     "Registry",
+    "Replay",
+    "ReplayOutcome",
+    "ReplayRefusedError",
     "Requirement",
     "ReversiError",
     "RollbackInProgressError",
@@ -123,6 +139,7 @@ __all__ = [
     "open_journal",
     "register_secret",
     "registry_for",
+    "replayer_for",
     "schema_hash",
     "scrub",
     "tool",

@@ -43,7 +43,8 @@ from .errors import (
     ToolError,
     UnknownToolError,
 )
-from .manifest import Approval, Compensation, Effect, Manifest, Requirement
+from .journal import step_idempotency_key
+from .manifest import Approval, Compensation, Effect, Manifest, Replay, Requirement
 from .redact import scrub
 from .registry import Registry, schema_hash
 
@@ -63,6 +64,7 @@ __all__ = [
     "executor_for",
     "load_connector_class",
     "registry_for",
+    "replayer_for",
     "tool",
 ]
 
@@ -77,7 +79,11 @@ class CallContext:
 
     ``idempotency_key`` is stable for the step (and, for a compensation, for the run and
     step, across every retry of the rollback). ``compensation`` is true when the call is
-    a rollback's compensation. ``timeout`` is the caller's limit in seconds, if any.
+    a rollback's compensation. ``replay`` is true when the call re-sends an uncertain
+    step's forward call with the step's original key, to learn its outcome
+    (:meth:`reversi_core.engine.Run.replay`): a tool then raises ``ToolError`` only when
+    the answer shows that the call did not take effect, and ``EffectUncertainError`` when
+    it does not settle the question. ``timeout`` is the caller's limit in seconds, if any.
 
     ``overwrite`` is true only for a compensation a person allowed to overwrite what
     changed since the call (``reversi rollback RUN --overwrite STEP``, recorded in the
@@ -92,6 +98,7 @@ class CallContext:
     step: int | None = None
     idempotency_key: str | None = None
     compensation: bool = False
+    replay: bool = False
     timeout: float | None = None
     overwrite: bool = False
 
@@ -196,6 +203,7 @@ class ToolSpec:
     compensation: Compensation | None = None
     approval: Approval = Approval.NEVER
     requires: tuple[Requirement, ...] = ()
+    replay: Replay | None = None
     doc: str = ""
     """The tool's whole docstring (the description is its first paragraph)."""
 
@@ -209,6 +217,7 @@ def tool(
     compensation: Compensation | None = None,
     approval: Approval | None = None,
     requires: Iterable[Requirement] = (),
+    replay: Replay | None = None,
     description: str | None = None,
 ) -> Callable[[F], F]:
     """Mark a connector method as a tool (see the module docstring).
@@ -221,7 +230,9 @@ def tool(
     ``extra="forbid"`` for a result whose keys are fixed). The tool's name is
     ``<connector>.<method name>``; its description defaults to the first paragraph of
     the method's docstring. ``approval`` defaults to ``always`` for irreversible tools
-    and ``never`` otherwise.
+    and ``never`` otherwise. ``replay`` declares that the vendor honours the call's
+    idempotency key, so that an uncertain call can be sent again with it
+    (:class:`~reversi_core.manifest.Replay`).
     """
 
     def mark(func: F) -> F:
@@ -239,6 +250,7 @@ def tool(
             if approval is not None
             else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
             requires=tuple(requires),
+            replay=replay,
             doc=full,
         )
         func.__reversi_tool__ = spec  # type: ignore[attr-defined]
@@ -297,6 +309,7 @@ class Connector:
                     approval=spec.approval,
                     compensation=spec.compensation,
                     requires=list(spec.requires),
+                    replay=spec.replay,
                     input_schema=spec.input.model_json_schema(),
                     output_schema=spec.output.model_json_schema(),
                 )
@@ -498,6 +511,56 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
         return await connector.call(call.tool, call.args, ctx)
 
     return compensate
+
+
+def replayer_for(connectors: Iterable[Connector]) -> Compensator:
+    """An in-process replayer: runs an uncertain step's forward call again, as a replay.
+
+    Takes the same object as a compensation (:class:`CompensationCall`: the step's tool,
+    its journaled args, its key, run and step) and accepts it only as a replay: the tool
+    must declare :class:`~reversi_core.manifest.Replay` (its vendor honours the key) and
+    the key must be the step's original one, ``reversi-<run>-<step>``, and ``overwrite``
+    false (it is a compensation's, never a forward call's). The tool then runs
+    with ``CallContext(replay=True)`` and that key. Raises
+    :class:`ConfigurationError` for a connector that is not enabled,
+    :class:`UnknownToolError`, :class:`InvalidArgumentsError` for a tool that cannot be
+    replayed or a key that is not the step's, or whatever the tool raises
+    (``ToolError``: the call did not take effect; ``EffectUncertainError``: still unknown).
+    See docs/engine.md (RES-3).
+    """
+    by_name = {c.name: c for c in connectors}
+
+    async def replay(call: CompensationCall) -> dict[str, Any]:
+        prefix = call.tool.split(".", 1)[0]
+        connector = by_name.get(prefix)
+        if connector is None:
+            raise ConfigurationError(_not_enabled(call.tool, prefix))
+        spec = connector.tool_specs().get(call.tool)
+        if spec is None:
+            raise UnknownToolError(f"unknown tool {call.tool!r} for connector {prefix!r}")
+        if spec.replay is None:
+            raise InvalidArgumentsError(
+                f"{call.tool} cannot be replayed: its manifest does not declare that the vendor "
+                "honours its idempotency key, so a second call could act twice"
+            )
+        if call.overwrite:
+            raise InvalidArgumentsError(
+                f"a replay of step {call.step} of {call.run_id} re-sends its forward call, which "
+                "nothing may mark overwrite: that applies to a compensation only"
+            )
+        original = step_idempotency_key(call.run_id, call.step)
+        if call.idempotency_key != original:
+            raise InvalidArgumentsError(
+                f"a replay of step {call.step} of {call.run_id} must carry the step's own "
+                f"idempotency key {original!r}, not another: with another key the vendor "
+                "would carry the call out again"
+            )
+        ctx = CallContext(
+            run_id=call.run_id, step=call.step, idempotency_key=call.idempotency_key, replay=True
+        )
+        return await connector.call(call.tool, call.args, ctx)
+
+    return replay
 
 
 def _not_enabled(tool: str, prefix: str) -> str:

@@ -236,7 +236,9 @@ class HttpClient:
     (values shorter than four characters are ignored by the redactor). ``timeouts`` are
     the defaults of every request. ``error_code`` extracts ``(code, message)`` from an
     error response (default: :func:`default_error_code`). ``idempotency_header``, when
-    set (``"Idempotency-Key"`` for Stripe), is sent on every write. ``transport``
+    set (``"Idempotency-Key"`` for Stripe), is sent on every write, or only on the writes
+    whose method is in ``idempotency_methods`` when that is given (Stripe: ``POST``, since
+    a key on a ``DELETE`` has no effect there). ``transport``
     replaces the network transport (tests); ``verify`` is ``True`` (system CAs via
     certifi), ``False``, an :class:`ssl.SSLContext`, or the path of a PEM CA file or
     directory (a custom cluster CA). ``user_agent`` defaults to ``reversi/<version>``.
@@ -260,6 +262,7 @@ class HttpClient:
         timeouts: Timeouts | None = None,
         error_code: ErrorCodeHook | None = None,
         idempotency_header: str | None = None,
+        idempotency_methods: Collection[str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | bool | str | os.PathLike[str] = True,
         user_agent: str | None = None,
@@ -274,6 +277,9 @@ class HttpClient:
         self.base_url = check_base_url(base_url, vendor=vendor, scrub=self._scrub)
         self._error_code = error_code
         self._idempotency_header = idempotency_header
+        self._idempotency_methods = (
+            None if idempotency_methods is None else frozenset(m.upper() for m in idempotency_methods)
+        )
         # httpcore honours the trace extension; an arbitrary transport may not, and then
         # we cannot tell "not sent yet" from "sent" and assume the worse.
         self._traced = transport is None or isinstance(transport, httpx.AsyncHTTPTransport)
@@ -330,7 +336,8 @@ class HttpClient:
         between :class:`~reversi_core.errors.EffectUncertainError` and
         :class:`~reversi_core.errors.ToolError` when the outcome is lost.
         ``idempotency_key`` is sent in the client's ``idempotency_header`` on a write (a
-        fresh ``uuid4`` when ``None``; never on a read; ignored when the client has no
+        fresh ``uuid4`` when ``None``; never on a read, nor on a write whose method is not
+        in the client's ``idempotency_methods``; ignored when the client has no
         idempotency header). ``ok_statuses`` are non-2xx statuses to return instead of
         raising (``{404}`` for an undo whose target is already gone). ``timeouts``
         replaces the client's for this call.
@@ -354,7 +361,12 @@ class HttpClient:
         limits = timeouts if timeouts is not None else self.timeouts
         send_headers = dict(headers or {})
         header = self._idempotency_header
-        if header and writes and not any(k.lower() == header.lower() for k in send_headers):
+        if (
+            header
+            and writes
+            and (self._idempotency_methods is None or method in self._idempotency_methods)
+            and not any(k.lower() == header.lower() for k in send_headers)
+        ):
             send_headers[header] = idempotency_key or str(uuid.uuid4())
         progress = _Progress()
         try:

@@ -180,8 +180,9 @@ class HttpConnector(Connector):
     every setting's); ``base`` (:class:`BaseUrl`); ``auth`` (an :class:`AuthScheme`, or
     ``None`` when :meth:`signer` signs each request instead); ``headers`` sent with every
     request; ``errors`` (:class:`~reversi_core.http.ErrorTable`); ``idempotency_header``
-    when the vendor takes an idempotency key on writes (Stripe's ``Idempotency-Key``);
-    ``default_timeouts``.
+    when the vendor takes an idempotency key on writes (Stripe's ``Idempotency-Key``),
+    and ``idempotency_methods`` when it takes it only with some methods (Stripe: ``POST``;
+    ``None``, the default, is every write); ``default_timeouts``.
 
     The constructor takes every setting by its option name, plus ``timeouts`` (default
     :attr:`default_timeouts`), ``transport`` (an ``httpx`` transport, for tests) and
@@ -197,6 +198,7 @@ class HttpConnector(Connector):
     headers: ClassVar[Mapping[str, str]] = {}
     errors: ClassVar[ErrorTable] = ErrorTable()
     idempotency_header: ClassVar[str | None] = None
+    idempotency_methods: ClassVar[frozenset[str] | None] = None
     default_timeouts: ClassVar[Timeouts] = Timeouts()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -335,6 +337,7 @@ class HttpConnector(Connector):
                 timeouts=self.timeouts,
                 error_code=self.errors.hook(),
                 idempotency_header=self.idempotency_header,
+                idempotency_methods=self.idempotency_methods,
                 transport=self._transport,
                 verify=self._verify,
                 auth=self.signer(),
@@ -383,32 +386,44 @@ class HttpConnector(Connector):
 
         Every timeout is capped at the call's own limit (``ctx.timeout``, in seconds),
         reads and writes alike; a write to a vendor with an :attr:`idempotency_header`
-        carries :meth:`idempotency_key`. The arguments are those of
-        :meth:`reversi_core.http.HttpClient.request`, which says what is raised: a
-        ``ToolError`` naming the status and the vendor's code (from :attr:`errors`), or
-        ``EffectUncertainError`` for a write whose answer was lost. A 2xx answer that
-        :meth:`refusal_in` finds to be a refusal (Slack's HTTP 200 ``{"ok": false}``) is
-        raised as a ``ToolError`` with that status and the vendor's code, never returned.
+        carries :meth:`idempotency_key` (only with :attr:`idempotency_methods`, when
+        set). The arguments are those of :meth:`reversi_core.http.HttpClient.request`,
+        which says what is raised: a ``ToolError`` naming the status and the vendor's
+        code (from :attr:`errors`), or ``EffectUncertainError`` for a write whose answer
+        was lost. A 2xx answer that :meth:`refusal_in` finds to be a refusal (Slack's
+        HTTP 200 ``{"ok": false}``) is raised as a ``ToolError`` with that status and the
+        vendor's code, never returned. In a replay (``ctx.replay``), a ``ToolError`` that
+        does not show the call left the backend unchanged (:meth:`replay_settles`) is
+        raised as ``EffectUncertainError`` instead.
         """
         client = self._client()
         writes = write if write is not None else method.upper() not in READ_METHODS
-        key = self.idempotency_key(ctx) if self.idempotency_header and writes else None
-        resp = await client.request(
-            method,
-            path,
-            params=params,
-            json=json,
-            data=data,
-            content=content,
-            headers=headers,
-            write=writes,
-            idempotency_key=key,
-            ok_statuses=ok_statuses,
-            timeouts=client.timeouts.capped_at(ctx.timeout),
-        )
-        refused = self.refusal_in(resp) if resp.ok else None
-        if refused is not None:
-            raise client.refused(method, path, resp.status, *refused)
+        keyed = self.idempotency_methods is None or method.upper() in self.idempotency_methods
+        key = self.idempotency_key(ctx) if self.idempotency_header and writes and keyed else None
+        try:
+            resp = await client.request(
+                method,
+                path,
+                params=params,
+                json=json,
+                data=data,
+                content=content,
+                headers=headers,
+                write=writes,
+                idempotency_key=key,
+                ok_statuses=ok_statuses,
+                timeouts=client.timeouts.capped_at(ctx.timeout),
+            )
+            refused = self.refusal_in(resp) if resp.ok else None
+            if refused is not None:
+                raise client.refused(method, path, resp.status, *refused)
+        except ToolError as exc:
+            if ctx.replay and not self.replay_settles(exc):
+                raise EffectUncertainError(
+                    f"{exc}; as the answer to a replay this does not tell whether the first "
+                    "call took effect"
+                ) from None
+            raise
         return resp
 
     def refusal_in(self, resp: HttpResponse) -> tuple[str, str | None] | None:
@@ -421,6 +436,25 @@ class HttpConnector(Connector):
         ``ok_statuses`` answer outside 2xx); ``resp`` is already scrubbed of credentials.
         """
         return self.errors.refusal(resp.status, resp.headers, resp.json)
+
+    def replay_settles(self, error: ToolError) -> bool:
+        """Whether ``error``, answering a replay, shows that the call did not take effect.
+
+        A replay re-sends an uncertain step's request with its original idempotency key
+        (:meth:`reversi_core.engine.Run.replay`); a vendor that honours the key answers
+        with the first request's outcome, or carries the request out now if the first
+        never reached it. A refusal of the request itself (a 4xx naming what is wrong)
+        settles it: the call did not take effect. What does not: no answer at all (status
+        ``None``: nothing sent, or the connection lost), 401 and 403 (the credential may
+        have changed since), 408, 409 (the first request may still be running), a rate
+        limit, and every 5xx (the vendor may have stored a failure whose effect is
+        unknown). A connector overrides this for the vendor's own codes (Stripe's
+        ``idempotency_error``: the key was first used with other parameters).
+        """
+        status = error.status
+        if status is None or not 400 <= status < 500:
+            return False
+        return status not in (401, 403, 408, 409, 429) and error.code != "rate_limited"
 
     # -- reading answers --------------------------------------------------------------
 

@@ -1,0 +1,264 @@
+"""Replaying an uncertain step (docs/engine.md RES-2, RES-3), on a small keyed connector.
+
+``ledger.add`` stands for a vendor that honours idempotency keys: it remembers the
+answer it gave each key and gives it again, so a repeat never adds twice.
+``ledger.push`` is the same write from a vendor that does not (no ``replay`` declared).
+"""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel, ConfigDict
+
+from reversi_core import (
+    CallContext,
+    CommandReplayer,
+    Compensation,
+    CompensationCall,
+    Connector,
+    EffectUncertainError,
+    InvalidArgumentsError,
+    ManifestError,
+    Registry,
+    Replay,
+    ReplayRefusedError,
+    Run,
+    RunStateError,
+    SQLiteJournal,
+    ToolError,
+    executor_for,
+    registry_for,
+    replayer_for,
+    tool,
+)
+from reversi_core.journal import StepState
+from reversi_core.manifest import Effect
+
+pytestmark = pytest.mark.anyio
+
+WINDOW = 3600.0
+
+
+class Entry(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    amount: int
+
+
+class Added(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: int
+    amount: int
+
+
+class Removed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: int
+
+
+class Ledger(Connector):
+    """A ledger whose ``add`` answers a repeated key with its first answer."""
+
+    name = "ledger"
+
+    def __init__(self) -> None:
+        self.entries: dict[int, int] = {}
+        self.answers: dict[str, dict[str, Any]] = {}
+        self.contexts: list[CallContext] = []
+        self.fail_next: Exception | None = None
+        self.lose_next = False
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="ledger:write",
+        input=Entry,
+        output=Added,
+        compensation=Compensation(tool="ledger.remove", argument_map={"id": "result.id"}),
+        replay=Replay(window=WINDOW),
+    )
+    async def add(self, args: Entry, ctx: CallContext) -> dict[str, Any]:
+        """Add an entry (a repeated key gets the first answer)."""
+        self.contexts.append(ctx)
+        if self.fail_next is not None:
+            error, self.fail_next = self.fail_next, None
+            raise error
+        key = ctx.idempotency_key or ""
+        if key not in self.answers:
+            entry = len(self.entries) + 1
+            self.entries[entry] = args.amount
+            self.answers[key] = {"id": entry, "amount": args.amount}
+        if self.lose_next:
+            self.lose_next = False
+            raise EffectUncertainError("the answer was lost")
+        return dict(self.answers[key])
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="ledger:write",
+        input=Entry,
+        output=Added,
+        compensation=Compensation(tool="ledger.remove", argument_map={"id": "result.id"}),
+    )
+    async def push(self, args: Entry, ctx: CallContext) -> dict[str, Any]:
+        """Add an entry; the vendor keeps no record of keys."""
+        raise EffectUncertainError("the answer was lost")
+
+    @tool(effect=Effect.IDEMPOTENT, permission="ledger:undo", input=Removed, output=Removed)
+    async def remove(self, args: Removed, ctx: CallContext) -> dict[str, Any]:
+        """Remove an entry."""
+        self.entries.pop(args.id, None)
+        return {"id": args.id}
+
+
+@pytest.fixture
+def ledger() -> Ledger:
+    return Ledger()
+
+
+@pytest.fixture
+def run(journal: SQLiteJournal, ledger: Ledger) -> Run:
+    return Run.start(journal, registry_for([ledger]), executor=executor_for([ledger]))
+
+
+async def uncertain_add(run: Run, ledger: Ledger, amount: int = 5) -> int:
+    ledger.lose_next = True
+    outcome = await run.attempt("ledger.add", {"amount": amount})
+    assert outcome.state is StepState.UNCERTAIN
+    assert outcome.step is not None
+    return outcome.step
+
+
+@pytest.mark.req("RES-2")
+def test_the_registry_refuses_a_read_only_tool_that_declares_replay() -> None:
+    manifest = {
+        "name": "x.read",
+        "effect": "read_only",
+        "permission": "x:read",
+        "replay": {"window": 60},
+    }
+    with pytest.raises(ManifestError, match="a read is never uncertain"):
+        Registry.from_manifests([manifest])
+    with pytest.raises(ManifestError, match="greater than 0"):
+        Registry.from_manifests([{**manifest, "effect": "idempotent", "replay": {"window": 0}}])
+    assert Registry.from_manifests([{**manifest, "effect": "idempotent"}]).get("x.read").replay == Replay(
+        window=60
+    )
+
+
+@pytest.mark.req("RES-3")
+async def test_a_replay_sends_the_journaled_call_with_the_steps_own_key(run: Run, ledger: Ledger) -> None:
+    seq = await uncertain_add(run, ledger, 7)
+    outcome = await run.replay(seq)
+    assert outcome.applied is True
+    assert ledger.entries == {1: 7}  # added once, by the first call
+    first, again = ledger.contexts
+    assert again.idempotency_key == first.idempotency_key == f"reversi-{run.id}-{seq}"
+    assert again.replay
+    assert not first.replay
+    assert not again.compensation
+    step = outcome.step
+    assert step.state is StepState.UNCERTAIN
+    assert step.resolution == "applied"
+    assert step.result == {"id": 1, "amount": 7}
+    assert step.compensation == {"tool": "ledger.remove", "args": {"id": 1}}
+    events = [e for e in run.journal.list_events(run.id) if e["kind"] == "replayed"]
+    assert [e["detail"] for e in events] == [{"outcome": "applied"}]
+
+
+@pytest.mark.req("RES-3")
+async def test_a_refusal_resolves_not_applied_anything_else_leaves_it_uncertain(
+    run: Run, ledger: Ledger
+) -> None:
+    seq = await uncertain_add(run, ledger)
+    for error in (EffectUncertainError("lost again"), InvalidArgumentsError("refused before sending")):
+        ledger.fail_next = error
+        outcome = await run.replay(seq)
+        assert outcome.applied is None
+        assert outcome.step.resolution is None
+        assert str(error) in (outcome.reason or "")
+    ledger.fail_next = ToolError("ledger: HTTP 400 (no_such_account)", status=400, code="no_such_account")
+    outcome = await run.replay(seq)
+    assert outcome.applied is False
+    assert outcome.step.resolution == "not_applied"
+    assert "no_such_account" in (outcome.reason or "")
+    details = [e["detail"]["outcome"] for e in run.journal.list_events(run.id) if e["kind"] == "replayed"]
+    assert details == ["uncertain", "uncertain", "not_applied"]
+
+
+@pytest.mark.req("RES-2")
+async def test_a_replay_is_refused_without_replay_declared_or_past_the_window(
+    run: Run, ledger: Ledger
+) -> None:
+    pushed = await run.attempt("ledger.push", {"amount": 1})
+    assert pushed.step is not None
+    with pytest.raises(ReplayRefusedError, match=r"ledger\.push cannot be replayed"):
+        await run.replay(pushed.step)
+    seq = await uncertain_add(run, ledger)
+    started = run.journal.get_step(run.id, seq).started_at
+    with pytest.raises(ReplayRefusedError, match=r"within 1\.0 hours"):
+        await run.replay(seq, now=started + WINDOW)
+    assert len(ledger.contexts) == 1  # nothing was sent
+    done = await run.attempt("ledger.add", {"amount": 2})
+    assert done.step is not None
+    with pytest.raises(RunStateError, match="not uncertain"):
+        await run.replay(done.step)
+    unknown = Run.open(run.journal, Registry({}), run.id, executor=run.executor)
+    with pytest.raises(ReplayRefusedError, match="no manifest"):
+        await unknown.replay(seq)
+
+
+@pytest.mark.req("RES-3")
+async def test_the_in_process_replayer_takes_only_a_replayable_tool_with_the_steps_key(
+    ledger: Ledger,
+) -> None:
+    replay = replayer_for([ledger])
+    with pytest.raises(InvalidArgumentsError, match="step's own idempotency key"):
+        await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2-undo", "run_1", 2))
+    with pytest.raises(InvalidArgumentsError, match="cannot be replayed"):
+        await replay(CompensationCall("ledger.push", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
+    with pytest.raises(InvalidArgumentsError, match="compensation only"):
+        await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2, overwrite=True))
+    assert ledger.contexts == []
+    result = await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
+    assert result == {"id": 1, "amount": 1}
+    assert ledger.contexts[0].replay
+    assert not ledger.contexts[0].overwrite
+
+
+def _script(tmp_path: Path, body: str) -> list[str]:
+    path = tmp_path / "replayer.py"
+    path.write_text(textwrap.dedent(body))
+    return [sys.executable, str(path)]
+
+
+@pytest.mark.req("RES-3")
+async def test_the_replay_command_maps_exit_statuses_to_outcomes(tmp_path: Path) -> None:
+    ctx = CallContext(run_id="run_1", step=2, idempotency_key="reversi-run_1-2", replay=True)
+    echo = _script(
+        tmp_path,
+        """
+        import json, sys
+        call = json.load(sys.stdin)
+        print(json.dumps({"seen": call}))
+        """,
+    )
+    seen = await CommandReplayer(echo)("ledger.add", {"amount": 3}, ctx)
+    assert seen == {"seen": {"tool": "ledger.add", "args": {"amount": 3},
+                             "idempotency_key": "reversi-run_1-2", "run_id": "run_1", "step": 2,
+                             "overwrite": False}}
+    for status, raised in ((3, ToolError), (1, EffectUncertainError), (2, EffectUncertainError)):
+        cmd = _script(tmp_path, f"import sys; sys.stderr.write('why {status}\\n'); sys.exit({status})")
+        with pytest.raises(raised, match=f"why {status}"):
+            await CommandReplayer(cmd)("ledger.add", {}, ctx)
+    silent = _script(tmp_path, "print('not json')")
+    with pytest.raises(EffectUncertainError, match="no JSON object"):
+        await CommandReplayer(silent)("ledger.add", {}, ctx)
+    with pytest.raises(EffectUncertainError, match="nothing was sent"):
+        await CommandReplayer(echo)("ledger.add", {}, CallContext(replay=True))
+    slow = _script(tmp_path, "import time; time.sleep(30)")
+    with pytest.raises(EffectUncertainError, match="did not finish"):
+        await CommandReplayer(slow, timeout=0.5)("ledger.add", {}, ctx)
