@@ -369,6 +369,7 @@ class HttpConnector(Connector):
         headers: Mapping[str, str] | None = None,
         write: bool | None = None,
         ok_statuses: Collection[int] = (),
+        base_url: str | None = None,
     ) -> HttpResponse:
         """Send one request for the call ``ctx`` and return the answer, or raise.
 
@@ -394,6 +395,7 @@ class HttpConnector(Connector):
             idempotency_key=key,
             ok_statuses=ok_statuses,
             timeouts=client.timeouts.capped_at(ctx.timeout),
+            base_url=base_url,
         )
 
     # -- reading answers --------------------------------------------------------------
