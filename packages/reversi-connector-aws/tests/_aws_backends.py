@@ -1,4 +1,6 @@
-"""Backends for the aws tests (helpers; conftest.py makes the fixtures): the package's fake S3, and moto's S3 server (auth checking on).
+"""Backends for the aws tests: the package's fake S3, and moto's S3 server (auth checking on).
+
+(Helpers only; conftest.py makes the fixtures.)
 
 moto is started once per test session on 127.0.0.1 (``ThreadedMotoServer``), with its
 request-auth checking on (``POST /moto-api/reset-auth``): every request must then be
@@ -11,18 +13,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import boto3
-import httpx
-from moto.server import ThreadedMotoServer
-from reversi_core.http import Timeouts
-from reversi_core.testing import FakeServer
 
 from reversi_connector_aws import AwsConnector
-from reversi_connector_aws.testing import ACCESS_KEY, REGION, SECRET_KEY, FakeS3
+from reversi_connector_aws.testing import REGION, FakeS3
+from reversi_core.http import Timeouts
 
 AGENT_ACTIONS = ["s3:GetObject", "s3:PutObject", "s3:DeleteObject", "s3:ListBucket"]
 """The IAM actions docs/connectors/aws.md lists for the five tools together."""
@@ -55,7 +53,10 @@ class Moto:
 
 def make_user(iam: Any, name: str, actions: list[str]) -> tuple[str, str]:
     iam.create_user(UserName=name)
-    policy = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}]}
+    policy = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": actions, "Resource": "*"}],
+    }
     iam.put_user_policy(UserName=name, PolicyName=f"{name}-s3", PolicyDocument=json.dumps(policy))
     made = iam.create_access_key(UserName=name)["AccessKey"]
     return made["AccessKeyId"], made["SecretAccessKey"]
@@ -123,4 +124,3 @@ class Backend:
         assert self.moto is not None
         pages = self.moto.s3().get_paginator("list_objects_v2").paginate(Bucket=self.bucket)
         return sorted(o["Key"] for page in pages for o in page.get("Contents", []))
-

@@ -10,9 +10,9 @@ import boto3
 import httpx
 import pytest
 from moto.server import ThreadedMotoServer
-from reversi_core.testing import FakeServer
 
 from reversi_connector_aws.testing import ACCESS_KEY, REGION, SECRET_KEY, FakeS3
+from reversi_core.testing import FakeServer
 
 TESTS_DIR = Path(__file__).parent
 if str(TESTS_DIR) not in sys.path:
@@ -20,10 +20,10 @@ if str(TESTS_DIR) not in sys.path:
 
 from _aws_backends import (  # noqa: E402 - found only after the tests folder is put on sys.path above
     AGENT_ACTIONS,
+    BUCKETS,
     READER_ACTIONS,
     Backend,
     Moto,
-    BUCKETS,
     make_user,
 )
 
@@ -38,7 +38,10 @@ def moto() -> Iterator[Moto]:
         # auth checking on, after the 9 unauthenticated calls that make the IAM users
         httpx.post(f"{url}/moto-api/reset-auth", content=b"9").raise_for_status()
         iam = boto3.client(
-            "iam", endpoint_url=url, aws_access_key_id="AKIABOOTSTRAP0000000", aws_secret_access_key="x" * 40,
+            "iam",
+            endpoint_url=url,
+            aws_access_key_id="AKIABOOTSTRAP0000000",
+            aws_secret_access_key="x" * 40,
             region_name=REGION,
         )
         yield Moto(
@@ -55,7 +58,6 @@ def moto() -> Iterator[Moto]:
 def bucket() -> str:
     """A bucket name of this test's own."""
     return next(BUCKETS)
-
 
 
 @pytest.fixture

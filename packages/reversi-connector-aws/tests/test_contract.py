@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from reversi_core.testing import ConnectorContract
-
 from reversi_connector_aws import AwsConnector
+from reversi_core.testing import ConnectorContract
 
 
 class TestAwsContract(ConnectorContract):

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from _aws_backends import Backend
-from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
-from reversi_core.errors import InvalidArgumentsError, ToolError
 
 from reversi_connector_aws import BACKUP_PREFIX, MAX_OBJECT_BYTES
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
 
@@ -44,14 +44,16 @@ async def test_every_tool_addresses_exactly_the_key_given(backend: Backend, key:
     assert backend.keys_now() == sorted(["decoy", key])
     assert backend.read(key) == b"v1"
     again = await aws.call("aws.put_object", {"bucket": b, "key": key, "content": "v2"})
-    assert again["existed"] and again["backup_key"].startswith(BACKUP_PREFIX)
+    assert again["existed"]
+    assert again["backup_key"].startswith(BACKUP_PREFIX)
     assert backend.read(again["backup_key"]) == b"v1"  # the copy source was exactly this key
     read = await aws.call("aws.get_object", {"bucket": b, "key": key})
     assert (read["key"], read["content"], read["etag"]) == (key, "v2", again["etag"])
     listed = await aws.call("aws.list_objects", {"bucket": b})
     assert sorted(o["key"] for o in listed["objects"]) == sorted(["decoy", key])
     gone = await aws.call("aws.delete_object", {"bucket": b, "key": key})
-    assert gone["deleted"] and backend.read(key) is None
+    assert gone["deleted"]
+    assert backend.read(key) is None
     await aws.call(
         "aws.restore_object",
         {"bucket": b, "key": key, "backup_key": gone["backup_key"], "expected_etag": None},
@@ -87,7 +89,9 @@ async def test_keys_s3_cannot_hold_or_the_backups_are_refused_before_any_request
     assert fake_backend.keys_now() == []
 
 
-async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(backend: Backend) -> None:
+async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
+    backend: Backend,
+) -> None:
     aws = backend.connector()
     b = backend.bucket
     backend.write("keep.txt", b"old")
@@ -108,7 +112,12 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
         with pytest.raises(InvalidArgumentsError, match="backup key"):
             await aws.call(
                 "aws.restore_object",
-                {"bucket": fake_backend.bucket, "key": "k", "backup_key": bad, "expected_etag": None},
+                {
+                    "bucket": fake_backend.bucket,
+                    "key": "k",
+                    "backup_key": bad,
+                    "expected_etag": None,
+                },
             )
 
 
@@ -120,7 +129,11 @@ async def test_pages_of_a_listing_join_up(backend: Backend) -> None:
     seen: list[str] = []
     token = None
     for _ in range(5):
-        args = {"bucket": backend.bucket, "max_keys": 2, **({"continuation_token": token} if token else {})}
+        args = {
+            "bucket": backend.bucket,
+            "max_keys": 2,
+            **({"continuation_token": token} if token else {}),
+        }
         page = await aws.call("aws.list_objects", args)
         seen += [o["key"] for o in page["objects"]]
         token = page["next_continuation_token"]
@@ -133,19 +146,31 @@ async def test_text_and_base64_content(backend: Backend) -> None:
     aws = backend.connector()
     b = backend.bucket
     blob = bytes(range(256))
-    await aws.call("aws.put_object", {"bucket": b, "key": "bin", "content": base64.b64encode(blob).decode(), "encoding": "base64"})
+    await aws.call(
+        "aws.put_object",
+        {
+            "bucket": b,
+            "key": "bin",
+            "content": base64.b64encode(blob).decode(),
+            "encoding": "base64",
+        },
+    )
     assert backend.read("bin") == blob
     read = await aws.call("aws.get_object", {"bucket": b, "key": "bin", "encoding": "base64"})
-    assert base64.b64decode(read["content"]) == blob and read["size"] == 256
+    assert base64.b64decode(read["content"]) == blob
+    assert read["size"] == 256
     with pytest.raises(ToolError) as refused:
         await aws.call("aws.get_object", {"bucket": b, "key": "bin"})
     assert refused.value.code == "not_text"
     await aws.call("aws.put_object", {"bucket": b, "key": "t", "content": "Grüße 🙂"})
     assert backend.read("t") == "Grüße 🙂".encode()
     text = await aws.call("aws.get_object", {"bucket": b, "key": "t"})
-    assert text["content"] == "Grüße 🙂" and text["content_type"].startswith("text/plain")
+    assert text["content"] == "Grüße 🙂"
+    assert text["content_type"].startswith("text/plain")
     with pytest.raises(ToolError) as bad:
-        await aws.call("aws.put_object", {"bucket": b, "key": "x", "content": "***", "encoding": "base64"})
+        await aws.call(
+            "aws.put_object", {"bucket": b, "key": "x", "content": "***", "encoding": "base64"}
+        )
     assert bad.value.code == "invalid_content"
 
 
@@ -154,14 +179,18 @@ async def test_objects_over_5_mib_are_neither_written_nor_read(fake_backend: Bac
     b = fake_backend.bucket
     big = base64.b64encode(b"\0" * (MAX_OBJECT_BYTES + 1)).decode()
     with pytest.raises(ToolError) as refused:
-        await aws.call("aws.put_object", {"bucket": b, "key": "big", "content": big, "encoding": "base64"})
+        await aws.call(
+            "aws.put_object", {"bucket": b, "key": "big", "content": big, "encoding": "base64"}
+        )
     assert refused.value.code == "too_large"
     fake_backend.write("huge", b"\0" * (MAX_OBJECT_BYTES + 1))
     with pytest.raises(ToolError) as too_big:
         await aws.call("aws.get_object", {"bucket": b, "key": "huge", "encoding": "base64"})
     assert too_big.value.code == "too_large"
     exactly = base64.b64encode(b"\1" * MAX_OBJECT_BYTES).decode()
-    made = await aws.call("aws.put_object", {"bucket": b, "key": "max", "content": exactly, "encoding": "base64"})
+    made = await aws.call(
+        "aws.put_object", {"bucket": b, "key": "max", "content": exactly, "encoding": "base64"}
+    )
     assert made["size"] == MAX_OBJECT_BYTES
 
 
@@ -170,7 +199,9 @@ async def test_an_object_over_5_gib_is_not_touched_since_copyobject_cannot_back_
 ) -> None:
     import reversi_connector_aws.connector as module
 
-    monkeypatch.setattr(module, "MAX_COPY_BYTES", 10)  # an 11-byte object stands for a 5 GiB + 1 one
+    monkeypatch.setattr(
+        module, "MAX_COPY_BYTES", 10
+    )  # an 11-byte object stands for a 5 GiB + 1 one
     fake_backend.write("big", b"eleven byte")
     aws = fake_backend.connector()
     for tool, extra in [("aws.put_object", {"content": "x"}), ("aws.delete_object", {})]:
@@ -188,13 +219,16 @@ async def test_deleting_a_key_that_does_not_exist_changes_nothing_and_its_undo_n
     gone = await aws.call("aws.delete_object", {"bucket": backend.bucket, "key": "never"})
     assert (gone["existed"], gone["deleted"], gone["backup_key"]) == (False, False, None)
     undone = await aws.call(
-        "aws.restore_object", {"bucket": backend.bucket, "key": "never", "backup_key": None, "expected_etag": None}
+        "aws.restore_object",
+        {"bucket": backend.bucket, "key": "never", "backup_key": None, "expected_etag": None},
     )
     assert undone["action"] == "none"
     assert backend.keys_now() == []
 
 
-async def test_a_run_is_rolled_back_newest_first_through_the_engine(backend: Backend, tmp_path: Path) -> None:
+async def test_a_run_is_rolled_back_newest_first_through_the_engine(
+    backend: Backend, tmp_path: Path
+) -> None:
     """Two writes and a delete of one key, and a new key: the edges order the undo."""
     aws = backend.connector()
     b = backend.bucket

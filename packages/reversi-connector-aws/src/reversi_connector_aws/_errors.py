@@ -7,7 +7,7 @@ error has no body, so its status alone says what happened.
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET  # noqa: S405 - expat >= 2.4.1 refuses entity bombs; no external entities
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,9 @@ class S3ErrorTable(ErrorTable):
 
     def hook(self) -> ErrorCodeHook:
         def classify_response(response: httpx.Response) -> tuple[str | None, str | None]:
-            return self.classify(response.status_code, response.headers, _error_fields(response.content))
+            return self.classify(
+                response.status_code, response.headers, _error_fields(response.content)
+            )
 
         return classify_response
 
@@ -82,6 +84,8 @@ ERRORS = S3ErrorTable(
         412: "precondition_failed",
         416: "invalid_range",
     },
-    rate_limit=RateLimit(statuses=frozenset({429}), codes=frozenset({"rate_limited"}), retry_after=False),
+    rate_limit=RateLimit(
+        statuses=frozenset({429}), codes=frozenset({"rate_limited"}), retry_after=False
+    ),
 )
 """The table every aws request's error goes through."""

@@ -15,9 +15,10 @@ from email.utils import formatdate
 from typing import Any
 from xml.sax.saxutils import escape
 
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+from botocore.auth import S3SigV4Auth  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
+from botocore.credentials import Credentials  # type: ignore[import-untyped]
+
 from reversi_core.testing import FakeAuth, FakeRequest, FakeResponse, VendorFake, vendor_route
 
 from ._keys import BACKUP_PREFIX
@@ -117,7 +118,9 @@ class FakeS3(VendorFake):
 
     # -- S3's answers to what the kit checks -------------------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """S3's error body: ``<Error><Code/><Message/>...</Error>``
         (https://docs.aws.amazon.com/AmazonS3/latest/API/ErrorResponses.html)."""
         fields = "".join(f"<{k}>{escape(str(v))}</{k}>" for k, v in extra.items())
@@ -152,8 +155,13 @@ class FakeS3(VendorFake):
         problem = self._signature_problem(signed, credential)
         if problem is not None:
             return self.error(403, problem, code="SignatureDoesNotMatch")
-        if self.session_token is not None and signed.headers.get("x-amz-security-token") != self.session_token:
-            return self.error(403, "The security token included in the request is invalid.", code="InvalidToken")
+        if (
+            self.session_token is not None
+            and signed.headers.get("x-amz-security-token") != self.session_token
+        ):
+            return self.error(
+                403, "The security token included in the request is invalid.", code="InvalidToken"
+            )
         return None
 
     def _signature_problem(self, request: FakeRequest, access_key: str) -> str | None:
@@ -176,7 +184,9 @@ class FakeS3(VendorFake):
             headers={name: request.headers[name] for name in names},
         )
         aws.context["timestamp"] = stamp
-        signer = S3SigV4Auth(Credentials(access_key, self.secrets[access_key], self.session_token), "s3", self.region)
+        signer = S3SigV4Auth(
+            Credentials(access_key, self.secrets[access_key], self.session_token), "s3", self.region
+        )
         expected = signer.signature(signer.string_to_sign(aws, signer.canonical_request(aws)), aws)
         if not hmac.compare_digest(expected, found["signature"]):
             return "The request signature we calculated does not match the signature you provided."
@@ -214,7 +224,9 @@ class FakeS3(VendorFake):
         with self.lock:
             self.buckets.setdefault(name, {})
 
-    def put(self, bucket: str, key: str, data: bytes | str, content_type: str = "binary/octet-stream") -> str:
+    def put(
+        self, bucket: str, key: str, data: bytes | str, content_type: str = "binary/octet-stream"
+    ) -> str:
         """Store an object directly (a writer other than the connector); return its ETag."""
         with self.lock:
             raw = data.encode() if isinstance(data, str) else data
@@ -235,7 +247,11 @@ class FakeS3(VendorFake):
                 entry: dict[str, Any] = {"objects": {}, "backups": {}}
                 for key, obj in sorted(objects.items()):
                     side = "backups" if key.startswith(BACKUP_PREFIX) else "objects"
-                    entry[side][key] = {"etag": obj.etag, "size": len(obj.data), "content_type": obj.content_type}
+                    entry[side][key] = {
+                        "etag": obj.etag,
+                        "size": len(obj.data),
+                        "content_type": obj.content_type,
+                    }
                 out[name] = entry
             return copy.deepcopy({"buckets": out})
 
@@ -247,7 +263,9 @@ class FakeS3(VendorFake):
             return self.error(404, "The specified bucket does not exist", code="NoSuchBucket")
         return found
 
-    def _precondition(self, request: FakeRequest, obj: S3Object | None, *, write: bool) -> FakeResponse | None:
+    def _precondition(
+        self, request: FakeRequest, obj: S3Object | None, *, write: bool
+    ) -> FakeResponse | None:
         """``If-Match`` and ``If-None-Match`` against the object now at the key."""
         if_match = request.headers.get("if-match")
         if if_match is not None:
@@ -298,7 +316,11 @@ class FakeS3(VendorFake):
         delimiter = query.get("delimiter") or None
         raw_max = query.get("max-keys", "1000")
         if not raw_max.isdigit():
-            return self.error(400, "Provided max-keys not an integer or within integer range", code="InvalidArgument")
+            return self.error(
+                400,
+                "Provided max-keys not an integer or within integer range",
+                code="InvalidArgument",
+            )
         max_keys = min(int(raw_max), 1000)
         start = ""
         token = query.get("continuation-token")
@@ -306,7 +328,9 @@ class FakeS3(VendorFake):
             try:
                 start = base64.urlsafe_b64decode(token.encode()).decode("utf-8")
             except (ValueError, UnicodeDecodeError):
-                return self.error(400, "The continuation token provided is incorrect", code="InvalidArgument")
+                return self.error(
+                    400, "The continuation token provided is incorrect", code="InvalidArgument"
+                )
         url = query.get("encoding-type") == "url"
 
         def spell(text: str) -> str:
@@ -328,7 +352,9 @@ class FakeS3(VendorFake):
                     truncated = True
                     break
                 seen_prefixes.add(group)
-                entries.append((group, f"<CommonPrefixes><Prefix>{spell(group)}</Prefix></CommonPrefixes>"))
+                entries.append(
+                    (group, f"<CommonPrefixes><Prefix>{spell(group)}</Prefix></CommonPrefixes>")
+                )
                 last = key
                 continue
             if len(entries) >= max_keys:
@@ -401,7 +427,9 @@ class FakeS3(VendorFake):
             return refused
         source = request.headers.get("x-amz-copy-source")
         if source is None:
-            obj = S3Object(request.body, request.headers.get("content-type") or "binary/octet-stream")
+            obj = S3Object(
+                request.body, request.headers.get("content-type") or "binary/octet-stream"
+            )
             found[key] = obj
             return FakeResponse(200, headers={"ETag": obj.etag})
         bucket_name, _, source_key = urllib.parse.unquote(source.removeprefix("/")).partition("/")

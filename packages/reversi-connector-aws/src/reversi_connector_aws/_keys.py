@@ -33,7 +33,9 @@ MAX_KEY_BYTES = 1024
 """S3's longest key, in bytes of UTF-8 (https://docs.aws.amazon.com/AmazonS3/latest/userguide/object-keys.html)."""
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_BACKUP = re.compile(r"^\.reversi-backups/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+_BACKUP = re.compile(
+    r"^\.reversi-backups/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -82,14 +84,18 @@ def check_key(key: str) -> str:
     """
     _check_any_key(key)
     if key.startswith(BACKUP_PREFIX):
-        raise ValueError(f"keys under {BACKUP_PREFIX} are the connector's backups; the tools do not touch them")
+        raise ValueError(
+            f"keys under {BACKUP_PREFIX} are the connector's backups; the tools do not touch them"
+        )
     return key
 
 
 def check_backup_key(key: str) -> str:
     """``key`` if it is a backup key this connector makes (``.reversi-backups/<uuid4>``)."""
     if not _BACKUP.fullmatch(key):
-        raise ValueError(f"a backup key is {BACKUP_PREFIX}<uuid>, as put_object or delete_object returned it")
+        raise ValueError(
+            f"a backup key is {BACKUP_PREFIX}<uuid>, as put_object or delete_object returned it"
+        )
     return key
 
 

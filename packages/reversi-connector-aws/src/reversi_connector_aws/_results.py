@@ -48,7 +48,9 @@ class ListObjectsResult(_Result):
     bucket: str = Field(description="The bucket.")
     prefix: str = Field(description="The prefix asked for.")
     objects: list[ListedObject] = Field(description="The objects of this page, in key order.")
-    common_prefixes: list[str] = Field(description="Key groups up to the delimiter, if one was given.")
+    common_prefixes: list[str] = Field(
+        description="Key groups up to the delimiter, if one was given."
+    )
     truncated: bool = Field(description="True when more entries follow.")
     next_continuation_token: str | None = Field(description="Pass it to read the next page.")
 
@@ -59,7 +61,9 @@ class PutObjectResult(_Result):
     bucket: str = Field(description="The bucket.")
     key: str = Field(description="The key written.")
     existed: bool = Field(description="True when the call replaced an object.")
-    backup_key: str | None = Field(description="Where the replaced object was copied first; null when there was none.")
+    backup_key: str | None = Field(
+        description="Where the replaced object was copied first; null when there was none."
+    )
     etag: str = Field(description="The ETag of the object this call wrote.")
     size: int = Field(description="Bytes written.")
 
@@ -71,7 +75,9 @@ class DeleteObjectResult(_Result):
     key: str = Field(description="The key.")
     existed: bool = Field(description="False when there was nothing to delete.")
     deleted: bool = Field(description="True when this call deleted an object.")
-    backup_key: str | None = Field(description="Where the object was copied before it was deleted; null when there was none.")
+    backup_key: str | None = Field(
+        description="Where the object was copied before it was deleted; null when there was none."
+    )
     etag: None = Field(description="Always null: the call leaves no object at the key.")
 
 

@@ -10,13 +10,15 @@ from __future__ import annotations
 from collections.abc import Generator
 
 import httpx
-from botocore.auth import S3SigV4Auth
-from botocore.awsrequest import AWSRequest
-from botocore.credentials import Credentials
+from botocore.auth import S3SigV4Auth  # type: ignore[import-untyped]
+from botocore.awsrequest import AWSRequest  # type: ignore[import-untyped]
+from botocore.credentials import Credentials  # type: ignore[import-untyped]
 
 __all__ = ["SIGNED_HEADERS", "S3Signer"]
 
-SIGNED_HEADERS = frozenset({"host", "content-type", "content-md5", "if-match", "if-none-match", "range"})
+SIGNED_HEADERS = frozenset(
+    {"host", "content-type", "content-md5", "if-match", "if-none-match", "range"}
+)
 """Headers signed besides every ``x-amz-*`` one: a proxy cannot drop a precondition unnoticed."""
 
 
@@ -30,7 +32,9 @@ class S3Signer(httpx.Auth):
 
     requires_request_body = True
 
-    def __init__(self, access_key: str, secret_key: str, session_token: str | None, region: str) -> None:
+    def __init__(
+        self, access_key: str, secret_key: str, session_token: str | None, region: str
+    ) -> None:
         self._credentials = Credentials(access_key, secret_key, session_token)
         self._region = region
 
@@ -40,7 +44,9 @@ class S3Signer(httpx.Auth):
             for name, value in request.headers.items()
             if name.lower() in SIGNED_HEADERS or name.lower().startswith("x-amz-")
         }
-        aws = AWSRequest(method=request.method, url=str(request.url), data=request.content, headers=headers)
+        aws = AWSRequest(
+            method=request.method, url=str(request.url), data=request.content, headers=headers
+        )
         S3SigV4Auth(self._credentials, "s3", self._region).add_auth(aws)
         for name, value in aws.headers.items():
             request.headers[name] = value

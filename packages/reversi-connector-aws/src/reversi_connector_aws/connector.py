@@ -31,11 +31,12 @@ import binascii
 import dataclasses
 import re
 import urllib.parse
-import xml.etree.ElementTree as ET  # noqa: S405 - parsing goes through _errors.parse_xml
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 import httpx
+
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import ToolError
 from reversi_core.http import BaseUrl, HttpConnector, HttpResponse, Setting
@@ -166,8 +167,12 @@ class AwsConnector(HttpConnector):
     name = "aws"
     settings = (
         Setting("AWS_ACCESS_KEY_ID", "access_key_id", "an IAM access key id", secret=True),
-        Setting("AWS_SECRET_ACCESS_KEY", "secret_access_key", "the access key's secret", secret=True),
-        Setting("AWS_REGION", "region", "the bucket's region, such as eu-west-1", check=_check_region),
+        Setting(
+            "AWS_SECRET_ACCESS_KEY", "secret_access_key", "the access key's secret", secret=True
+        ),
+        Setting(
+            "AWS_REGION", "region", "the bucket's region, such as eu-west-1", check=_check_region
+        ),
         Setting(
             "AWS_SESSION_TOKEN",
             "session_token",
@@ -257,7 +262,9 @@ class AwsConnector(HttpConnector):
         size = resp.headers.get("content-length", "")
         if not etag or not size.isdigit():
             raise self.malformed("has no ETag or Content-Length", resp, wrote=False)
-        return _Head(etag, int(size), resp.headers.get("content-type"), resp.headers.get("last-modified"))
+        return _Head(
+            etag, int(size), resp.headers.get("content-type"), resp.headers.get("last-modified")
+        )
 
     async def _missing(self, ctx: CallContext, bucket: str, key: str) -> ToolError:
         """The error for a key HeadObject did not find: is it the bucket that is missing?
@@ -273,7 +280,9 @@ class AwsConnector(HttpConnector):
             if exc.status == 404:
                 return ToolError(str(exc), status=404, code="no_such_bucket")
             raise
-        return ToolError(f"aws: HEAD s3://{bucket}/{key}: HTTP 404: no such key", status=404, code="not_found")
+        return ToolError(
+            f"aws: HEAD s3://{bucket}/{key}: HTTP 404: no such key", status=404, code="not_found"
+        )
 
     def _check_copyable(self, bucket: str, key: str, head: _Head) -> None:
         if head.size > MAX_COPY_BYTES:
@@ -341,7 +350,12 @@ class AwsConnector(HttpConnector):
 
     # -- the tools ---------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="aws:s3:read", input=GetObjectArgs, output=GetObjectResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="aws:s3:read",
+        input=GetObjectArgs,
+        output=GetObjectResult,
+    )
     async def get_object(self, args: GetObjectArgs, ctx: CallContext) -> dict[str, Any]:
         """Read one object (at most 5 MiB), as text or base64.
 
@@ -387,7 +401,12 @@ class AwsConnector(HttpConnector):
             "last_modified": resp.headers.get("last-modified"),
         }
 
-    @tool(effect=Effect.READ_ONLY, permission="aws:s3:read", input=ListObjectsArgs, output=ListObjectsResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="aws:s3:read",
+        input=ListObjectsArgs,
+        output=ListObjectsResult,
+    )
     async def list_objects(self, args: ListObjectsArgs, ctx: CallContext) -> dict[str, Any]:
         """List a bucket's objects, a page of up to 1000 at a time; backups are never listed.
 
@@ -399,7 +418,11 @@ class AwsConnector(HttpConnector):
         Raises ``ToolError``: 404 ``no_such_bucket``, 403 ``forbidden``, 400 for a bad
         continuation token.
         """
-        params: dict[str, Any] = {"list-type": "2", "encoding-type": "url", "max-keys": args.max_keys}
+        params: dict[str, Any] = {
+            "list-type": "2",
+            "encoding-type": "url",
+            "max-keys": args.max_keys,
+        }
         if args.prefix:
             params["prefix"] = args.prefix
         if args.delimiter is not None:
@@ -429,9 +452,9 @@ class AwsConnector(HttpConnector):
                 )
             elif kind == "CommonPrefixes":
                 prefix = urllib.parse.unquote_plus(_child_text(child, "Prefix") or "")
-                if not prefix.startswith(BACKUP_PREFIX) and not BACKUP_PREFIX.startswith(prefix):
-                    prefixes.append(prefix)
-                elif not prefix.startswith(BACKUP_PREFIX) and prefix != ".":
+                if (
+                    not prefix.startswith(BACKUP_PREFIX) and not BACKUP_PREFIX.startswith(prefix)
+                ) or (not prefix.startswith(BACKUP_PREFIX) and prefix != "."):
                     prefixes.append(prefix)
         truncated = (_child_text(root, "IsTruncated") or "").lower() == "true"
         return {
@@ -440,7 +463,9 @@ class AwsConnector(HttpConnector):
             "objects": objects,
             "common_prefixes": prefixes,
             "truncated": truncated,
-            "next_continuation_token": _child_text(root, "NextContinuationToken") if truncated else None,
+            "next_continuation_token": _child_text(root, "NextContinuationToken")
+            if truncated
+            else None,
         }
 
     @tool(
@@ -545,7 +570,8 @@ class AwsConnector(HttpConnector):
             if exc.status == 404:
                 raise ToolError(
                     f"aws: s3://{args.bucket}/{args.key} was deleted by someone else after it was "
-                    f"read (HTTP 404 to the conditional delete); nothing was deleted by this call (a backup of it remains at {saved})",
+                    f"read (HTTP 404 to the conditional delete); nothing was deleted by this call "
+                    f"(a backup of it remains at {saved})",
                     status=404,
                     code="not_found",
                 ) from None
@@ -559,16 +585,24 @@ class AwsConnector(HttpConnector):
             "etag": None,
         }
 
-    @tool(effect=Effect.IDEMPOTENT, permission="aws:s3:write", input=RestoreObjectArgs, output=RestoreObjectResult)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="aws:s3:write",
+        input=RestoreObjectArgs,
+        output=RestoreObjectResult,
+    )
     async def restore_object(self, args: RestoreObjectArgs, ctx: CallContext) -> dict[str, Any]:
         """Put a key back as it was before put_object or delete_object, unless someone changed it since.
 
         Reads the key (HeadObject) and compares it with ``expected_etag``, what the undone
         call left there (null: no object). With a ``backup_key``, copies the backup back
         (CopyObject with ``If-Match: expected_etag``, or ``If-None-Match: *`` where the
-        call left nothing); without one (the key did not exist), deletes the key
-        (DeleteObject with ``If-Match``). A key that already matches the backup (or is
-        already gone) is left alone: running it again changes nothing. Returns
+        call left nothing,
+        https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html); without one
+        (the key did not exist), deletes the key (DeleteObject with ``If-Match``,
+        https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). A key that
+        already matches the backup (or is already gone) is left alone: running it again
+        changes nothing. Returns
         ``{"bucket", "key", "action": "copied_back" | "deleted" | "none", "etag"}``. Raises
         ``ToolError`` with code ``concurrent_change`` (412 when S3 refused the conditional
         request) naming the key's ETag now and the one expected, when someone else
@@ -584,7 +618,11 @@ class AwsConnector(HttpConnector):
                 raise self._changed(args, current)
             try:
                 await self._send(
-                    ctx, "DELETE", args.bucket, args.key, headers={"If-Match": str(args.expected_etag)}
+                    ctx,
+                    "DELETE",
+                    args.bucket,
+                    args.key,
+                    headers={"If-Match": str(args.expected_etag)},
                 )
             except ToolError as exc:
                 if exc.status == 404:
@@ -606,11 +644,18 @@ class AwsConnector(HttpConnector):
         if not _same_etag(current, args.expected_etag):
             raise self._changed(args, current)
         condition = (
-            {"If-Match": args.expected_etag} if args.expected_etag is not None else {"If-None-Match": "*"}
+            {"If-Match": args.expected_etag}
+            if args.expected_etag is not None
+            else {"If-None-Match": "*"}
         )
         try:
             etag = await self._copy(
-                ctx, args.bucket, args.backup_key, args.key, source_etag=backup.etag, conditions=condition
+                ctx,
+                args.bucket,
+                args.backup_key,
+                args.key,
+                source_etag=backup.etag,
+                conditions=condition,
             )
         except ToolError as exc:
             if exc.status != 412:
@@ -627,7 +672,9 @@ class AwsConnector(HttpConnector):
             try:
                 data = base64.b64decode(args.content, validate=True)
             except (binascii.Error, ValueError):
-                raise ToolError("aws: content is not valid base64", code="invalid_content") from None
+                raise ToolError(
+                    "aws: content is not valid base64", code="invalid_content"
+                ) from None
         if len(data) > MAX_OBJECT_BYTES:
             raise ToolError(
                 f"aws: the content is {len(data)} bytes; put_object writes at most {MAX_OBJECT_BYTES} (5 MiB)",
@@ -645,12 +692,16 @@ class AwsConnector(HttpConnector):
             code="precondition_failed",
         )
 
-    def _changed(self, args: RestoreObjectArgs, current: str | None, *, refused: bool = False) -> ToolError:
+    def _changed(
+        self, args: RestoreObjectArgs, current: str | None, *, refused: bool = False
+    ) -> ToolError:
         left = f"ETag {args.expected_etag}" if args.expected_etag is not None else "no object"
         if refused:
             now = "S3 refused the conditional restore (HTTP 412)"
         else:
-            now = f"it now holds ETag {current}" if current is not None else "it now holds no object"
+            now = (
+                f"it now holds ETag {current}" if current is not None else "it now holds no object"
+            )
         return ToolError(
             f"aws: the object s3://{args.bucket}/{args.key} changed since the call being undone "
             f"(that call left {left}; {now}); the restore does not overwrite someone else's "

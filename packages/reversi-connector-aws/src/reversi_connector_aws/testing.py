@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
@@ -89,7 +90,9 @@ LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
 ODD_KEY = "odd keys/a b+c%d?e#f/ünï"
 """A seeded key with every character that a careless URL would get wrong."""
-PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 """A 1x1 PNG: binary content that is not UTF-8."""
 
 
@@ -113,7 +116,9 @@ class InterposingTransport(httpx.AsyncHTTPTransport):
     ``action`` changes the backend directly. :attr:`fired` says whether it ran.
     """
 
-    def __init__(self, when: Callable[[httpx.Request], bool], action: Callable[[], None], **kwargs: Any) -> None:
+    def __init__(
+        self, when: Callable[[httpx.Request], bool], action: Callable[[], None], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._when = when
         self._action = action
@@ -210,15 +215,27 @@ EXAMPLES: Mapping[str, list[Example]] = {
         _at(ODD_KEY),
         {"bucket": DOTTED_BUCKET, "key": "report.csv"},
     ],
-    "aws.list_objects": [{"bucket": BUCKET}, {"bucket": BUCKET, "prefix": "notes/", "delimiter": "/"}],
+    "aws.list_objects": [
+        {"bucket": BUCKET},
+        {"bucket": BUCKET, "prefix": "notes/", "delimiter": "/"},
+    ],
     "aws.put_object": [
         _at("notes/hello.txt", content="Rewritten by the agent.\n"),
         _at("notes/new.txt", content="A new note."),
-        _at("images/copy.png", content=base64.b64encode(PIXEL).decode(), encoding="base64", content_type="image/png"),
+        _at(
+            "images/copy.png",
+            content=base64.b64encode(PIXEL).decode(),
+            encoding="base64",
+            content_type="image/png",
+        ),
         _at("../a//b/./c +%?#ü", content="exactly this key"),
         {"bucket": DOTTED_BUCKET, "key": "report.csv", "content": "c\n3\n"},
     ],
-    "aws.delete_object": [_at("notes/hello.txt"), _at(ODD_KEY), {"bucket": DOTTED_BUCKET, "key": "report.csv"}],
+    "aws.delete_object": [
+        _at("notes/hello.txt"),
+        _at(ODD_KEY),
+        {"bucket": DOTTED_BUCKET, "key": "report.csv"},
+    ],
     "aws.restore_object": [
         _restore_overwrite,
         _restore_new,
@@ -228,9 +245,24 @@ EXAMPLES: Mapping[str, list[Example]] = {
 }
 
 DEPENDENCIES: list[Dependency] = [
-    Dependency("aws.put_object", _at("notes/new.txt", content="v1"), "aws.put_object", _at("notes/new.txt", content="v2")),
-    Dependency("aws.put_object", _at("notes/hello.txt", content="v1"), "aws.delete_object", _at("notes/hello.txt")),
-    Dependency("aws.delete_object", _at("notes/hello.txt"), "aws.put_object", _at("notes/hello.txt", content="again")),
+    Dependency(
+        "aws.put_object",
+        _at("notes/new.txt", content="v1"),
+        "aws.put_object",
+        _at("notes/new.txt", content="v2"),
+    ),
+    Dependency(
+        "aws.put_object",
+        _at("notes/hello.txt", content="v1"),
+        "aws.delete_object",
+        _at("notes/hello.txt"),
+    ),
+    Dependency(
+        "aws.delete_object",
+        _at("notes/hello.txt"),
+        "aws.put_object",
+        _at("notes/hello.txt", content="again"),
+    ),
 ]
 """A second write, or a delete, of a key the run already wrote: the earlier step waits for it."""
 
@@ -242,17 +274,30 @@ FAILURES: Mapping[str, list[Failure]] = {
     ],
     "aws.list_objects": [Failure({"bucket": "no-such-bucket"}, code="no_such_bucket", status=404)],
     "aws.put_object": [
-        Failure({"bucket": "no-such-bucket", "key": "k", "content": "x"}, code="no_such_bucket", status=404),
+        Failure(
+            {"bucket": "no-such-bucket", "key": "k", "content": "x"},
+            code="no_such_bucket",
+            status=404,
+        ),
         Failure(_at("k.bin", content="not base64!", encoding="base64"), code="invalid_content"),
     ],
-    "aws.delete_object": [Failure({"bucket": "no-such-bucket", "key": "k"}, code="no_such_bucket", status=404)],
+    "aws.delete_object": [
+        Failure({"bucket": "no-such-bucket", "key": "k"}, code="no_such_bucket", status=404)
+    ],
     "aws.restore_object": [
         Failure(
-            _at("notes/hello.txt", backup_key=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000", expected_etag=None),
+            _at(
+                "notes/hello.txt",
+                backup_key=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000",
+                expected_etag=None,
+            ),
             code="backup_missing",
             status=404,
         ),
-        Failure(_at("notes/hello.txt", backup_key=None, expected_etag='"not-what-is-there"'), code="concurrent_change"),
+        Failure(
+            _at("notes/hello.txt", backup_key=None, expected_etag='"not-what-is-there"'),
+            code="concurrent_change",
+        ),
     ],
 }
 """Calls S3 turns down, each with the code (and status) the connector answers."""
@@ -268,7 +313,9 @@ ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
 """``reversi_core.testing.ConcurrentChange`` (issue 21), or a stand-in of the same shape until it lands."""
 
 
-def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> Any:
+def concurrent_change(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> Any:
     """Someone else changes, through the fake, the key a put_object or delete_object call wrote.
 
     Returns a ``ConcurrentChange`` whose ``what`` the compensation's refusal names and
@@ -289,7 +336,10 @@ def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], re
         return ConcurrentChange(what=f"s3://{bucket}/{key} changed since the call", revert=put_back)
     if tool == "aws.delete_object":
         fake.put(bucket, key, b"someone else's new object")
-        return ConcurrentChange(what=f"s3://{bucket}/{key} changed since the call", revert=lambda: fake.remove(bucket, key))
+        return ConcurrentChange(
+            what=f"s3://{bucket}/{key} changed since the call",
+            revert=lambda: fake.remove(bucket, key),
+        )
     return None
 
 
