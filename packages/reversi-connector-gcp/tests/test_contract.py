@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from reversi_core.testing import ConnectorContract
-
 from reversi_connector_gcp import GcpConnector
+from reversi_core.testing import ConnectorContract
 
 
 class TestGcpContract(ConnectorContract):

@@ -18,12 +18,12 @@ from pathlib import Path
 import httpx
 import pytest
 from _gcp_backends import Backend
-from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
-from reversi_core.errors import ToolError
-from reversi_core.journal import RollbackState
 
 from reversi_connector_gcp import BACKUP_PREFIX, GcpConnector
 from reversi_connector_gcp.testing import InterposingTransport
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.errors import ToolError
+from reversi_core.journal import RollbackState
 
 pytestmark = pytest.mark.anyio
 
@@ -60,11 +60,15 @@ def restore_args(result: dict[str, object]) -> dict[str, object]:
     }
 
 
-async def test_a_change_between_the_read_and_the_backup_is_not_overwritten(backend: Backend) -> None:
+async def test_a_change_between_the_read_and_the_backup_is_not_overwritten(
+    backend: Backend,
+) -> None:
     backend.write("doc", b"original")
     gcp, transport = racing(backend, is_rewrite, lambda: backend.write("doc", OTHER))
     with pytest.raises(ToolError) as refused:
-        await gcp.call("gcp.put_object", {"bucket": backend.bucket, "key": "doc", "content": "agent"})
+        await gcp.call(
+            "gcp.put_object", {"bucket": backend.bucket, "key": "doc", "content": "agent"}
+        )
     assert transport.fired
     assert (refused.value.status, refused.value.code) == (404, "precondition_failed")
     assert "changed after it was read" in str(refused.value)
@@ -72,11 +76,15 @@ async def test_a_change_between_the_read_and_the_backup_is_not_overwritten(backe
     assert backend.keys_now() == ["doc"]
 
 
-async def test_a_change_between_the_backup_and_the_write_is_not_overwritten(backend: Backend) -> None:
+async def test_a_change_between_the_backup_and_the_write_is_not_overwritten(
+    backend: Backend,
+) -> None:
     backend.write("doc", b"original")
     gcp, transport = racing(backend, is_upload, lambda: backend.write("doc", OTHER))
     with pytest.raises(ToolError) as refused:
-        await gcp.call("gcp.put_object", {"bucket": backend.bucket, "key": "doc", "content": "agent"})
+        await gcp.call(
+            "gcp.put_object", {"bucket": backend.bucket, "key": "doc", "content": "agent"}
+        )
     assert transport.fired
     assert (refused.value.status, refused.value.code) == (412, "precondition_failed")
     assert "nothing was overwritten" in str(refused.value)
@@ -87,17 +95,23 @@ async def test_a_change_between_the_backup_and_the_write_is_not_overwritten(back
     assert backups[0] in str(refused.value)
 
 
-async def test_an_object_created_by_someone_else_before_a_new_write_is_not_overwritten(backend: Backend) -> None:
+async def test_an_object_created_by_someone_else_before_a_new_write_is_not_overwritten(
+    backend: Backend,
+) -> None:
     gcp, transport = racing(backend, is_upload, lambda: backend.write("new", OTHER))
     with pytest.raises(ToolError) as refused:
-        await gcp.call("gcp.put_object", {"bucket": backend.bucket, "key": "new", "content": "agent"})
+        await gcp.call(
+            "gcp.put_object", {"bucket": backend.bucket, "key": "new", "content": "agent"}
+        )
     assert transport.fired
     assert (refused.value.status, refused.value.code) == (412, "precondition_failed")
     assert "it did not exist" in str(refused.value)
     assert backend.read("new") == OTHER
 
 
-async def test_a_change_between_the_backup_and_the_delete_is_not_deleted(fake_backend: Backend) -> None:
+async def test_a_change_between_the_backup_and_the_delete_is_not_deleted(
+    fake_backend: Backend,
+) -> None:
     """Fake only: fake-gcs-server ignores ifGenerationMatch on delete (it would delete OTHER)."""
     backend = fake_backend
     backend.write("doc", b"original")
@@ -109,7 +123,9 @@ async def test_a_change_between_the_backup_and_the_delete_is_not_deleted(fake_ba
     assert backend.read("doc") == OTHER
 
 
-async def test_a_delete_by_someone_else_between_the_backup_and_the_delete_fails_the_call(backend: Backend) -> None:
+async def test_a_delete_by_someone_else_between_the_backup_and_the_delete_fails_the_call(
+    backend: Backend,
+) -> None:
     backend.write("doc", b"original")
     gcp, transport = racing(backend, is_delete, lambda: backend.remove("doc"))
     with pytest.raises(ToolError) as refused:
@@ -143,7 +159,9 @@ async def test_a_change_after_the_write_stops_the_rollback_until_it_is_reverted(
     journal.close()
 
 
-async def test_an_object_recreated_after_a_delete_stops_the_rollback(backend: Backend, tmp_path: Path) -> None:
+async def test_an_object_recreated_after_a_delete_stops_the_rollback(
+    backend: Backend, tmp_path: Path
+) -> None:
     backend.write("doc", b"original")
     gcp = backend.connector()
     journal = SQLiteJournal.open(tmp_path / "data")
@@ -160,11 +178,15 @@ async def test_an_object_recreated_after_a_delete_stops_the_rollback(backend: Ba
     journal.close()
 
 
-async def test_a_change_inside_the_restore_is_refused_by_the_precondition(fake_backend: Backend) -> None:
+async def test_a_change_inside_the_restore_is_refused_by_the_precondition(
+    fake_backend: Backend,
+) -> None:
     """Fake only: fake-gcs-server ignores ifGenerationMatch on rewrite."""
     backend = fake_backend
     backend.write("doc", b"original")
-    made = await backend.connector().call("gcp.put_object", {"bucket": backend.bucket, "key": "doc", "content": "agent"})
+    made = await backend.connector().call(
+        "gcp.put_object", {"bucket": backend.bucket, "key": "doc", "content": "agent"}
+    )
     gcp, transport = racing(backend, is_rewrite, lambda: backend.write("doc", OTHER))
     with pytest.raises(ToolError) as refused:
         await gcp.call("gcp.restore_object", restore_args(made))
@@ -173,10 +195,14 @@ async def test_a_change_inside_the_restore_is_refused_by_the_precondition(fake_b
     assert backend.read("doc") == OTHER
 
 
-async def test_a_change_inside_the_undo_of_a_new_object_is_refused_by_the_precondition(fake_backend: Backend) -> None:
+async def test_a_change_inside_the_undo_of_a_new_object_is_refused_by_the_precondition(
+    fake_backend: Backend,
+) -> None:
     """Fake only: fake-gcs-server ignores ifGenerationMatch on delete."""
     backend = fake_backend
-    made = await backend.connector().call("gcp.put_object", {"bucket": backend.bucket, "key": "new", "content": "agent"})
+    made = await backend.connector().call(
+        "gcp.put_object", {"bucket": backend.bucket, "key": "new", "content": "agent"}
+    )
     gcp, transport = racing(backend, is_delete, lambda: backend.write("new", OTHER))
     with pytest.raises(ToolError) as refused:
         await gcp.call("gcp.restore_object", restore_args(made))
@@ -193,6 +219,8 @@ async def test_the_emulator_ignores_the_delete_precondition_which_is_why_the_fak
     emulator_backend.write("doc", b"v")
     http = emulator_backend.emulator.http if emulator_backend.emulator else None
     assert http is not None
-    answer = http.delete(f"/storage/v1/b/{emulator_backend.bucket}/o/doc", params={"ifGenerationMatch": "1"})
+    answer = http.delete(
+        f"/storage/v1/b/{emulator_backend.bucket}/o/doc", params={"ifGenerationMatch": "1"}
+    )
     assert answer.status_code in (200, 204)
     assert emulator_backend.read("doc") is None

@@ -29,6 +29,7 @@ def restore_args(result: dict[str, Any]) -> dict[str, Any]:
         "expected_md5": result["md5"],
     }
 
+
 ODD_KEYS = [
     "a b",
     "a+b",
@@ -96,7 +97,15 @@ async def test_keys_s3_cannot_hold_or_the_backups_are_refused_before_any_request
         ("gcp.get_object", {}),
         ("gcp.put_object", {"content": "x"}),
         ("gcp.delete_object", {}),
-        ("gcp.restore_object", {"backup_key": None, "expected_generation": None, "expected_crc32c": None, "expected_md5": None}),
+        (
+            "gcp.restore_object",
+            {
+                "backup_key": None,
+                "expected_generation": None,
+                "expected_crc32c": None,
+                "expected_md5": None,
+            },
+        ),
     ]:
         with pytest.raises(InvalidArgumentsError, match=why):
             await gcp.call(tool, {"bucket": fake_backend.bucket, "key": key, **extra})
@@ -215,7 +224,9 @@ async def test_a_backup_of_a_large_object_loops_on_the_rewrite_token(fake_backen
     fake.rewrite_chunk = 4
     fake_backend.write("big", bytes(range(64)))
     gcp = fake_backend.connector()
-    made = await gcp.call("gcp.put_object", {"bucket": fake_backend.bucket, "key": "big", "content": "small now"})
+    made = await gcp.call(
+        "gcp.put_object", {"bucket": fake_backend.bucket, "key": "big", "content": "small now"}
+    )
     assert fake.rewrite_calls == 16
     assert fake_backend.read(made["backup_key"]) == bytes(range(64))
     await gcp.call("gcp.restore_object", restore_args(made))

@@ -12,4 +12,11 @@ from ._args import MAX_OBJECT_BYTES
 from ._names import BACKUP_PREFIX
 from .connector import DEFAULT_BASE_URL, MAX_REWRITE_CALLS, GcpConnector
 
-__all__ = ["BACKUP_PREFIX", "DEFAULT_BASE_URL", "MAX_OBJECT_BYTES", "MAX_REWRITE_CALLS", "GcpConnector", "__version__"]
+__all__ = [
+    "BACKUP_PREFIX",
+    "DEFAULT_BASE_URL",
+    "MAX_OBJECT_BYTES",
+    "MAX_REWRITE_CALLS",
+    "GcpConnector",
+    "__version__",
+]

@@ -39,7 +39,9 @@ Encoding = Annotated[
     Literal["text", "base64"],
     Field(description="'text' for UTF-8 text, 'base64' for any bytes, base64-encoded."),
 ]
-Generation = Annotated[str, Field(pattern=r"^[1-9][0-9]{0,19}$", description="An object generation.")]
+Generation = Annotated[
+    str, Field(pattern=r"^[1-9][0-9]{0,19}$", description="An object generation.")
+]
 
 
 class _Args(BaseModel):
@@ -67,7 +69,10 @@ class ListObjectsArgs(_Args):
     )
     max_keys: int = Field(1000, ge=1, le=1000, description="At most this many entries (1-1000).")
     continuation_token: str | None = Field(
-        None, min_length=1, max_length=4096, description="next_continuation_token of the previous page."
+        None,
+        min_length=1,
+        max_length=4096,
+        description="next_continuation_token of the previous page.",
     )
 
 
@@ -116,4 +121,6 @@ class RestoreObjectArgs(_Args):
         description="The CRC32C of what that call wrote (null: it wrote nothing). An object of another "
         "generation but the same content (a later step's undo rewrote it) counts as unchanged.",
     )
-    expected_md5: str | None = Field(max_length=32, description="The MD5 of what that call wrote, if Cloud Storage gave one.")
+    expected_md5: str | None = Field(
+        max_length=32, description="The MD5 of what that call wrote, if Cloud Storage gave one."
+    )

@@ -9,8 +9,8 @@ import functools
 import hashlib
 import itertools
 import json
-import time
 import re
+import time
 from typing import Any
 
 from reversi_core.testing import BearerAuth, FakeRequest, FakeResponse, VendorFake, vendor_route
@@ -79,7 +79,9 @@ class GcsObject:
 
 
 def _rfc3339(stamp: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp)) + f".{int(stamp * 1000) % 1000:03d}Z"
+    return (
+        time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(stamp)) + f".{int(stamp * 1000) % 1000:03d}Z"
+    )
 
 
 class FakeGCS(VendorFake):
@@ -102,7 +104,13 @@ class FakeGCS(VendorFake):
 
     auth = BearerAuth()
 
-    def __init__(self, *, token: str, read_only_tokens: tuple[str, ...] = (), rewrite_chunk: int = 1024 * 1024) -> None:
+    def __init__(
+        self,
+        *,
+        token: str,
+        read_only_tokens: tuple[str, ...] = (),
+        rewrite_chunk: int = 1024 * 1024,
+    ) -> None:
         super().__init__(token=token, read_only_tokens=read_only_tokens)
         self.buckets: dict[str, dict[str, GcsObject]] = {}
         """Objects by bucket, then by name (backups included)."""
@@ -113,13 +121,21 @@ class FakeGCS(VendorFake):
 
     # -- Cloud Storage's answers to what the kit checks --------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """``{"error": {"code", "message", "errors": [{"domain", "reason", "message"}]}}``
         (https://cloud.google.com/storage/docs/json_api/v1/status-codes)."""
         reason = code or "backendError"
         return FakeResponse(
             status,
-            json={"error": {"code": status, "message": message, "errors": [{"domain": "global", "reason": reason, "message": message}]}},
+            json={
+                "error": {
+                    "code": status,
+                    "message": message,
+                    "errors": [{"domain": "global", "reason": reason, "message": message}],
+                }
+            },
         )
 
     def not_found(self, request: FakeRequest) -> FakeResponse:
@@ -127,14 +143,20 @@ class FakeGCS(VendorFake):
 
     def unauthorized(self, request: FakeRequest, *, presented: bool) -> FakeResponse:
         if not presented:
-            return self.error(401, "Anonymous caller does not have storage.objects.get access.", code="required")
+            return self.error(
+                401, "Anonymous caller does not have storage.objects.get access.", code="required"
+            )
         return self.error(401, "Invalid Credentials", code="authError")
 
     def read_only(self, request: FakeRequest) -> FakeResponse:
-        return self.error(403, "The caller does not have storage.objects.create access.", code="forbidden")
+        return self.error(
+            403, "The caller does not have storage.objects.create access.", code="forbidden"
+        )
 
     def rate_limited(self, request: FakeRequest) -> FakeResponse:
-        return self.error(429, "The rate of change requests to the object is too high.", code="rateLimitExceeded")
+        return self.error(
+            429, "The rate of change requests to the object is too high.", code="rateLimitExceeded"
+        )
 
     # -- set-up and inspection ---------------------------------------------------------
 
@@ -143,7 +165,13 @@ class FakeGCS(VendorFake):
         with self.lock:
             self.buckets.setdefault(name, {})
 
-    def put(self, bucket: str, name: str, data: bytes | str, content_type: str = "application/octet-stream") -> str:
+    def put(
+        self,
+        bucket: str,
+        name: str,
+        data: bytes | str,
+        content_type: str = "application/octet-stream",
+    ) -> str:
         """Store an object directly (a writer other than the connector); return its generation."""
         with self.lock:
             raw = data.encode() if isinstance(data, str) else data
@@ -166,7 +194,11 @@ class FakeGCS(VendorFake):
                 entry: dict[str, Any] = {"objects": {}, "backups": {}}
                 for name, obj in sorted(objects.items()):
                     side = "backups" if name.startswith(BACKUP_PREFIX) else "objects"
-                    entry[side][name] = {"md5": obj.md5, "size": len(obj.data), "content_type": obj.content_type}
+                    entry[side][name] = {
+                        "md5": obj.md5,
+                        "size": len(obj.data),
+                        "content_type": obj.content_type,
+                    }
                 out[bucket] = entry
             return copy.deepcopy({"buckets": out})
 
@@ -191,13 +223,17 @@ class FakeGCS(VendorFake):
             "updated": _rfc3339(obj.updated),
         }
 
-    def _bucket(self, request: FakeRequest, param: str = "bucket") -> dict[str, GcsObject] | FakeResponse:
+    def _bucket(
+        self, request: FakeRequest, param: str = "bucket"
+    ) -> dict[str, GcsObject] | FakeResponse:
         found = self.buckets.get(request.path_params.get(param, ""))
         if found is None:
             return self.error(404, "The specified bucket does not exist.", code="notFound")
         return found
 
-    def _condition(self, request: FakeRequest, obj: GcsObject | None, name: str = "ifGenerationMatch") -> FakeResponse | None:
+    def _condition(
+        self, request: FakeRequest, obj: GcsObject | None, name: str = "ifGenerationMatch"
+    ) -> FakeResponse | None:
         wanted = request.query.get(name)
         if wanted is None:
             return None
@@ -205,7 +241,11 @@ class FakeGCS(VendorFake):
             return self.error(400, f"Invalid argument {name}.", code="invalid")
         live = obj.generation if obj is not None else 0
         if int(wanted) != live:
-            return self.error(412, "At least one of the pre-conditions you specified did not hold.", code="conditionNotMet")
+            return self.error(
+                412,
+                "At least one of the pre-conditions you specified did not hold.",
+                code="conditionNotMet",
+            )
         return None
 
     def _selected(self, request: FakeRequest, obj: GcsObject | None, name: str) -> bool:
@@ -275,8 +315,18 @@ class FakeGCS(VendorFake):
         if refused is not None:
             return refused
         if request.query.get("alt") == "media":
-            return FakeResponse(200, body=obj.data, headers={"Content-Type": obj.content_type, "X-Goog-Generation": str(obj.generation)})
-        return FakeResponse(200, json=self.resource(request.path_params["bucket"], request.path_params["object"], obj))
+            return FakeResponse(
+                200,
+                body=obj.data,
+                headers={
+                    "Content-Type": obj.content_type,
+                    "X-Goog-Generation": str(obj.generation),
+                },
+            )
+        return FakeResponse(
+            200,
+            json=self.resource(request.path_params["bucket"], request.path_params["object"], obj),
+        )
 
     @vendor_route("DELETE", "/storage/v1/b/{bucket}/o/{object}", docs=f"{_API}/delete")
     def delete_object(self, request: FakeRequest) -> FakeResponse:
@@ -304,14 +354,19 @@ class FakeGCS(VendorFake):
         kind = request.query.get("uploadType")
         if kind == "media":
             name = request.query.get("name", "")
-            data, content_type = request.body, request.headers.get("content-type") or "application/octet-stream"
+            data, content_type = (
+                request.body,
+                request.headers.get("content-type") or "application/octet-stream",
+            )
         elif kind == "multipart":
             parsed = self._multipart(request)
             if isinstance(parsed, FakeResponse):
                 return parsed
             name, data, content_type = parsed
         else:
-            return self.error(400, "Upload requests must include an uploadType URL parameter.", code="invalid")
+            return self.error(
+                400, "Upload requests must include an uploadType URL parameter.", code="invalid"
+            )
         if not name:
             return self.error(400, "Required", code="required")
         refused = self._condition(request, found.get(name))
@@ -326,16 +381,22 @@ class FakeGCS(VendorFake):
         header = request.headers.get("content-type", "")
         found = re.search(r'boundary="?([^";]+)"?', header)
         if not header.startswith("multipart/related") or found is None:
-            return self.error(400, "A multipart upload must be multipart/related with a boundary.", code="invalid")
+            return self.error(
+                400, "A multipart upload must be multipart/related with a boundary.", code="invalid"
+            )
         delimiter = b"--" + found[1].encode()
         pieces = request.body.split(delimiter)
         if len(pieces) != 4 or not pieces[3].startswith(b"--"):
-            return self.error(400, "A multipart upload has a metadata part and a media part.", code="invalid")
+            return self.error(
+                400, "A multipart upload has a metadata part and a media part.", code="invalid"
+            )
         parts = []
         for piece in pieces[1:3]:
             head, sep, content = piece.removeprefix(b"\r\n").partition(b"\r\n\r\n")
             if not sep or not content.endswith(b"\r\n"):
-                return self.error(400, "A part of the multipart upload is malformed.", code="invalid")
+                return self.error(
+                    400, "A part of the multipart upload is malformed.", code="invalid"
+                )
             parts.append((head.decode("latin-1").lower(), content[:-2]))
         try:
             meta = json.loads(parts[0][1])
@@ -344,7 +405,9 @@ class FakeGCS(VendorFake):
         if not isinstance(meta, dict):
             return self.error(400, "The metadata part is not a JSON object.", code="parseError")
         media_type = re.search(r"content-type:\s*([^\r\n]+)", parts[1][0])
-        content_type = meta.get("contentType") or (media_type[1].strip() if media_type else "application/octet-stream")
+        content_type = meta.get("contentType") or (
+            media_type[1].strip() if media_type else "application/octet-stream"
+        )
         return str(meta.get("name", "")), parts[1][1], str(content_type)
 
     @vendor_route(
@@ -380,14 +443,24 @@ class FakeGCS(VendorFake):
             self._rewrites[token] = done_bytes
             return FakeResponse(
                 200,
-                json={"kind": "storage#rewriteResponse", "totalBytesRewritten": str(done_bytes), "objectSize": str(size),
-                      "done": False, "rewriteToken": token},
+                json={
+                    "kind": "storage#rewriteResponse",
+                    "totalBytesRewritten": str(done_bytes),
+                    "objectSize": str(size),
+                    "done": False,
+                    "rewriteToken": token,
+                },
             )
         copied = GcsObject(source.data, source.content_type)
         name = request.path_params["destinationObject"]
         target_bucket[name] = copied
         return FakeResponse(
             200,
-            json={"kind": "storage#rewriteResponse", "totalBytesRewritten": str(size), "objectSize": str(size),
-                  "done": True, "resource": self.resource(request.path_params["destinationBucket"], name, copied)},
+            json={
+                "kind": "storage#rewriteResponse",
+                "totalBytesRewritten": str(size),
+                "objectSize": str(size),
+                "done": True,
+                "resource": self.resource(request.path_params["destinationBucket"], name, copied),
+            },
         )

@@ -48,7 +48,9 @@ class ListObjectsResult(_Result):
     bucket: str = Field(description="The bucket.")
     prefix: str = Field(description="The prefix asked for.")
     objects: list[ListedObject] = Field(description="The objects of this page, in name order.")
-    common_prefixes: list[str] = Field(description="Name groups up to the delimiter, if one was given.")
+    common_prefixes: list[str] = Field(
+        description="Name groups up to the delimiter, if one was given."
+    )
     truncated: bool = Field(description="True when more entries follow.")
     next_continuation_token: str | None = Field(description="Pass it to read the next page.")
 
@@ -59,10 +61,16 @@ class PutObjectResult(_Result):
     bucket: str = Field(description="The bucket.")
     key: str = Field(description="The object written.")
     existed: bool = Field(description="True when the call replaced an object.")
-    backup_key: str | None = Field(description="Where the replaced object was copied first; null when there was none.")
+    backup_key: str | None = Field(
+        description="Where the replaced object was copied first; null when there was none."
+    )
     generation: str = Field(description="The generation this write produced.")
-    crc32c: str = Field(description="The CRC32C of what it wrote (base64, as Cloud Storage spells it).")
-    md5: str | None = Field(description="The MD5 of what it wrote (base64), when Cloud Storage gives one.")
+    crc32c: str = Field(
+        description="The CRC32C of what it wrote (base64, as Cloud Storage spells it)."
+    )
+    md5: str | None = Field(
+        description="The MD5 of what it wrote (base64), when Cloud Storage gives one."
+    )
     size: int = Field(description="Bytes written.")
 
 
@@ -73,7 +81,9 @@ class DeleteObjectResult(_Result):
     key: str = Field(description="The object's name.")
     existed: bool = Field(description="False when there was nothing to delete.")
     deleted: bool = Field(description="True when this call deleted an object.")
-    backup_key: str | None = Field(description="Where the object was copied before it was deleted; null when there was none.")
+    backup_key: str | None = Field(
+        description="Where the object was copied before it was deleted; null when there was none."
+    )
     generation: None = Field(description="Always null: the call leaves no object at the name.")
     crc32c: None = Field(description="Always null: nothing was written.")
     md5: None = Field(description="Always null: nothing was written.")
@@ -87,4 +97,6 @@ class RestoreObjectResult(_Result):
     action: Literal["copied_back", "deleted", "none"] = Field(
         description="What was done: the backup copied back, the object deleted, or nothing (already as before)."
     )
-    generation: str | None = Field(description="The object's generation afterwards; null when there is none.")
+    generation: str | None = Field(
+        description="The object's generation afterwards; null when there is none."
+    )

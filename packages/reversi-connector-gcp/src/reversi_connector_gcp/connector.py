@@ -30,7 +30,16 @@ from typing import Any
 
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import ToolError
-from reversi_core.http import BaseUrl, Bearer, ErrorTable, HttpConnector, HttpResponse, RateLimit, Setting, url_path
+from reversi_core.http import (
+    BaseUrl,
+    Bearer,
+    ErrorTable,
+    HttpConnector,
+    HttpResponse,
+    RateLimit,
+    Setting,
+    url_path,
+)
 from reversi_core.manifest import Compensation, Effect, Match, Requirement
 
 from ._args import (
@@ -63,8 +72,17 @@ _OBJECTS = "https://cloud.google.com/storage/docs/json_api/v1/objects"
 
 def _reason(body: Any) -> str:
     """The first ``errors[].reason`` of a Cloud Storage error body, as words for the message."""
-    errors = body.get("error", {}).get("errors") if isinstance(body, dict) and isinstance(body.get("error"), dict) else None
-    if isinstance(errors, list) and errors and isinstance(errors[0], dict) and isinstance(errors[0].get("reason"), str):
+    errors = (
+        body.get("error", {}).get("errors")
+        if isinstance(body, dict) and isinstance(body.get("error"), dict)
+        else None
+    )
+    if (
+        isinstance(errors, list)
+        and errors
+        and isinstance(errors[0], dict)
+        and isinstance(errors[0].get("reason"), str)
+    ):
         return f"reason {errors[0]['reason']}"
     return ""
 
@@ -152,7 +170,9 @@ class GcpConnector(HttpConnector):
 
     name = "gcp"
     settings = (
-        Setting("GCP_ACCESS_TOKEN", "token", "an OAuth 2.0 access token for Cloud Storage", secret=True),
+        Setting(
+            "GCP_ACCESS_TOKEN", "token", "an OAuth 2.0 access token for Cloud Storage", secret=True
+        ),
         Setting(
             "GCP_STORAGE_URL",
             "base_url",
@@ -202,10 +222,19 @@ class GcpConnector(HttpConnector):
             if exc.status == 404:
                 return ToolError(str(exc), status=404, code="no_such_bucket")
             raise
-        return ToolError(f"gcp: GET gs://{bucket}/{name}: HTTP 404: no such object", status=404, code="not_found")
+        return ToolError(
+            f"gcp: GET gs://{bucket}/{name}: HTTP 404: no such object", status=404, code="not_found"
+        )
 
     async def _rewrite(
-        self, ctx: CallContext, bucket: str, source: str, target: str, *, generation: str, if_generation: str
+        self,
+        ctx: CallContext,
+        bucket: str,
+        source: str,
+        target: str,
+        *,
+        generation: str,
+        if_generation: str,
     ) -> str:
         """objects.rewrite of exactly ``generation`` of ``source`` to ``target``, looped until done.
 
@@ -214,9 +243,16 @@ class GcpConnector(HttpConnector):
         ``rewriteToken`` of the previous answer. Returns the copy's generation.
         """
         path = url_path(
-            "/storage/v1/b/{sb}/o/{so}/rewriteTo/b/{db}/o/{do}", sb=bucket, so=source, db=bucket, do=target
+            "/storage/v1/b/{sb}/o/{so}/rewriteTo/b/{db}/o/{do}",
+            sb=bucket,
+            so=source,
+            db=bucket,
+            do=target,
         )
-        params: dict[str, Any] = {"sourceGeneration": generation, "ifGenerationMatch": if_generation}
+        params: dict[str, Any] = {
+            "sourceGeneration": generation,
+            "ifGenerationMatch": if_generation,
+        }
         for _ in range(MAX_REWRITE_CALLS):
             resp = await self.request(ctx, "POST", path, params=params, json={})
             answer = self.expect_object(resp, "rewrite response", wrote=True)
@@ -224,11 +260,15 @@ class GcpConnector(HttpConnector):
                 resource = answer.get("resource")
                 made = resource.get("generation") if isinstance(resource, dict) else None
                 if not isinstance(made, str):
-                    raise self.malformed("to a finished rewrite names no generation", resp, wrote=True)
+                    raise self.malformed(
+                        "to a finished rewrite names no generation", resp, wrote=True
+                    )
                 return made
             token = answer.get("rewriteToken")
             if not isinstance(token, str) or not token:
-                raise self.malformed("to an unfinished rewrite has no rewriteToken", resp, wrote=True)
+                raise self.malformed(
+                    "to an unfinished rewrite has no rewriteToken", resp, wrote=True
+                )
             params["rewriteToken"] = token
         raise ToolError(
             f"gcp: the copy of gs://{bucket}/{source} did not finish in {MAX_REWRITE_CALLS} rewrite calls",
@@ -239,7 +279,9 @@ class GcpConnector(HttpConnector):
         """Copy exactly the generation read to a fresh backup name; return that name."""
         saved = backup_name()
         try:
-            await self._rewrite(ctx, bucket, name, saved, generation=meta.generation, if_generation="0")
+            await self._rewrite(
+                ctx, bucket, name, saved, generation=meta.generation, if_generation="0"
+            )
         except ToolError as exc:
             if exc.status not in (404, 412):
                 raise
@@ -252,7 +294,13 @@ class GcpConnector(HttpConnector):
         return saved
 
     async def _upload(
-        self, ctx: CallContext, bucket: str, name: str, data: bytes, content_type: str, if_generation: str
+        self,
+        ctx: CallContext,
+        bucket: str,
+        name: str,
+        data: bytes,
+        content_type: str,
+        if_generation: str,
     ) -> HttpResponse:
         """A multipart upload (objects.insert, https://cloud.google.com/storage/docs/uploading-objects)
         with ``ifGenerationMatch``: the name travels in the JSON part, never in the URL."""
@@ -261,9 +309,13 @@ class GcpConnector(HttpConnector):
             boundary = f"reversi-{uuid.uuid4().hex}"
         meta = json.dumps({"name": name, "contentType": content_type})
         body = (
-            f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{meta}\r\n"
-            f"--{boundary}\r\nContent-Type: {content_type}\r\n\r\n"
-        ).encode() + data + f"\r\n--{boundary}--\r\n".encode()
+            (
+                f"--{boundary}\r\nContent-Type: application/json; charset=UTF-8\r\n\r\n{meta}\r\n"
+                f"--{boundary}\r\nContent-Type: {content_type}\r\n\r\n"
+            ).encode()
+            + data
+            + f"\r\n--{boundary}--\r\n".encode()
+        )
         return await self.request(
             ctx,
             "POST",
@@ -275,7 +327,12 @@ class GcpConnector(HttpConnector):
 
     # -- the tools ---------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="gcp:storage:read", input=GetObjectArgs, output=GetObjectResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="gcp:storage:read",
+        input=GetObjectArgs,
+        output=GetObjectResult,
+    )
     async def get_object(self, args: GetObjectArgs, ctx: CallContext) -> dict[str, Any]:
         """Read one object (at most 5 MiB), as text or base64.
 
@@ -297,7 +354,10 @@ class GcpConnector(HttpConnector):
                 code="too_large",
             )
         resp = await self.request(
-            ctx, "GET", _object_path(args.bucket, args.key), params={"alt": "media", "generation": meta.generation}
+            ctx,
+            "GET",
+            _object_path(args.bucket, args.key),
+            params={"alt": "media", "generation": meta.generation},
         )
         data = resp.content
         if args.encoding == "text":
@@ -321,7 +381,12 @@ class GcpConnector(HttpConnector):
             "updated": meta.updated,
         }
 
-    @tool(effect=Effect.READ_ONLY, permission="gcp:storage:read", input=ListObjectsArgs, output=ListObjectsResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="gcp:storage:read",
+        input=ListObjectsArgs,
+        output=ListObjectsResult,
+    )
     async def list_objects(self, args: ListObjectsArgs, ctx: CallContext) -> dict[str, Any]:
         """List a bucket's objects, a page of up to 1000 at a time; backups are never listed.
 
@@ -329,7 +394,8 @@ class GcpConnector(HttpConnector):
         with ``prefix``, ``delimiter``, ``maxResults`` and ``pageToken``. Returns
         ``{"bucket", "prefix", "objects": [{"key", "size", "generation", "updated"}],
         "common_prefixes", "truncated", "next_continuation_token"}``; names under
-        ``.reversi-backups/`` are left out. Raises ``ToolError``: 404 ``no_such_bucket``, 403 ``forbidden``, 400 for a bad page token.
+        ``.reversi-backups/`` are left out. Raises ``ToolError``: 404 ``no_such_bucket``,
+        403 ``forbidden``, 400 for a bad page token.
         """
         params: dict[str, Any] = {"maxResults": args.max_keys}
         if args.prefix:
@@ -359,7 +425,11 @@ class GcpConnector(HttpConnector):
                     "updated": item.get("updated"),
                 }
             )
-        prefixes = [p for p in answer.get("prefixes") or [] if isinstance(p, str) and not p.startswith(BACKUP_PREFIX)]
+        prefixes = [
+            p
+            for p in answer.get("prefixes") or []
+            if isinstance(p, str) and not p.startswith(BACKUP_PREFIX)
+        ]
         token = answer.get("nextPageToken")
         return {
             "bucket": args.bucket,
@@ -400,7 +470,12 @@ class GcpConnector(HttpConnector):
         )
         try:
             resp = await self._upload(
-                ctx, args.bucket, args.key, data, content_type, meta.generation if meta is not None else "0"
+                ctx,
+                args.bucket,
+                args.key,
+                data,
+                content_type,
+                meta.generation if meta is not None else "0",
             )
         except ToolError as exc:
             if exc.status != 412:
@@ -449,7 +524,10 @@ class GcpConnector(HttpConnector):
         saved = await self._backup(ctx, args.bucket, args.key, meta)
         try:
             await self.request(
-                ctx, "DELETE", _object_path(args.bucket, args.key), params={"ifGenerationMatch": meta.generation}
+                ctx,
+                "DELETE",
+                _object_path(args.bucket, args.key),
+                params={"ifGenerationMatch": meta.generation},
             )
         except ToolError as exc:
             if exc.status == 412:
@@ -465,7 +543,12 @@ class GcpConnector(HttpConnector):
             raise
         return _deleted(args.bucket, args.key, existed=True, saved=saved)
 
-    @tool(effect=Effect.IDEMPOTENT, permission="gcp:storage:write", input=RestoreObjectArgs, output=RestoreObjectResult)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="gcp:storage:write",
+        input=RestoreObjectArgs,
+        output=RestoreObjectResult,
+    )
     async def restore_object(self, args: RestoreObjectArgs, ctx: CallContext) -> dict[str, Any]:
         """Put an object back as it was before put_object or delete_object, unless someone changed it since.
 
@@ -545,7 +628,9 @@ def _as_left(now: _Meta | None, args: RestoreObjectArgs) -> bool:
         return now is None
     if now is None:
         return False
-    return now.generation == args.expected_generation or now.holds(args.expected_crc32c, args.expected_md5)
+    return now.generation == args.expected_generation or now.holds(
+        args.expected_crc32c, args.expected_md5
+    )
 
 
 def _decode(content: str, encoding: str) -> bytes:
@@ -572,7 +657,9 @@ def _bucket_missing(exc: ToolError) -> ToolError:
 
 
 def _raced(bucket: str, name: str, meta: _Meta | None, saved: str | None) -> ToolError:
-    read = f"it no longer has generation {meta.generation}" if meta is not None else "it did not exist"
+    read = (
+        f"it no longer has generation {meta.generation}" if meta is not None else "it did not exist"
+    )
     left = f"; the backup made before, {saved}, remains" if saved else ""
     return ToolError(
         f"gcp: gs://{bucket}/{name} was changed by someone else after it was read ({read}); Cloud "
@@ -583,11 +670,19 @@ def _raced(bucket: str, name: str, meta: _Meta | None, saved: str | None) -> Too
 
 
 def _changed(args: RestoreObjectArgs, current: str | None, *, refused: bool = False) -> ToolError:
-    left = f"generation {args.expected_generation}" if args.expected_generation is not None else "no object"
+    left = (
+        f"generation {args.expected_generation}"
+        if args.expected_generation is not None
+        else "no object"
+    )
     if refused:
         now = "Cloud Storage refused the conditional restore (HTTP 412)"
     else:
-        now = f"it now holds generation {current}" if current is not None else "it now holds no object"
+        now = (
+            f"it now holds generation {current}"
+            if current is not None
+            else "it now holds no object"
+        )
     return ToolError(
         f"gcp: the object gs://{args.bucket}/{args.key} changed since the call being undone (that call "
         f"left {left}; {now}); the restore does not overwrite someone else's change (see "

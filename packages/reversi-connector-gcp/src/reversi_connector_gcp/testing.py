@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
@@ -74,7 +75,9 @@ LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
 ODD_KEY = "odd names/a b+c%d?e#f/../ünï"
 """A seeded name with every character a careless URL would get wrong."""
-PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 """A 1x1 PNG: binary content that is not UTF-8."""
 
 
@@ -85,7 +88,9 @@ class InterposingTransport(httpx.AsyncHTTPTransport):
     whether it ran.
     """
 
-    def __init__(self, when: Callable[[httpx.Request], bool], action: Callable[[], None], **kwargs: Any) -> None:
+    def __init__(
+        self, when: Callable[[httpx.Request], bool], action: Callable[[], None], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._when = when
         self._action = action
@@ -123,7 +128,9 @@ def _fake(server: FakeServer) -> FakeGCS:
 
 def _build_with_timeout(server: FakeServer, seconds: float) -> GcpConnector:
     return GcpConnector(
-        token=TOKEN, base_url=server.url, timeouts=Timeouts(connect=seconds, read=seconds, total=seconds)
+        token=TOKEN,
+        base_url=server.url,
+        timeouts=Timeouts(connect=seconds, read=seconds, total=seconds),
     )
 
 
@@ -157,11 +164,15 @@ def _restore_args(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _restore_overwrite(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    return _restore_args(await ctx.call("gcp.put_object", _at("notes/hello.txt", content="overwritten")))
+    return _restore_args(
+        await ctx.call("gcp.put_object", _at("notes/hello.txt", content="overwritten"))
+    )
 
 
 async def _restore_new(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    return _restore_args(await ctx.call("gcp.put_object", _at("notes/brand-new.txt", content="new")))
+    return _restore_args(
+        await ctx.call("gcp.put_object", _at("notes/brand-new.txt", content="new"))
+    )
 
 
 async def _restore_deleted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -169,12 +180,24 @@ async def _restore_deleted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
 
 
 EXAMPLES: Mapping[str, list[Example]] = {
-    "gcp.get_object": [_at("notes/hello.txt"), _at("images/pixel.png", encoding="base64"), _at(ODD_KEY)],
-    "gcp.list_objects": [{"bucket": BUCKET}, {"bucket": BUCKET, "prefix": "notes/", "delimiter": "/"}],
+    "gcp.get_object": [
+        _at("notes/hello.txt"),
+        _at("images/pixel.png", encoding="base64"),
+        _at(ODD_KEY),
+    ],
+    "gcp.list_objects": [
+        {"bucket": BUCKET},
+        {"bucket": BUCKET, "prefix": "notes/", "delimiter": "/"},
+    ],
     "gcp.put_object": [
         _at("notes/hello.txt", content="Rewritten by the agent.\n"),
         _at("notes/new.txt", content="A new note."),
-        _at("images/copy.png", content=base64.b64encode(PIXEL).decode(), encoding="base64", content_type="image/png"),
+        _at(
+            "images/copy.png",
+            content=base64.b64encode(PIXEL).decode(),
+            encoding="base64",
+            content_type="image/png",
+        ),
         _at("../a//b/./c +%?#ü", content="exactly this name"),
     ],
     "gcp.delete_object": [_at("notes/hello.txt"), _at(ODD_KEY)],
@@ -182,14 +205,35 @@ EXAMPLES: Mapping[str, list[Example]] = {
         _restore_overwrite,
         _restore_new,
         _restore_deleted,
-        _at("notes/never-there.txt", backup_key=None, expected_generation=None, expected_crc32c=None, expected_md5=None),
+        _at(
+            "notes/never-there.txt",
+            backup_key=None,
+            expected_generation=None,
+            expected_crc32c=None,
+            expected_md5=None,
+        ),
     ],
 }
 
 DEPENDENCIES: list[Dependency] = [
-    Dependency("gcp.put_object", _at("notes/new.txt", content="v1"), "gcp.put_object", _at("notes/new.txt", content="v2")),
-    Dependency("gcp.put_object", _at("notes/hello.txt", content="v1"), "gcp.delete_object", _at("notes/hello.txt")),
-    Dependency("gcp.delete_object", _at("notes/hello.txt"), "gcp.put_object", _at("notes/hello.txt", content="again")),
+    Dependency(
+        "gcp.put_object",
+        _at("notes/new.txt", content="v1"),
+        "gcp.put_object",
+        _at("notes/new.txt", content="v2"),
+    ),
+    Dependency(
+        "gcp.put_object",
+        _at("notes/hello.txt", content="v1"),
+        "gcp.delete_object",
+        _at("notes/hello.txt"),
+    ),
+    Dependency(
+        "gcp.delete_object",
+        _at("notes/hello.txt"),
+        "gcp.put_object",
+        _at("notes/hello.txt", content="again"),
+    ),
 ]
 """A second write, or a delete, of an object the run already wrote: the earlier step waits for it."""
 
@@ -201,10 +245,16 @@ FAILURES: Mapping[str, list[Failure]] = {
     ],
     "gcp.list_objects": [Failure({"bucket": "no-such-bucket"}, code="no_such_bucket", status=404)],
     "gcp.put_object": [
-        Failure({"bucket": "no-such-bucket", "key": "k", "content": "x"}, code="no_such_bucket", status=404),
+        Failure(
+            {"bucket": "no-such-bucket", "key": "k", "content": "x"},
+            code="no_such_bucket",
+            status=404,
+        ),
         Failure(_at("k.bin", content="not base64!", encoding="base64"), code="invalid_content"),
     ],
-    "gcp.delete_object": [Failure({"bucket": "no-such-bucket", "key": "k"}, code="no_such_bucket", status=404)],
+    "gcp.delete_object": [
+        Failure({"bucket": "no-such-bucket", "key": "k"}, code="no_such_bucket", status=404)
+    ],
     "gcp.restore_object": [
         Failure(
             _at(
@@ -218,7 +268,13 @@ FAILURES: Mapping[str, list[Failure]] = {
             status=404,
         ),
         Failure(
-            _at("notes/hello.txt", backup_key=None, expected_generation="1", expected_crc32c="AAAAAA==", expected_md5=None),
+            _at(
+                "notes/hello.txt",
+                backup_key=None,
+                expected_generation="1",
+                expected_crc32c="AAAAAA==",
+                expected_md5=None,
+            ),
             code="concurrent_change",
         ),
     ],
@@ -236,7 +292,9 @@ ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
 """``reversi_core.testing.ConcurrentChange`` (issue 21), or a stand-in of the same shape until it lands."""
 
 
-def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> Any:
+def concurrent_change(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> Any:
     """Someone else changes, through the fake, the object a put_object or delete_object call wrote.
 
     ``revert`` puts back exactly what the call left (the same generation), as a person
@@ -256,7 +314,10 @@ def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], re
         return ConcurrentChange(what=f"gs://{bucket}/{key} changed since the call", revert=put_back)
     if tool == "gcp.delete_object":
         fake.put(bucket, key, b"someone else's new object")
-        return ConcurrentChange(what=f"gs://{bucket}/{key} changed since the call", revert=lambda: fake.remove(bucket, key))
+        return ConcurrentChange(
+            what=f"gs://{bucket}/{key} changed since the call",
+            revert=lambda: fake.remove(bucket, key),
+        )
     return None
 
 
@@ -268,7 +329,10 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         race = {"concurrent_change": concurrent_change, "restores_nothing": {}}
     return CertificationFixture(
         backend_summary="its fake of the Cloud Storage JSON API (generations, preconditions), faults included",
-        command_line=lambda server: ({"GCP_ACCESS_TOKEN": TOKEN, "GCP_STORAGE_URL": server.url}, []),
+        command_line=lambda server: (
+            {"GCP_ACCESS_TOKEN": TOKEN, "GCP_STORAGE_URL": server.url},
+            [],
+        ),
         backend=gcp_backend,
         seed=lambda server: seed_example(_fake(server)),
         build=lambda server: _build_with_timeout(server, LIMIT),
