@@ -1,0 +1,11 @@
+"""The generic facts every connector meets (reversi_core.testing.ConnectorContract)."""
+
+from __future__ import annotations
+
+from reversi_core.testing import ConnectorContract
+
+from reversi_connector_azure import AzureConnector
+
+
+class TestAzureContract(ConnectorContract):
+    connector = AzureConnector
