@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ssl
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -45,7 +46,8 @@ async def fake_backend(container: str) -> AsyncIterator[Backend]:
 @pytest.fixture
 async def azurite_backend(azurite: Azurite, container: str) -> AsyncIterator[Backend]:
     azurite.http.put(f"/{container}", params={"restype": "container"}, headers=azurite.dated()).raise_for_status()
-    backend = Backend("azurite", container, azurite.url, azurite.token, str(azurite.ca_path), azurite=azurite)
+    verify = ssl.create_default_context(cafile=str(azurite.ca_path))
+    backend = Backend("azurite", container, azurite.url, azurite.token, verify, azurite=azurite)
     yield backend
     await backend.aclose()
 
