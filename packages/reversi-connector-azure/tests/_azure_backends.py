@@ -28,10 +28,10 @@ from typing import Any
 
 import httpx
 import trustme
-from reversi_core.http import Timeouts
 
 from reversi_connector_azure import API_VERSION, AzureConnector
-from reversi_connector_azure.testing import ACCOUNT, TOKEN, FakeBlobStorage
+from reversi_connector_azure.testing import ACCOUNT, FakeBlobStorage
+from reversi_core.http import Timeouts
 
 CONTAINERS = (f"reversi-test-{n}" for n in itertools.count(1))
 AZURITE_ACCOUNT = "devstoreaccount1"
@@ -65,8 +65,15 @@ def entra_token() -> str:
 
     now = int(time.time())
     tenant = "ab1f708d-50f6-404c-a006-d71b2ac7a606"
-    claims = {"iss": f"https://sts.windows.net/{tenant}/", "aud": "https://storage.azure.com", "iat": now - 60,
-              "nbf": now - 60, "exp": now + 6 * 3600, "oid": "reversi-tests", "tid": tenant}
+    claims = {
+        "iss": f"https://sts.windows.net/{tenant}/",
+        "aud": "https://storage.azure.com",
+        "iat": now - 60,
+        "nbf": now - 60,
+        "exp": now + 6 * 3600,
+        "oid": "reversi-tests",
+        "tid": tenant,
+    }
     return part({"alg": "none", "typ": "JWT"}) + "." + part(claims) + "."
 
 
@@ -83,7 +90,9 @@ class Azurite:
 
     def __post_init__(self) -> None:
         self.http = httpx.Client(
-            base_url=self.url, verify=ssl.create_default_context(cafile=str(self.ca_path)), timeout=10,
+            base_url=self.url,
+            verify=ssl.create_default_context(cafile=str(self.ca_path)),
+            timeout=10,
             headers={"Authorization": f"Bearer {self.token}", "x-ms-version": API_VERSION},
         )
 
@@ -92,7 +101,9 @@ class Azurite:
         workdir = tempfile.TemporaryDirectory(prefix="azurite-")
         ca = trustme.CA()
         cert = ca.issue_cert("127.0.0.1", "localhost")
-        key_path, cert_path, ca_path = (Path(workdir.name) / n for n in ("key.pem", "cert.pem", "ca.pem"))
+        key_path, cert_path, ca_path = (
+            Path(workdir.name) / n for n in ("key.pem", "cert.pem", "ca.pem")
+        )
         cert.private_key_pem.write_to_path(str(key_path))
         cert.cert_chain_pems[0].write_to_path(str(cert_path))
         ca.cert_pem.write_to_path(str(ca_path))
@@ -100,12 +111,30 @@ class Azurite:
             probe.bind(("127.0.0.1", 0))
             port = probe.getsockname()[1]
         process = subprocess.Popen(
-            [azurite_binary(), "--blobHost", "127.0.0.1", "--blobPort", str(port), "--oauth", "basic",
-             "--cert", str(cert_path), "--key", str(key_path), "--inMemoryPersistence", "--disableTelemetry",
-             "--silent", "--skipApiVersionCheck"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=workdir.name,
+            [
+                azurite_binary(),
+                "--blobHost",
+                "127.0.0.1",
+                "--blobPort",
+                str(port),
+                "--oauth",
+                "basic",
+                "--cert",
+                str(cert_path),
+                "--key",
+                str(key_path),
+                "--inMemoryPersistence",
+                "--disableTelemetry",
+                "--silent",
+                "--skipApiVersionCheck",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            cwd=workdir.name,
         )
-        running = cls(f"https://127.0.0.1:{port}/{AZURITE_ACCOUNT}", ca_path, entra_token(), process, workdir)
+        running = cls(
+            f"https://127.0.0.1:{port}/{AZURITE_ACCOUNT}", ca_path, entra_token(), process, workdir
+        )
         deadline = time.monotonic() + 60
         while True:
             try:
@@ -169,7 +198,11 @@ class Backend:
             return
         assert self.azurite is not None
         az = self.azurite
-        az.http.put(_path(self.container, name), content=data, headers=az.dated(**{"x-ms-blob-type": "BlockBlob"})).raise_for_status()
+        az.http.put(
+            _path(self.container, name),
+            content=data,
+            headers=az.dated(**{"x-ms-blob-type": "BlockBlob"}),
+        ).raise_for_status()
 
     def remove(self, name: str) -> None:
         if self.fake is not None:
@@ -195,6 +228,9 @@ class Backend:
         import re
         from xml.sax.saxutils import unescape
 
-        resp = self.azurite.http.get(f"/{self.container}", params={"restype": "container", "comp": "list"},
-                                     headers=self.azurite.dated()).raise_for_status()
+        resp = self.azurite.http.get(
+            f"/{self.container}",
+            params={"restype": "container", "comp": "list"},
+            headers=self.azurite.dated(),
+        ).raise_for_status()
         return sorted(unescape(n) for n in re.findall(r"<Name>(.*?)</Name>", resp.text))

@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from reversi_core.testing import FakeServer
 
 from reversi_connector_azure.testing import ACCOUNT, TOKEN, FakeBlobStorage
+from reversi_core.testing import FakeServer
 
 TESTS_DIR = Path(__file__).parent
 if str(TESTS_DIR) not in sys.path:
@@ -38,14 +38,23 @@ async def fake_backend(container: str) -> AsyncIterator[Backend]:
     fake = FakeBlobStorage(token=TOKEN, account=ACCOUNT)
     fake.add_container(container)
     with FakeServer(fake, tls=True) as server:
-        backend = Backend("fake", container, f"{server.url}/{ACCOUNT}", TOKEN, server.client_ssl_context(), fake=fake)
+        backend = Backend(
+            "fake",
+            container,
+            f"{server.url}/{ACCOUNT}",
+            TOKEN,
+            server.client_ssl_context(),
+            fake=fake,
+        )
         yield backend
         await backend.aclose()
 
 
 @pytest.fixture
 async def azurite_backend(azurite: Azurite, container: str) -> AsyncIterator[Backend]:
-    azurite.http.put(f"/{container}", params={"restype": "container"}, headers=azurite.dated()).raise_for_status()
+    azurite.http.put(
+        f"/{container}", params={"restype": "container"}, headers=azurite.dated()
+    ).raise_for_status()
     verify = ssl.create_default_context(cafile=str(azurite.ca_path))
     backend = Backend("azurite", container, azurite.url, azurite.token, verify, azurite=azurite)
     yield backend

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from reversi_core.testing import ConnectorContract
-
 from reversi_connector_azure import AzureConnector
+from reversi_core.testing import ConnectorContract
 
 
 class TestAzureContract(ConnectorContract):

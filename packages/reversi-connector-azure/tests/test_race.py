@@ -15,12 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 from _azure_backends import Backend
-from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
-from reversi_core.errors import ToolError
-from reversi_core.journal import RollbackState
 
 from reversi_connector_azure import BACKUP_PREFIX, AzureConnector
 from reversi_connector_azure.testing import InterposingTransport
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.errors import ToolError
+from reversi_core.journal import RollbackState
 
 pytestmark = pytest.mark.anyio
 
@@ -46,7 +46,7 @@ def racing(
     return backend.connector(transport=transport), transport
 
 
-def restore_args(result: dict[str, blob]) -> dict[str, blob]:
+def restore_args(result: dict[str, object]) -> dict[str, object]:
     return {
         "container": result["container"],
         "blob": result["blob"],
@@ -144,7 +144,9 @@ async def test_a_change_after_the_write_stops_the_rollback_until_it_is_reverted(
     azure = backend.connector()
     journal = SQLiteJournal.open(tmp_path / "data")
     run = Run.start(journal, registry_for([azure]), executor=executor_for([azure]))
-    await run.call("azure.put_blob", {"container": backend.container, "blob": "doc", "content": "agent"})
+    await run.call(
+        "azure.put_blob", {"container": backend.container, "blob": "doc", "content": "agent"}
+    )
     backend.write("doc", OTHER)
     report = await run.rollback(compensate=compensator_for([azure]))
     assert not report.complete

@@ -117,7 +117,9 @@ async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
     azure = backend.connector()
     b = backend.container
     backend.write("keep.txt", b"old")
-    made = await azure.call("azure.put_blob", {"container": b, "blob": "keep.txt", "content": "new"})
+    made = await azure.call(
+        "azure.put_blob", {"container": b, "blob": "keep.txt", "content": "new"}
+    )
     assert made["backup_blob"] in backend.keys_now()
     for args in [{}, {"prefix": ".reversi"}, {"prefix": BACKUP_PREFIX}, {"delimiter": "/"}]:
         listed = await azure.call("azure.list_blobs", {"container": b, **args})
@@ -221,7 +223,9 @@ async def test_a_blob_over_256_mib_is_not_touched_since_copy_blob_from_url_canno
 ) -> None:
     import reversi_connector_azure.connector as module
 
-    monkeypatch.setattr(module, "MAX_COPY_BYTES", 10)  # an 11-byte blob stands for a 256 MiB + 1 one
+    monkeypatch.setattr(
+        module, "MAX_COPY_BYTES", 10
+    )  # an 11-byte blob stands for a 256 MiB + 1 one
     fake_backend.write("big", b"eleven byte")
     azure = fake_backend.connector()
     for tool, extra in [("azure.put_blob", {"content": "x"}), ("azure.delete_blob", {})]:

@@ -12,4 +12,12 @@ from ._args import MAX_BLOB_BYTES
 from ._names import BACKUP_PREFIX, blob_path
 from .connector import API_VERSION, MAX_COPY_BYTES, AzureConnector
 
-__all__ = ["API_VERSION", "BACKUP_PREFIX", "MAX_BLOB_BYTES", "MAX_COPY_BYTES", "AzureConnector", "__version__", "blob_path"]
+__all__ = [
+    "API_VERSION",
+    "BACKUP_PREFIX",
+    "MAX_BLOB_BYTES",
+    "MAX_COPY_BYTES",
+    "AzureConnector",
+    "__version__",
+    "blob_path",
+]

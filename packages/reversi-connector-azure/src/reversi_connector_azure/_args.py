@@ -60,10 +60,15 @@ class ListBlobsArgs(_Args):
     container: Container
     prefix: str = Field("", max_length=1024, description="Only names that start with this.")
     delimiter: str | None = Field(
-        None, min_length=1, max_length=16, description="Group names up to this (usually '/') into common_prefixes."
+        None,
+        min_length=1,
+        max_length=16,
+        description="Group names up to this (usually '/') into common_prefixes.",
     )
     max_results: int = Field(1000, ge=1, le=5000, description="At most this many entries (1-5000).")
-    marker: str | None = Field(None, min_length=1, max_length=4096, description="next_marker of the previous page.")
+    marker: str | None = Field(
+        None, min_length=1, max_length=4096, description="next_marker of the previous page."
+    )
 
 
 class PutBlobArgs(_Args):

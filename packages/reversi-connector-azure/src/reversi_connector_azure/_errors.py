@@ -6,7 +6,7 @@ error answer carries ``x-ms-error-code``, a HEAD answer's too (it has no body).
 
 from __future__ import annotations
 
-import xml.etree.ElementTree as ET  # noqa: S405 - expat >= 2.4.1 refuses entity bombs; no external entities
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -67,7 +67,16 @@ class BlobErrorTable(ErrorTable):
 ERRORS = BlobErrorTable(
     code_fields=("Code",),
     message_fields=("Message",),
-    statuses={400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict", 412: "precondition_failed"},
-    rate_limit=RateLimit(statuses=frozenset({429}), codes=frozenset({"rate_limited"}), retry_after=False),
+    statuses={
+        400: "bad_request",
+        401: "unauthorized",
+        403: "forbidden",
+        404: "not_found",
+        409: "conflict",
+        412: "precondition_failed",
+    },
+    rate_limit=RateLimit(
+        statuses=frozenset({429}), codes=frozenset({"rate_limited"}), retry_after=False
+    ),
 )
 """The table every azure request's error goes through."""

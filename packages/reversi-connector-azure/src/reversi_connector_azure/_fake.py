@@ -42,7 +42,11 @@ class FakeBlob:
 
 
 def _xml(status: int, body: str) -> FakeResponse:
-    return FakeResponse(status, body='<?xml version="1.0" encoding="utf-8"?>' + body, headers={"Content-Type": "application/xml"})
+    return FakeResponse(
+        status,
+        body='<?xml version="1.0" encoding="utf-8"?>' + body,
+        headers={"Content-Type": "application/xml"},
+    )
 
 
 class FakeBlobStorage(VendorFake):
@@ -70,7 +74,12 @@ class FakeBlobStorage(VendorFake):
     auth = BearerAuth()
 
     def __init__(
-        self, *, token: str, account: str = "reversicert", read_only_tokens: Iterable[str] = (), max_copy: int = 256 * 1024 * 1024
+        self,
+        *,
+        token: str,
+        account: str = "reversicert",
+        read_only_tokens: Iterable[str] = (),
+        max_copy: int = 256 * 1024 * 1024,
     ) -> None:
         super().__init__(token=token, read_only_tokens=read_only_tokens, prefix=f"/{account}")
         self.account = account
@@ -80,21 +89,33 @@ class FakeBlobStorage(VendorFake):
 
     # -- the service's answers to what the kit checks ----------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """``<Error><Code/><Message/></Error>`` with ``x-ms-error-code``
         (https://learn.microsoft.com/en-us/rest/api/storageservices/status-and-error-codes2)."""
         name = code or "InternalError"
-        answer = _xml(status, f"<Error><Code>{name}</Code><Message>{escape(message)}</Message></Error>")
-        return dataclasses.replace(answer, headers={**(answer.headers or {}), "x-ms-error-code": name})
+        answer = _xml(
+            status, f"<Error><Code>{name}</Code><Message>{escape(message)}</Message></Error>"
+        )
+        return dataclasses.replace(
+            answer, headers={**(answer.headers or {}), "x-ms-error-code": name}
+        )
 
     def not_found(self, request: FakeRequest) -> FakeResponse:
         return self.error(404, "The specified blob does not exist.", code="BlobNotFound")
 
     def unauthorized(self, request: FakeRequest, *, presented: bool) -> FakeResponse:
-        return self.error(401, "Server failed to authenticate the request.", code="InvalidAuthenticationInfo")
+        return self.error(
+            401, "Server failed to authenticate the request.", code="InvalidAuthenticationInfo"
+        )
 
     def read_only(self, request: FakeRequest) -> FakeResponse:
-        return self.error(403, "This request is not authorized to perform this operation using this permission.", code="AuthorizationPermissionMismatch")
+        return self.error(
+            403,
+            "This request is not authorized to perform this operation using this permission.",
+            code="AuthorizationPermissionMismatch",
+        )
 
     def rate_limited(self, request: FakeRequest) -> FakeResponse:
         return self.error(503, "The server is busy.", code="ServerBusy")
@@ -102,7 +123,11 @@ class FakeBlobStorage(VendorFake):
     def precheck(self, request: FakeRequest) -> FakeResponse | None:
         version = request.headers.get("x-ms-version")
         if version is None or not _VERSION.fullmatch(version):
-            return self.error(400, "An HTTP header that's mandatory for this request is not specified.", code="MissingRequiredHeader")
+            return self.error(
+                400,
+                "An HTTP header that's mandatory for this request is not specified.",
+                code="MissingRequiredHeader",
+            )
         if not (request.headers.get("x-ms-date") or request.headers.get("date")):
             return self.error(400, "x-ms-date or Date is required.", code="MissingRequiredHeader")
         return None
@@ -114,7 +139,14 @@ class FakeBlobStorage(VendorFake):
         with self.lock:
             self.containers.setdefault(name, {})
 
-    def put(self, container: str, name: str, data: bytes | str, content_type: str = "application/octet-stream", blob_type: str = "BlockBlob") -> str:
+    def put(
+        self,
+        container: str,
+        name: str,
+        data: bytes | str,
+        content_type: str = "application/octet-stream",
+        blob_type: str = "BlockBlob",
+    ) -> str:
         """Store a blob directly (a writer other than the connector); return its ETag."""
         with self.lock:
             raw = data.encode() if isinstance(data, str) else data
@@ -137,7 +169,12 @@ class FakeBlobStorage(VendorFake):
                 entry: dict[str, Any] = {"blobs": {}, "backups": {}}
                 for name, blob in sorted(blobs.items()):
                     side = "backups" if name.startswith(BACKUP_PREFIX) else "blobs"
-                    entry[side][name] = {"md5": blob.content_md5, "size": len(blob.data), "content_type": blob.content_type, "type": blob.blob_type}
+                    entry[side][name] = {
+                        "md5": blob.content_md5,
+                        "size": len(blob.data),
+                        "content_type": blob.content_type,
+                        "type": blob.blob_type,
+                    }
                 out[container] = entry
             return copy.deepcopy({"containers": out})
 
@@ -146,20 +183,34 @@ class FakeBlobStorage(VendorFake):
     def _container(self, request: FakeRequest) -> dict[str, FakeBlob] | FakeResponse:
         found = self.containers.get(request.path_params.get("container", ""))
         if found is None:
-            return self.error(404, "The specified container does not exist.", code="ContainerNotFound")
+            return self.error(
+                404, "The specified container does not exist.", code="ContainerNotFound"
+            )
         return found
 
-    def _conditions(self, request: FakeRequest, blob: FakeBlob | None, *, write: bool) -> FakeResponse | None:
+    def _conditions(
+        self, request: FakeRequest, blob: FakeBlob | None, *, write: bool
+    ) -> FakeResponse | None:
         if_match = request.headers.get("if-match")
         if if_match is not None and (blob is None or if_match.strip() not in ("*", blob.etag)):
             if blob is None and not write:
                 return self.not_found(request)
-            return self.error(412, "The condition specified using HTTP conditional header(s) is not met.", code="ConditionNotMet")
+            return self.error(
+                412,
+                "The condition specified using HTTP conditional header(s) is not met.",
+                code="ConditionNotMet",
+            )
         if_none = request.headers.get("if-none-match")
         if if_none is not None and blob is not None and if_none.strip() in ("*", blob.etag):
             if write and if_none.strip() == "*":
-                return self.error(409, "The specified blob already exists.", code="BlobAlreadyExists")
-            return self.error(412 if write else 304, "The condition specified using HTTP conditional header(s) is not met.", code="ConditionNotMet")
+                return self.error(
+                    409, "The specified blob already exists.", code="BlobAlreadyExists"
+                )
+            return self.error(
+                412 if write else 304,
+                "The condition specified using HTTP conditional header(s) is not met.",
+                code="ConditionNotMet",
+            )
         return None
 
     def _headers(self, blob: FakeBlob) -> dict[str, str]:
@@ -178,7 +229,11 @@ class FakeBlobStorage(VendorFake):
         """200 ``EnumerationResults``; 404 ``ContainerNotFound``; 400 for a bad marker."""
         query = request.query
         if query.get("restype") != "container" or query.get("comp") != "list":
-            return self.error(400, "The value for one of the HTTP headers is not in the correct format.", code="InvalidQueryParameterValue")
+            return self.error(
+                400,
+                "The value for one of the HTTP headers is not in the correct format.",
+                code="InvalidQueryParameterValue",
+            )
         found = self._container(request)
         if isinstance(found, FakeResponse):
             return found
@@ -186,14 +241,18 @@ class FakeBlobStorage(VendorFake):
         delimiter = query.get("delimiter") or None
         raw = query.get("maxresults", "5000")
         if not raw.isdigit() or not 0 < int(raw) <= 5000:
-            return self.error(400, "maxresults is out of range.", code="OutOfRangeQueryParameterValue")
+            return self.error(
+                400, "maxresults is out of range.", code="OutOfRangeQueryParameterValue"
+            )
         limit = int(raw)
         start = ""
         if "marker" in query:
             try:
                 start = base64.urlsafe_b64decode(query["marker"].encode()).decode()
             except (ValueError, UnicodeDecodeError):
-                return self.error(400, "The marker is not valid.", code="InvalidQueryParameterValue")
+                return self.error(
+                    400, "The marker is not valid.", code="InvalidQueryParameterValue"
+                )
         entries: list[str] = []
         groups: set[str] = set()
         nxt = None
@@ -201,7 +260,11 @@ class FakeBlobStorage(VendorFake):
             if not name.startswith(prefix) or (start and name < start):
                 continue
             rest = name[len(prefix) :]
-            group = prefix + rest[: rest.index(delimiter) + len(delimiter)] if delimiter and delimiter in rest else None
+            group = (
+                prefix + rest[: rest.index(delimiter) + len(delimiter)]
+                if delimiter and delimiter in rest
+                else None
+            )
             if group is not None and group in groups:
                 continue
             if len(entries) >= limit:
@@ -219,13 +282,20 @@ class FakeBlobStorage(VendorFake):
                 f"<Content-Type>{escape(blob.content_type)}</Content-Type><Content-MD5>{blob.content_md5}</Content-MD5>"
                 f"<BlobType>{blob.blob_type}</BlobType></Properties></Blob>"
             )
-        marker = f"<NextMarker>{base64.urlsafe_b64encode(nxt.encode()).decode()}</NextMarker>" if nxt else "<NextMarker />"
+        marker = (
+            f"<NextMarker>{base64.urlsafe_b64encode(nxt.encode()).decode()}</NextMarker>"
+            if nxt
+            else "<NextMarker />"
+        )
         container = escape(request.path_params["container"])
-        head = f'<EnumerationResults ServiceEndpoint="https://{self.account}.blob.core.windows.net/" ContainerName="{container}">'
+        endpoint = f"https://{self.account}.blob.core.windows.net/"
+        head = f'<EnumerationResults ServiceEndpoint="{endpoint}" ContainerName="{container}">'
         head += f"<Prefix>{escape(prefix)}</Prefix><MaxResults>{limit}</MaxResults>"
         if delimiter:
             head += f"<Delimiter>{escape(delimiter)}</Delimiter>"
-        return _xml(200, head + "<Blobs>" + "".join(entries) + "</Blobs>" + marker + "</EnumerationResults>")
+        return _xml(
+            200, head + "<Blobs>" + "".join(entries) + "</Blobs>" + marker + "</EnumerationResults>"
+        )
 
     @vendor_route("HEAD", "/{container}/{blob:path}", docs=f"{_REST}/get-blob-properties")
     def get_blob_properties(self, request: FakeRequest) -> FakeResponse:
@@ -243,7 +313,9 @@ class FakeBlobStorage(VendorFake):
 
     @vendor_route("GET", "/{container}/{blob:path}", docs=f"{_REST}/get-blob")
     def get_blob(self, request: FakeRequest) -> FakeResponse:
-        """200 with the bytes; 404; 412."""
+        """200 with the bytes, or 206 with a part of them for ``x-ms-range``/``Range``
+        (https://learn.microsoft.com/en-us/rest/api/storageservices/specifying-the-range-header-for-blob-service-operations);
+        404; 412; 416 ``InvalidRange``."""
         found = self._container(request)
         if isinstance(found, FakeResponse):
             return found
@@ -253,7 +325,21 @@ class FakeBlobStorage(VendorFake):
         refused = self._conditions(request, blob, write=False)
         if refused is not None:
             return refused
-        return FakeResponse(200, body=blob.data, headers=self._headers(blob))
+        wanted = request.headers.get("x-ms-range") or request.headers.get("range")
+        if wanted is None:
+            return FakeResponse(200, body=blob.data, headers=self._headers(blob))
+        match = re.fullmatch(r"bytes=(\d+)-(\d*)", wanted.strip())
+        size = len(blob.data)
+        if match is None or int(match[1]) >= size:
+            return self.error(
+                416,
+                "The range specified is invalid for the current size of the resource.",
+                code="InvalidRange",
+            )
+        first = int(match[1])
+        last = min(int(match[2]) if match[2] else size - 1, size - 1)
+        headers = {**self._headers(blob), "Content-Range": f"bytes {first}-{last}/{size}"}
+        return FakeResponse(206, body=blob.data[first : last + 1], headers=headers)
 
     @vendor_route("PUT", "/{container}/{blob:path}", docs=f"{_REST}/put-blob")
     def put_blob(self, request: FakeRequest) -> FakeResponse:
@@ -266,45 +352,88 @@ class FakeBlobStorage(VendorFake):
         name = request.path_params["blob"]
         source = request.headers.get("x-ms-copy-source")
         if source is None and request.headers.get("x-ms-blob-type") != "BlockBlob":
-            return self.error(400, "x-ms-blob-type must be BlockBlob here.", code="InvalidHeaderValue")
+            return self.error(
+                400, "x-ms-blob-type must be BlockBlob here.", code="InvalidHeaderValue"
+            )
         if name in found and found[name].blob_type != "BlockBlob":
-            return self.error(409, "The blob type is invalid for this operation.", code="InvalidBlobType")
+            return self.error(
+                409, "The blob type is invalid for this operation.", code="InvalidBlobType"
+            )
         refused = self._conditions(request, found.get(name), write=True)
         if refused is not None:
             return refused
         if source is None:
-            blob = FakeBlob(request.body, request.headers.get("x-ms-blob-content-type") or "application/octet-stream")
+            blob = FakeBlob(
+                request.body,
+                request.headers.get("x-ms-blob-content-type") or "application/octet-stream",
+            )
             found[name] = blob
-            return FakeResponse(201, headers={"ETag": blob.etag, "Content-MD5": blob.content_md5, "Last-Modified": email.utils.formatdate(blob.last_modified, usegmt=True)})
+            return FakeResponse(
+                201,
+                headers={
+                    "ETag": blob.etag,
+                    "Content-MD5": blob.content_md5,
+                    "Last-Modified": email.utils.formatdate(blob.last_modified, usegmt=True),
+                },
+            )
         return self._copy(request, found, name, source)
 
-    def _copy(self, request: FakeRequest, found: dict[str, FakeBlob], name: str, source: str) -> FakeResponse:
-        if request.headers.get("x-ms-requires-sync") != "true":
-            return self.error(400, "This fake serves synchronous copies only.", code="InvalidHeaderValue")
+    def _copy(
+        self, request: FakeRequest, found: dict[str, FakeBlob], name: str, source: str
+    ) -> FakeResponse:
+        if (
+            request.headers.get("x-ms-requires-sync") or ""
+        ).lower() != "true":  # the SDK sends "True"
+            return self.error(
+                400, "This fake serves synchronous copies only.", code="InvalidHeaderValue"
+            )
         if request.headers.get("x-ms-copy-source-authorization") != f"Bearer {self.token}":
-            return self.error(403, "Server failed to authenticate the request to the copy source.", code="CannotVerifyCopySource")
+            return self.error(
+                403,
+                "Server failed to authenticate the request to the copy source.",
+                code="CannotVerifyCopySource",
+            )
         url = urllib.parse.urlsplit(source)
         host = request.headers.get("host", "")
         prefix = f"/{self.account}/"
         if url.scheme != "https" or url.netloc != host or not url.path.startswith(prefix):
-            return self.error(403, "The copy source is not in this account.", code="CannotVerifyCopySource")
+            return self.error(
+                403, "The copy source is not in this account.", code="CannotVerifyCopySource"
+            )
         container, _, source_name = urllib.parse.unquote(url.path[len(prefix) :]).partition("/")
         original = self.containers.get(container, {}).get(source_name)
         if original is None:
-            return self.error(404, "The specified blob does not exist.", code="CannotVerifyCopySource")
+            return self.error(
+                404, "The specified blob does not exist.", code="CannotVerifyCopySource"
+            )
         wanted = request.headers.get("x-ms-source-if-match")
         if wanted is not None and wanted.strip() != original.etag:
-            return self.error(412, "The source condition specified using HTTP conditional header(s) is not met.", code="SourceConditionNotMet")
+            return self.error(
+                412,
+                "The source condition specified using HTTP conditional header(s) is not met.",
+                code="SourceConditionNotMet",
+            )
         if original.blob_type != "BlockBlob":
-            return self.error(409, "The source blob type is invalid for this operation.", code="InvalidBlobType")
+            return self.error(
+                409, "The source blob type is invalid for this operation.", code="InvalidBlobType"
+            )
         if len(original.data) > self.max_copy:
-            return self.error(409, "The source blob is larger than Copy Blob From URL copies.", code="CannotVerifyCopySource")
+            return self.error(
+                409,
+                "The source blob is larger than Copy Blob From URL copies.",
+                code="CannotVerifyCopySource",
+            )
         copied = FakeBlob(original.data, original.content_type)
         found[name] = copied
         return FakeResponse(
             202,
-            headers={"ETag": copied.etag, "Last-Modified": email.utils.formatdate(copied.last_modified, usegmt=True),
-                     "x-ms-copy-id": f"copy-{copied.etag.strip(chr(34))}", "x-ms-copy-status": "success", "Content-MD5": copied.content_md5},
+            headers={
+                "ETag": copied.etag,
+                "Last-Modified": email.utils.formatdate(copied.last_modified, usegmt=True),
+                "x-ms-copy-id": f"copy-{copied.etag.strip(chr(34))}",
+                "x-ms-copy-status": "success",
+                "Content-MD5": copied.content_md5,
+            },
         )
 
     @vendor_route("DELETE", "/{container}/{blob:path}", docs=f"{_REST}/delete-blob")

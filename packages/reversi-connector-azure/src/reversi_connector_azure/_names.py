@@ -34,7 +34,9 @@ MAX_NAME_CHARS = 1024
 
 _ACCOUNT = re.compile(r"^[a-z0-9]{3,24}$")
 _CONTAINER = re.compile(r"^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
-_BACKUP = re.compile(r"^\.reversi-backups/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$")
+_BACKUP = re.compile(
+    r"^\.reversi-backups/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ufffe\uffff]")
 
 
@@ -59,7 +61,9 @@ def check_container(name: str) -> str:
 
 def _check_any_blob(name: str) -> str:
     if not name or len(name) > MAX_NAME_CHARS:
-        raise ValueError(f"a blob name is 1 to {MAX_NAME_CHARS} characters, this one is {len(name)}")
+        raise ValueError(
+            f"a blob name is 1 to {MAX_NAME_CHARS} characters, this one is {len(name)}"
+        )
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
@@ -69,7 +73,9 @@ def _check_any_blob(name: str) -> str:
     if "\\" in name:
         raise ValueError("the name holds a backslash, which Blob Storage reads as '/'")
     if name.endswith("/"):
-        raise ValueError("a blob name may not end with '/' (Blob Storage would not store it as given)")
+        raise ValueError(
+            "a blob name may not end with '/' (Blob Storage would not store it as given)"
+        )
     if any(segment.endswith(".") for segment in name.split("/")):
         raise ValueError(
             "a path segment of the name ends with '.' ('.', '..', 'a./b'), which Blob Storage resolves "
@@ -86,14 +92,18 @@ def check_blob(name: str) -> str:
     """
     _check_any_blob(name)
     if name.startswith(BACKUP_PREFIX):
-        raise ValueError(f"names under {BACKUP_PREFIX} are the connector's backups; the tools do not touch them")
+        raise ValueError(
+            f"names under {BACKUP_PREFIX} are the connector's backups; the tools do not touch them"
+        )
     return name
 
 
 def check_backup_name(name: str) -> str:
     """``name`` if it is a backup name this connector makes (``.reversi-backups/<uuid4>``)."""
     if not _BACKUP.fullmatch(name):
-        raise ValueError(f"a backup blob is {BACKUP_PREFIX}<uuid>, as put_blob or delete_blob returned it")
+        raise ValueError(
+            f"a backup blob is {BACKUP_PREFIX}<uuid>, as put_blob or delete_blob returned it"
+        )
     return name
 
 

@@ -48,7 +48,9 @@ class ListBlobsResult(_Result):
     container: str = Field(description="The container.")
     prefix: str = Field(description="The prefix asked for.")
     blobs: list[ListedBlob] = Field(description="The blobs of this page, in name order.")
-    common_prefixes: list[str] = Field(description="Name groups up to the delimiter, if one was given.")
+    common_prefixes: list[str] = Field(
+        description="Name groups up to the delimiter, if one was given."
+    )
     truncated: bool = Field(description="True when more entries follow.")
     next_marker: str | None = Field(description="Pass it as marker to read the next page.")
 
@@ -59,7 +61,9 @@ class PutBlobResult(_Result):
     container: str = Field(description="The container.")
     blob: str = Field(description="The blob written.")
     existed: bool = Field(description="True when the call replaced a blob.")
-    backup_blob: str | None = Field(description="Where the replaced blob was copied first; null when there was none.")
+    backup_blob: str | None = Field(
+        description="Where the replaced blob was copied first; null when there was none."
+    )
     etag: str = Field(description="The ETag this write produced.")
     content_md5: str = Field(description="The Content-MD5 of what it wrote (base64).")
     size: int = Field(description="Bytes written.")
@@ -72,7 +76,9 @@ class DeleteBlobResult(_Result):
     blob: str = Field(description="The blob's name.")
     existed: bool = Field(description="False when there was nothing to delete.")
     deleted: bool = Field(description="True when this call deleted a blob.")
-    backup_blob: str | None = Field(description="Where the blob was copied before it was deleted; null when there was none.")
+    backup_blob: str | None = Field(
+        description="Where the blob was copied before it was deleted; null when there was none."
+    )
     etag: None = Field(description="Always null: the call leaves no blob.")
     content_md5: None = Field(description="Always null: nothing was written.")
 

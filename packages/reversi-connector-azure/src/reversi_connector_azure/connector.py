@@ -29,20 +29,34 @@ import binascii
 import dataclasses
 import email.utils
 import urllib.parse
-import xml.etree.ElementTree as ET  # noqa: S405 - parsing goes through _errors.parse_xml
+import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
 import httpx
+
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import ToolError
 from reversi_core.http import BaseUrl, Bearer, HttpConnector, HttpResponse, Setting
 from reversi_core.manifest import Compensation, Effect, Match, Requirement
 
-from ._args import MAX_BLOB_BYTES, DeleteBlobArgs, GetBlobArgs, ListBlobsArgs, PutBlobArgs, RestoreBlobArgs
+from ._args import (
+    MAX_BLOB_BYTES,
+    DeleteBlobArgs,
+    GetBlobArgs,
+    ListBlobsArgs,
+    PutBlobArgs,
+    RestoreBlobArgs,
+)
 from ._errors import ERRORS, parse_xml
 from ._names import BACKUP_PREFIX, backup_name, blob_path, check_account
-from ._results import DeleteBlobResult, GetBlobResult, ListBlobsResult, PutBlobResult, RestoreBlobResult
+from ._results import (
+    DeleteBlobResult,
+    GetBlobResult,
+    ListBlobsResult,
+    PutBlobResult,
+    RestoreBlobResult,
+)
 
 __all__ = ["API_VERSION", "MAX_BLOB_BYTES", "MAX_COPY_BYTES", "AzureConnector"]
 
@@ -95,7 +109,10 @@ def _on_written_blob(tool_name: str) -> Requirement:
     )
 
 
-_ON_A_BLOB_THE_RUN_WROTE = [_on_written_blob("azure.put_blob"), _on_written_blob("azure.delete_blob")]
+_ON_A_BLOB_THE_RUN_WROTE = [
+    _on_written_blob("azure.put_blob"),
+    _on_written_blob("azure.delete_blob"),
+]
 """A write or delete of a blob an earlier put_blob or delete_blob of the run changed."""
 
 _RESTORE = Compensation(
@@ -133,8 +150,15 @@ class AzureConnector(HttpConnector):
 
     name = "azure"
     settings = (
-        Setting("AZURE_STORAGE_TOKEN", "token", "a Microsoft Entra access token for https://storage.azure.com/", secret=True),
-        Setting("AZURE_STORAGE_ACCOUNT", "account", "the storage account's name", check=check_account),
+        Setting(
+            "AZURE_STORAGE_TOKEN",
+            "token",
+            "a Microsoft Entra access token for https://storage.azure.com/",
+            secret=True,
+        ),
+        Setting(
+            "AZURE_STORAGE_ACCOUNT", "account", "the storage account's name", check=check_account
+        ),
         Setting(
             "AZURE_STORAGE_BLOB_ENDPOINT",
             "endpoint",
@@ -203,7 +227,14 @@ class AzureConnector(HttpConnector):
             )
 
     async def _copy(
-        self, ctx: CallContext, container: str, source: str, target: str, *, source_etag: str, conditions: Mapping[str, str]
+        self,
+        ctx: CallContext,
+        container: str,
+        source: str,
+        target: str,
+        *,
+        source_etag: str,
+        conditions: Mapping[str, str],
     ) -> str:
         """Copy Blob From URL, synchronously, of ``source`` only if it still has ``source_etag``.
 
@@ -222,7 +253,9 @@ class AzureConnector(HttpConnector):
         status = resp.headers.get("x-ms-copy-status")
         etag = resp.headers.get("etag")
         if status != "success" or not etag:
-            raise self.malformed(f"to a synchronous copy says x-ms-copy-status {status!r}", resp, wrote=True)
+            raise self.malformed(
+                f"to a synchronous copy says x-ms-copy-status {status!r}", resp, wrote=True
+            )
         return etag
 
     async def _backup(self, ctx: CallContext, container: str, blob: str, props: _Props) -> str:
@@ -235,7 +268,14 @@ class AzureConnector(HttpConnector):
             )
         saved = backup_name()
         try:
-            await self._copy(ctx, container, blob, saved, source_etag=props.etag, conditions={"If-None-Match": "*"})
+            await self._copy(
+                ctx,
+                container,
+                blob,
+                saved,
+                source_etag=props.etag,
+                conditions={"If-None-Match": "*"},
+            )
         except ToolError as exc:
             if exc.status not in (404, 412):
                 raise
@@ -249,7 +289,12 @@ class AzureConnector(HttpConnector):
 
     # -- the tools ---------------------------------------------------------------------
 
-    @tool(effect=Effect.READ_ONLY, permission="azure:blob:read", input=GetBlobArgs, output=GetBlobResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="azure:blob:read",
+        input=GetBlobArgs,
+        output=GetBlobResult,
+    )
     async def get_blob(self, args: GetBlobArgs, ctx: CallContext) -> dict[str, Any]:
         """Read one blob (at most 5 MiB), as text or base64.
 
@@ -262,14 +307,20 @@ class AzureConnector(HttpConnector):
         """
         props = await self._props(ctx, args.container, args.blob)
         if props is None:
-            raise ToolError(f"azure: HEAD {args.container}/{args.blob}: HTTP 404: no such blob", status=404, code="not_found")
+            raise ToolError(
+                f"azure: HEAD {args.container}/{args.blob}: HTTP 404: no such blob",
+                status=404,
+                code="not_found",
+            )
         if props.size > MAX_BLOB_BYTES:
             raise ToolError(
                 f"azure: {args.container}/{args.blob} is {props.size} bytes; get_blob reads at most "
                 f"{MAX_BLOB_BYTES} (5 MiB)",
                 code="too_large",
             )
-        resp = await self._send(ctx, "GET", blob_path(args.container, args.blob), headers={"If-Match": props.etag})
+        resp = await self._send(
+            ctx, "GET", blob_path(args.container, args.blob), headers={"If-Match": props.etag}
+        )
         data = resp.content
         if args.encoding == "text":
             try:
@@ -292,7 +343,12 @@ class AzureConnector(HttpConnector):
             "last_modified": props.last_modified,
         }
 
-    @tool(effect=Effect.READ_ONLY, permission="azure:blob:read", input=ListBlobsArgs, output=ListBlobsResult)
+    @tool(
+        effect=Effect.READ_ONLY,
+        permission="azure:blob:read",
+        input=ListBlobsArgs,
+        output=ListBlobsResult,
+    )
     async def list_blobs(self, args: ListBlobsArgs, ctx: CallContext) -> dict[str, Any]:
         """List a container's blobs, a page at a time; backups are never listed.
 
@@ -302,7 +358,11 @@ class AzureConnector(HttpConnector):
         "common_prefixes", "truncated", "next_marker"}``; names under ``.reversi-backups/``
         are left out. Raises ``ToolError``: 404 ``no_such_container``, 403 ``forbidden``.
         """
-        params: dict[str, Any] = {"restype": "container", "comp": "list", "maxresults": args.max_results}
+        params: dict[str, Any] = {
+            "restype": "container",
+            "comp": "list",
+            "maxresults": args.max_results,
+        }
         if args.prefix:
             params["prefix"] = args.prefix
         if args.delimiter is not None:
@@ -383,7 +443,11 @@ class AzureConnector(HttpConnector):
                 "PUT",
                 blob_path(args.container, args.blob),
                 content=data,
-                headers={"x-ms-blob-type": "BlockBlob", "x-ms-blob-content-type": content_type, **condition},
+                headers={
+                    "x-ms-blob-type": "BlockBlob",
+                    "x-ms-blob-content-type": content_type,
+                    **condition,
+                },
             )
         except ToolError as exc:
             if exc.status == 412 or exc.code == "already_exists":
@@ -431,7 +495,12 @@ class AzureConnector(HttpConnector):
         self._block_blob(args.container, args.blob, props)
         saved = await self._backup(ctx, args.container, args.blob, props)
         try:
-            await self._send(ctx, "DELETE", blob_path(args.container, args.blob), headers={"If-Match": props.etag})
+            await self._send(
+                ctx,
+                "DELETE",
+                blob_path(args.container, args.blob),
+                headers={"If-Match": props.etag},
+            )
         except ToolError as exc:
             if exc.status == 412:
                 raise _raced(args.container, args.blob, props, saved, 412) from None
@@ -446,7 +515,12 @@ class AzureConnector(HttpConnector):
             raise
         return _deleted(args, existed=True, saved=saved)
 
-    @tool(effect=Effect.IDEMPOTENT, permission="azure:blob:write", input=RestoreBlobArgs, output=RestoreBlobResult)
+    @tool(
+        effect=Effect.IDEMPOTENT,
+        permission="azure:blob:write",
+        input=RestoreBlobArgs,
+        output=RestoreBlobResult,
+    )
     async def restore_blob(self, args: RestoreBlobArgs, ctx: CallContext) -> dict[str, Any]:
         """Put a blob back as it was before put_blob or delete_blob, unless someone changed it since.
 
@@ -473,7 +547,12 @@ class AzureConnector(HttpConnector):
             if not _as_left(now, args):
                 raise _changed(args, now)
             try:
-                await self._send(ctx, "DELETE", blob_path(args.container, args.blob), headers={"If-Match": now.etag})
+                await self._send(
+                    ctx,
+                    "DELETE",
+                    blob_path(args.container, args.blob),
+                    headers={"If-Match": now.etag},
+                )
             except ToolError as exc:
                 if exc.status == 404:
                     return _restored(args, "none", None)
@@ -489,14 +568,23 @@ class AzureConnector(HttpConnector):
                 status=404,
                 code="backup_missing",
             )
-        if now is not None and backup.content_md5 is not None and (now.content_md5, now.size) == (backup.content_md5, backup.size):
+        if (
+            now is not None
+            and backup.content_md5 is not None
+            and (now.content_md5, now.size) == (backup.content_md5, backup.size)
+        ):
             return _restored(args, "none", now.etag)
         if not _as_left(now, args):
             raise _changed(args, now)
         condition = {"If-Match": now.etag} if now is not None else {"If-None-Match": "*"}
         try:
             etag = await self._copy(
-                ctx, args.container, args.backup_blob, args.blob, source_etag=backup.etag, conditions=condition
+                ctx,
+                args.container,
+                args.backup_blob,
+                args.blob,
+                source_etag=backup.etag,
+                conditions=condition,
             )
         except ToolError as exc:
             if exc.status == 412 or exc.code == "already_exists":
@@ -515,7 +603,9 @@ def _as_left(now: _Props | None, args: RestoreBlobArgs) -> bool:
         return now is None
     if now is None:
         return False
-    return now.etag == args.expected_etag or (args.expected_md5 is not None and now.content_md5 == args.expected_md5)
+    return now.etag == args.expected_etag or (
+        args.expected_md5 is not None and now.content_md5 == args.expected_md5
+    )
 
 
 def _decode(content: str, encoding: str) -> bytes:
@@ -534,7 +624,9 @@ def _decode(content: str, encoding: str) -> bytes:
     return data
 
 
-def _raced(container: str, blob: str, props: _Props | None, saved: str | None, status: int | None) -> ToolError:
+def _raced(
+    container: str, blob: str, props: _Props | None, saved: str | None, status: int | None
+) -> ToolError:
     read = f"it no longer has ETag {props.etag}" if props is not None else "it did not exist"
     left = f"; the backup made before, {saved}, remains" if saved else ""
     return ToolError(

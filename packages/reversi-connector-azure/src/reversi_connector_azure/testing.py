@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+
 import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
@@ -76,14 +77,18 @@ LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
 ODD_BLOB = "odd names/a b+c%d?e#f//ünï"
 """A seeded name with every character a careless URL would get wrong."""
-PIXEL = base64.b64decode("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
+PIXEL = base64.b64decode(
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
+)
 """A 1x1 PNG: binary content that is not UTF-8."""
 
 
 class InterposingTransport(httpx.AsyncHTTPTransport):
     """Runs ``action()`` once, just before the first request for which ``when(request)`` is true."""
 
-    def __init__(self, when: Callable[[httpx.Request], bool], action: Callable[[], None], **kwargs: Any) -> None:
+    def __init__(
+        self, when: Callable[[httpx.Request], bool], action: Callable[[], None], **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self._when = when
         self._action = action
@@ -99,7 +104,9 @@ class InterposingTransport(httpx.AsyncHTTPTransport):
 def seed_example(fake: FakeBlobStorage) -> None:
     """Container :data:`CONTAINER` with a text note, a PNG, :data:`ODD_BLOB` and an append blob."""
     fake.add_container(CONTAINER)
-    fake.put(CONTAINER, "notes/hello.txt", "Hello from before the run.\n", "text/plain; charset=utf-8")
+    fake.put(
+        CONTAINER, "notes/hello.txt", "Hello from before the run.\n", "text/plain; charset=utf-8"
+    )
     fake.put(CONTAINER, "images/pixel.png", PIXEL, "image/png")
     fake.put(CONTAINER, ODD_BLOB, "odd", "text/plain; charset=utf-8")
     fake.put(CONTAINER, "logs/app.log", "line 1\n", "text/plain", blob_type="AppendBlob")
@@ -158,11 +165,15 @@ def _restore_args(result: Mapping[str, Any]) -> dict[str, Any]:
 
 
 async def _restore_overwrite(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    return _restore_args(await ctx.call("azure.put_blob", _at("notes/hello.txt", content="overwritten")))
+    return _restore_args(
+        await ctx.call("azure.put_blob", _at("notes/hello.txt", content="overwritten"))
+    )
 
 
 async def _restore_new(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    return _restore_args(await ctx.call("azure.put_blob", _at("notes/brand-new.txt", content="new")))
+    return _restore_args(
+        await ctx.call("azure.put_blob", _at("notes/brand-new.txt", content="new"))
+    )
 
 
 async def _restore_deleted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -172,49 +183,98 @@ async def _restore_deleted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
 NOTHING_LEFT = {"backup_blob": None, "expected_etag": None, "expected_md5": None}
 
 EXAMPLES: Mapping[str, list[Example]] = {
-    "azure.get_blob": [_at("notes/hello.txt"), _at("images/pixel.png", encoding="base64"), _at(ODD_BLOB)],
-    "azure.list_blobs": [{"container": CONTAINER}, {"container": CONTAINER, "prefix": "notes/", "delimiter": "/"}],
+    "azure.get_blob": [
+        _at("notes/hello.txt"),
+        _at("images/pixel.png", encoding="base64"),
+        _at(ODD_BLOB),
+    ],
+    "azure.list_blobs": [
+        {"container": CONTAINER},
+        {"container": CONTAINER, "prefix": "notes/", "delimiter": "/"},
+    ],
     "azure.put_blob": [
         _at("notes/hello.txt", content="Rewritten by the agent.\n"),
         _at("notes/new.txt", content="A new note."),
-        _at("images/copy.png", content=base64.b64encode(PIXEL).decode(), encoding="base64", content_type="image/png"),
+        _at(
+            "images/copy.png",
+            content=base64.b64encode(PIXEL).decode(),
+            encoding="base64",
+            content_type="image/png",
+        ),
         _at("/a//b c+%?#ü", content="exactly this name"),
     ],
     "azure.delete_blob": [_at("notes/hello.txt"), _at(ODD_BLOB)],
-    "azure.restore_blob": [_restore_overwrite, _restore_new, _restore_deleted, _at("notes/never-there.txt", **NOTHING_LEFT)],
+    "azure.restore_blob": [
+        _restore_overwrite,
+        _restore_new,
+        _restore_deleted,
+        _at("notes/never-there.txt", **NOTHING_LEFT),
+    ],
 }
 
 DEPENDENCIES: list[Dependency] = [
-    Dependency("azure.put_blob", _at("notes/new.txt", content="v1"), "azure.put_blob", _at("notes/new.txt", content="v2")),
-    Dependency("azure.put_blob", _at("notes/hello.txt", content="v1"), "azure.delete_blob", _at("notes/hello.txt")),
-    Dependency("azure.delete_blob", _at("notes/hello.txt"), "azure.put_blob", _at("notes/hello.txt", content="again")),
+    Dependency(
+        "azure.put_blob",
+        _at("notes/new.txt", content="v1"),
+        "azure.put_blob",
+        _at("notes/new.txt", content="v2"),
+    ),
+    Dependency(
+        "azure.put_blob",
+        _at("notes/hello.txt", content="v1"),
+        "azure.delete_blob",
+        _at("notes/hello.txt"),
+    ),
+    Dependency(
+        "azure.delete_blob",
+        _at("notes/hello.txt"),
+        "azure.put_blob",
+        _at("notes/hello.txt", content="again"),
+    ),
 ]
 """A second write, or a delete, of a blob the run already wrote: the earlier step waits for it."""
 
 FAILURES: Mapping[str, list[Failure]] = {
     "azure.get_blob": [
         Failure(_at("notes/missing.txt"), code="not_found", status=404),
-        Failure({"container": "no-such-container", "blob": "k"}, code="no_such_container", status=404),
+        Failure(
+            {"container": "no-such-container", "blob": "k"}, code="no_such_container", status=404
+        ),
         Failure(_at("images/pixel.png"), code="not_text"),
     ],
-    "azure.list_blobs": [Failure({"container": "no-such-container"}, code="no_such_container", status=404)],
+    "azure.list_blobs": [
+        Failure({"container": "no-such-container"}, code="no_such_container", status=404)
+    ],
     "azure.put_blob": [
-        Failure({"container": "no-such-container", "blob": "k", "content": "x"}, code="no_such_container", status=404),
+        Failure(
+            {"container": "no-such-container", "blob": "k", "content": "x"},
+            code="no_such_container",
+            status=404,
+        ),
         Failure(_at("logs/app.log", content="x"), code="not_block_blob"),
         Failure(_at("k.bin", content="not base64!", encoding="base64"), code="invalid_content"),
     ],
     "azure.delete_blob": [
-        Failure({"container": "no-such-container", "blob": "k"}, code="no_such_container", status=404),
+        Failure(
+            {"container": "no-such-container", "blob": "k"}, code="no_such_container", status=404
+        ),
         Failure(_at("logs/app.log"), code="not_block_blob"),
     ],
     "azure.restore_blob": [
         Failure(
-            _at("notes/hello.txt", backup_blob=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000",
-                expected_etag=None, expected_md5=None),
+            _at(
+                "notes/hello.txt",
+                backup_blob=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000",
+                expected_etag=None,
+                expected_md5=None,
+            ),
             code="backup_missing",
             status=404,
         ),
-        Failure(_at("notes/hello.txt", backup_blob=None, expected_etag='"0x1"', expected_md5=None), code="concurrent_change"),
+        Failure(
+            _at("notes/hello.txt", backup_blob=None, expected_etag='"0x1"', expected_md5=None),
+            code="concurrent_change",
+        ),
     ],
 }
 """Calls Blob Storage turns down, each with the code (and status) the connector answers."""
@@ -230,7 +290,9 @@ ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
 """``reversi_core.testing.ConcurrentChange`` (issue 21), or a stand-in of the same shape until it lands."""
 
 
-def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]) -> Any:
+def concurrent_change(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> Any:
     """Someone else changes, through the fake, the blob a put_blob or delete_blob call wrote.
 
     ``revert`` puts back exactly what the call left (the same ETag); ``None`` for a tool
@@ -250,7 +312,10 @@ def concurrent_change(server: FakeServer, tool: str, args: Mapping[str, Any], re
         return ConcurrentChange(what=f"{container}/{blob} changed since the call", revert=put_back)
     if tool == "azure.delete_blob":
         fake.put(container, blob, b"someone else's new blob")
-        return ConcurrentChange(what=f"{container}/{blob} changed since the call", revert=lambda: fake.remove(container, blob))
+        return ConcurrentChange(
+            what=f"{container}/{blob} changed since the call",
+            revert=lambda: fake.remove(container, blob),
+        )
     return None
 
 
@@ -263,8 +328,12 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
     return CertificationFixture(
         backend_summary="its fake of the Blob service REST API over HTTPS (ETags, conditions), faults included",
         command_line=lambda server: (
-            {"AZURE_STORAGE_TOKEN": TOKEN, "AZURE_STORAGE_ACCOUNT": ACCOUNT,
-             "AZURE_STORAGE_BLOB_ENDPOINT": f"{server.url}/{ACCOUNT}", "SSL_CERT_FILE": str(server.ca_path)},
+            {
+                "AZURE_STORAGE_TOKEN": TOKEN,
+                "AZURE_STORAGE_ACCOUNT": ACCOUNT,
+                "AZURE_STORAGE_BLOB_ENDPOINT": f"{server.url}/{ACCOUNT}",
+                "SSL_CERT_FILE": str(server.ca_path),
+            },
             [],
         ),
         backend=azure_backend,
