@@ -161,7 +161,7 @@ async def test_a_change_after_the_write_stops_the_rollback_until_it_is_reverted(
     journal.close()
 
 
-async def test_an_blob_recreated_after_a_delete_stops_the_rollback(
+async def test_a_blob_recreated_after_a_delete_stops_the_rollback(
     backend: Backend, tmp_path: Path
 ) -> None:
     backend.write("doc", b"original")
