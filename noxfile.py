@@ -15,6 +15,9 @@ packages/reversi-connector-NAME/ and every session below picks it up.
     nox -s build          one wheel and one sdist per package into dist/, checked
     nox -s install_only   per connector: a fresh venv with only it (and core) from dist/,
                           then manifests, serve, compensate there (docs/releasing.md)
+    nox -s live -- NAME   NAME's live scenario against the real vendor, recorded with vcrpy
+                          into its tests/cassettes (needs its credentials; not run by default
+                          nor by .ci/run; docs/development.md)
 """
 
 from __future__ import annotations
@@ -45,6 +48,8 @@ def discover_packages() -> dict[str, Path]:
 
 PACKAGES = discover_packages()
 NODE_DIR = ROOT / ".ci" / "node"
+INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector-cli@1"
+PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 
 
 def npm_test_tools(names: list[str] | None = None) -> list[str]:
@@ -77,8 +82,7 @@ def install_npm_test_tools(session: nox.Session, extra: list[str], names: list[s
         external=True,
     )
     session.env["REVERSI_NODE_BIN"] = str(NODE_DIR / "node_modules" / ".bin")
-INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector-cli@1"
-PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
+
 
 
 def install_workspace(session: nox.Session, names: list[str] | None = None) -> None:
@@ -176,6 +180,27 @@ def lint(session: nox.Session) -> None:
     # every package's src/ on mypy's path, found the way the packages are (no list to keep)
     mypy_path = ":".join(str((f / "src").relative_to(ROOT)) for f in PACKAGES.values())
     session.run("mypy", *sources, env={"MYPYPATH": mypy_path})
+
+
+@nox.session(python="3.11", default=False)
+def live(session: nox.Session) -> None:
+    """One connector's live scenario against its real vendor, recorded (scripts/live.py).
+
+    ``nox -s live -- github`` needs github's variables in the environment (GITHUB_TOKEN,
+    REVERSI_LIVE_GITHUB_REPO); without them it names them and fails. Options after the
+    name go to scripts/live.py: ``--no-record``, ``--test-backend`` (against the fake),
+    ``--cassettes DIR``, ``--data DIR``. Only the connector and core are installed, with
+    vcrpy. Never part of the README's test command: it is for maintainers who hold
+    credentials for a throwaway account.
+    """
+    names = [a for a in session.posargs if not a.startswith("-")]
+    options = [a for a in session.posargs if a.startswith("-")]
+    connectors = ", ".join(n for n in PACKAGES if n != "core")
+    if len(names) != 1 or names[0] not in PACKAGES or names[0] == "core":
+        session.error(f"name one connector: nox -s live -- NAME (have: {connectors})")
+    install_workspace(session, names)
+    session.install(*nox.project.dependency_groups(PYPROJECT, "live"))
+    session.run("python", "scripts/live.py", names[0], *options)
 
 
 # -- wheels and clean installs (docs/releasing.md) ---------------------------------------

@@ -1,4 +1,4 @@
-"""The certification suite: twelve checks, written once, run for every installed connector.
+"""The certification suite: thirteen checks, written once, run for every installed connector.
 
 Never shipped and never imported by a wheel (tests/test_layout.py enforces it). See
 docs/certification-guide.md for how a connector opts in and docs/certification.md for

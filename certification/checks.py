@@ -1,4 +1,4 @@
-"""The twelve certification checks, written once for every connector.
+"""The thirteen certification checks, written once for every connector.
 
 Each ``check_<id>`` takes a :class:`~certification.runner.Subject` (a connector class,
 its fixture from the connector's ``testing`` module, a scratch directory) and either
@@ -44,7 +44,7 @@ from reversi_core.engine import Executor, RollbackReport, Verifier
 from reversi_core.errors import ManifestError
 from reversi_core.journal import StepRecord
 from reversi_core.manifest import Effect, Manifest
-from reversi_core.testing import WRITE_METHODS, Failure, Fault
+from reversi_core.testing import WRITE_METHODS, ConcurrentChange, Failure, Fault
 
 from .runner import (
     CheckFailed,
@@ -59,6 +59,7 @@ from .runner import (
 __all__ = [
     "check_compensation_failure",
     "check_compensation_success",
+    "check_concurrent_change",
     "check_dependency_block",
     "check_duplicate_call",
     "check_forward_failure",
@@ -298,7 +299,19 @@ def must_apply(check: str, subject: Subject) -> str | None:
             return f"{', '.join(declaring)} declare requires"
     if check == "redaction" and subject.fixture.credential is not None:
         return "the fixture gives the connector a credential"
+    if check == "concurrent_change":
+        restoring = restoring_tools(subject)
+        if restoring:
+            return (
+                f"the compensations of {', '.join(restoring)} restore a prior state (none is "
+                "declared in restores_nothing)"
+            )
     return None
+
+
+def restoring_tools(subject: Subject) -> list[str]:
+    """The undoable tools whose compensation restores a prior state (not in ``restores_nothing``)."""
+    return [t for t in subject.tools(*UNDOABLE) if t not in subject.fixture.restores_nothing]
 
 
 # -- 1. forward success ----------------------------------------------------------------
@@ -1173,3 +1186,108 @@ async def check_manifest_drift(subject: Subject) -> str:
     if drift.added != [added_name] or drift.removed or drift.changed:
         raise fail(f"adding {added_name} was reported as {drift}")
     return f"{len(manifests)} schemas hashed; change, addition, removal and reordering told apart"
+
+
+# -- 13. concurrent change -------------------------------------------------------------
+
+
+def _made_change(
+    scene: Scene, tool: str, args: dict[str, Any], result: dict[str, Any]
+) -> ConcurrentChange:
+    """The fixture's change of what ``tool`` produced, made through the backend."""
+    make = scene.subject.fixture.concurrent_change
+    if make is None:
+        raise fail(
+            f"the compensation of {tool} restores a prior state, but the fixture has no "
+            "concurrent_change(handle, tool, args, result) to change the same thing through the "
+            "backend after the call; give one, or declare the tool in restores_nothing with the "
+            "reason its compensation restores nothing"
+        )
+    change = make(scene.handle, tool, copy.deepcopy(args), copy.deepcopy(result))
+    if change is None:
+        raise fail(
+            f"the fixture's concurrent_change makes no change for {tool}, whose compensation "
+            "restores a prior state; change what its call produced, or declare it in "
+            "restores_nothing with the reason"
+        )
+    if not isinstance(change, ConcurrentChange):
+        raise fail(
+            f"concurrent_change returned a {type(change).__name__} for {tool}, not a "
+            "reversi_core.testing.ConcurrentChange"
+        )
+    return change
+
+
+async def check_concurrent_change(subject: Subject) -> str | NotApplicableHere:
+    """A change made after the call survives the rollback, which names it; once undone, the rollback completes."""
+    undoable = subject.tools(*UNDOABLE)
+    if not undoable:
+        return NotApplicableHere("no tool has a compensation")
+    declared = subject.fixture.restores_nothing
+    wrong = sorted(set(declared) - set(undoable))
+    if wrong:
+        raise fail(
+            f"restores_nothing names {', '.join(wrong)}, which the connector has no reversible "
+            "or compensable tool called"
+        )
+    targets = restoring_tools(subject)
+    skipped = "; ".join(f"{t}: {declared[t]}" for t in undoable if t in declared)
+    if not targets:
+        return NotApplicableHere(f"no compensation restores a prior state ({skipped})")
+    first_examples(subject, targets)
+    for tool in targets:
+        async with scenario(subject, f"concurrent-{tool}") as scene:
+            _registry_or_fail(scene)
+            args = await scene.prepare(subject.examples(tool)[0])
+            before = scene.fingerprint()
+            run = scene.run()
+            seq, result = await run.call(tool, args)
+            produced = scene.fingerprint()
+            change = _made_change(scene, tool, args, result)
+            changed = scene.fingerprint()
+            if changed == produced:
+                raise fail(
+                    f"the fixture's concurrent_change for {tool} changed nothing the fingerprint "
+                    "shows, so whether the rollback keeps it cannot be seen"
+                )
+            undo = run.journal.get_step(run.id, seq).compensation
+            undo_tool = undo["tool"] if undo else "its compensation"
+            first = await run.rollback(compensate=scene.compensator())
+            step = step_of(first, seq)
+            now = scene.fingerprint()
+            if now != changed:
+                raise fail(
+                    f"rolling back {tool} after {change.what} changed overwrote that change "
+                    f"({undo_tool} must refuse instead): " + difference(changed, now)
+                )
+            if first.complete or step.rollback_state is not RollbackState.COMPENSATION_FAILED:
+                state = step.rollback_state.value if step.rollback_state else None
+                raise fail(
+                    f"{change.what} changed after {tool}, and {undo_tool} left the change in "
+                    f"place, yet the step is {state} (it must be compensation_failed, the "
+                    "rollback incomplete)"
+                )
+            reason = step.rollback_reason or ""
+            if change.what.casefold() not in reason.casefold():
+                raise fail(
+                    f"{undo_tool} refused to undo {tool} after a later change, but its reason "
+                    f"does not name what changed ({change.what!r}): {reason}"
+                )
+            if leaks(reason, subject.fixture.credential):
+                raise fail(f"the refusal of {undo_tool} carries the credential")
+            change.revert()
+            second = await run.rollback(compensate=scene.compensator())
+            step = step_of(second, seq)
+            if not second.complete or step.rollback_state is not RollbackState.COMPENSATED:
+                raise fail(
+                    f"once {change.what} was put back as {tool} left it, rolling back again did "
+                    f"not complete: {step.rollback_reason}"
+                )
+            norm = normaliser(subject, tool)
+            if norm(scene.fingerprint()) != norm(before):
+                raise fail(
+                    f"after the change was undone and {tool} rolled back, the backend is not as "
+                    "before: " + difference(norm(before), norm(scene.fingerprint()))
+                )
+    kept = f"{', '.join(targets)}: each rollback kept a later change and named it, then completed once it was undone"
+    return kept + (f"; n/a for {skipped}" if skipped else "")

@@ -12,11 +12,14 @@ in memory (for a backend that is not an HTTP API).
 The package lands in packages/reversi-connector-NAME (or DIR). Unless ``--no-generate``
 (or ``--dest``) is given, the script then writes what is generated from the new
 connector's declarations: its page ``docs/connectors/NAME.md`` and its line in the
-README (``scripts/docs.py --write``), and its row of ``docs/certification.md`` (its
-twelve checks run: ``certification/report.py --write --connector NAME``). It does that
-in this Python when ``reversi_core`` is importable here (installing the new package
-into it, editable), else through ``python3 -m nox -s docs -- NAME``. No other file is
-edited. Exit 2 on a bad name or an existing folder, 1 when generating failed.
+README (``scripts/docs.py --write``), its row of ``docs/certification.md`` (its
+thirteen checks run: ``certification/report.py --write --connector NAME``) and, for an
+HTTP connector, the first cassette of its live scenario, recorded against its fake
+(``scripts/live.py NAME --test-backend``, into the package's ``tests/cassettes/``). It
+does that in this Python when ``reversi_core`` is importable here (installing the new
+package into it, editable), else through ``python3 -m nox -s docs -- NAME`` and ``-s
+live -- NAME --test-backend``. No other file is edited. Exit 2 on a bad name or an
+existing folder, 1 when generating failed.
 """
 
 from __future__ import annotations
@@ -77,12 +80,18 @@ def create(name: str, dest: Path, *, http: bool = False) -> Path:
     return target
 
 
-def generate(name: str, target: Path) -> int:
-    """Write the new connector's docs page, README line and certification row; 0 when done."""
+def generate(name: str, target: Path, *, http: bool = False) -> int:
+    """Write the new connector's docs page, README line and certification row, and for an
+    HTTP connector the cassette of its live scenario recorded against its fake; 0 when done."""
     here = importlib.util.find_spec("reversi_core") is not None
+    record = ["--test-backend"]
     if not here:
-        print("reversi_core is not importable here: generating through nox -s docs")
-        return subprocess.call([sys.executable, "-m", "nox", "-s", "docs", "--", name], cwd=ROOT)
+        print("reversi_core is not importable here: generating through nox -s docs (and live)")
+        nox = [sys.executable, "-m", "nox"]
+        status = subprocess.call([*nox, "-s", "docs", "--", name], cwd=ROOT)
+        if status == 0 and http:
+            status = subprocess.call([*nox, "-s", "live", "--", name, *record], cwd=ROOT)
+        return status
     install = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
     if all(importlib.util.find_spec(m) is not None for m in ("hatchling", "editables")):
         install += ["--no-build-isolation", "--no-deps"]
@@ -91,6 +100,8 @@ def generate(name: str, target: Path) -> int:
         [sys.executable, str(ROOT / "scripts" / "docs.py"), "--write"],
         [sys.executable, str(ROOT / "certification" / "report.py"), "--write", "--connector", name],
     ]
+    if http:
+        steps.append([sys.executable, str(ROOT / "scripts" / "live.py"), name, *record])
     for step in steps:
         status = subprocess.call(step, cwd=ROOT)
         if status != 0:
@@ -128,8 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"created {target}")
     if args.dest is not None or args.no_generate:
         print("next: python scripts/docs.py --write && python certification/report.py --write")
+        if args.http:
+            print(f"and: python scripts/live.py {args.name} --test-backend (its first cassette)")
         return 0
-    status = generate(args.name, target)
+    status = generate(args.name, target, http=args.http)
     if status == 0:
         print(f"documented in docs/connectors/{args.name}.md and certified in docs/certification.md")
     return status

@@ -42,7 +42,8 @@ def test_the_tools_block_follows_the_manifests(monkeypatch: pytest.MonkeyPatch) 
     table = docs.tools(github)
     assert (
         "| `github.add_comment` | reversible | `github:issues:write` | never | `github.delete_comment` "
-        "with `{owner: args.owner, repo: args.repo, comment_id: result.id}` |"
+        "with `{owner: args.owner, repo: args.repo, comment_id: result.id, "
+        "body_sha256: result.body_sha256}` |"
     ) in table
     page = github.page.read_text(encoding="utf-8")
     original = github.cls.manifests

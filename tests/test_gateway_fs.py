@@ -301,3 +301,53 @@ async def test_non_utf8_names_through_the_gateway_are_journaled_and_rolled_back(
     )
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
     assert content_of(latin) == b"latin one"
+
+
+@pytest.mark.req("RB-10")
+@pytest.mark.anyio
+async def test_the_agent_cannot_make_a_compensation_overwrite_a_later_change(
+    tmp_path: Path, manifests: Path
+) -> None:
+    """Through the gateway, no argument and no ``_meta`` key lets the agent's own call of a
+    compensation skip its precondition, and nothing the session does records an overwrite
+    decision: a later ``reversi rollback`` still refuses until a person says ``--overwrite``."""
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "plan.txt").write_text("the plan\n")
+    async with fs_session(tmp_path, manifests, root) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        for name in ("fs.restore_file", "fs.unmove_file", "fs.remove_dir"):
+            assert "overwrite" not in tools[name].input_schema["properties"], name
+        written = await client.call_tool(
+            "fs.write_file", {"path": "plan.txt", "content": "the agent's plan\n"}
+        )
+        assert written.meta is not None
+        run_id = written.meta["reversi/run"]
+        result = written.structured_content
+        assert isinstance(result, dict)
+        (root / "plan.txt").write_text("the agent's plan\nand a person's fix\n")
+        undo = {
+            "path": "plan.txt",
+            "backup": result["backup"],
+            "left": "file",
+            "sha256": result["sha256"],
+            "mode": result["mode"],
+        }
+        insisting = {"reversi/overwrite": True, "overwrite": True, "reversi/compensation": True}
+        tried = await client.call_tool("fs.restore_file", undo, meta=insisting)
+        assert tried.is_error
+        assert isinstance(tried.structured_content, dict)
+        assert tried.structured_content["error"]["code"] == "changed_since"
+        smuggled = await client.call_tool("fs.restore_file", {**undo, "overwrite": True})
+        assert smuggled.is_error
+        assert smuggled.meta is not None
+        assert smuggled.meta["reversi/outcome"] == "rejected"
+    assert (root / "plan.txt").read_text() == "the agent's plan\nand a person's fix\n"
+    data = str(tmp_path / "data")
+    shown = json.loads(reversi("show", run_id, "--data", data, "--json").stdout)
+    assert all(step["overwrite"] is None for step in shown["steps"])
+    compensator = f"{shlex.quote(CONNECTORS)} compensate --root {shlex.quote(str(root))}"
+    rolled = reversi("rollback", run_id, "--data", data, "--compensator-cmd", compensator)
+    assert rolled.returncode == 1, rolled.stdout + rolled.stderr
+    assert "the file's content changed since the call" in " ".join(rolled.stdout.split())
+    assert (root / "plan.txt").read_text() == "the agent's plan\nand a person's fix\n"

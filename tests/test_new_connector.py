@@ -111,7 +111,7 @@ def test_a_new_http_connector_is_certified_and_documented_with_no_other_file_edi
     tmp_path: Path,
 ) -> None:
     """new_connector.py widget --http in a fresh copy: the package, its page, its README line
-    and its certification row, and nothing else; then the suite certifies it (all twelve
+    and its certification row, and nothing else; then the suite certifies it (all thirteen
     checks pass), the docs drift test holds and its own tests pass."""
     repo = tmp_path / "repo"
     copy_checkout(repo)
@@ -151,7 +151,7 @@ def test_a_new_http_connector_is_certified_and_documented_with_no_other_file_edi
     rows = [ln for ln in (repo / "docs" / "certification.md").read_text().splitlines() if ln.startswith("| widget |")]
     assert len(rows) == 1
     assert "fail" not in rows[0]
-    assert rows[0].count("| pass") == 11  # the template declares no requires: dependency block is n/a
+    assert rows[0].count("| pass") == 12  # the template declares no requires: dependency block is n/a
 
     def pytest_in_copy(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

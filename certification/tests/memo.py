@@ -2,9 +2,11 @@
 
 The well-behaved :class:`MemoConnector` talks to a fake notes service through
 :class:`reversi_core.http.HttpClient`; the fake is a :class:`reversi_core.testing.FakeApp`
-served by a real :class:`reversi_core.testing.FakeServer`. It passes all twelve checks
-(``memo.tag_note`` declares ``requires`` on the ``memo.create_note`` that made the note),
-so it is also a worked example of a fixture for an HTTP connector.
+served by a real :class:`reversi_core.testing.FakeServer`. It passes all thirteen checks
+(``memo.tag_note`` declares ``requires`` on the ``memo.create_note`` that made the note;
+``memo.delete_note`` and ``memo.restore_note`` send the ``ETag`` the forward call produced
+in ``If-Match``, so a rollback never overwrites a note someone edited since), so it is
+also a worked example of a fixture for an HTTP connector.
 
 Each ``Broken*`` subclass gets exactly one thing wrong, the way a real connector might;
 ``test_selftest.py`` shows the check that must catch it failing.
@@ -21,9 +23,15 @@ gets the first answer again, without acting twice; the same key on a different r
 is refused (422 ``idempotency_key_reused``). The connector sends the call's key on every
 write, so its fixture lists every writing tool in ``sends_idempotency_key``. Routes:
 
+Every answer carrying a note has its ``ETag`` (a strong validator of its text,
+https://www.rfc-editor.org/rfc/rfc9110#name-etag); a write with ``If-Match`` whose tag
+is not the note's current one is refused 412 ``precondition_failed``
+(https://www.rfc-editor.org/rfc/rfc9110#name-if-match).
+
 - ``GET /notes/{id}``: the note, or 404;
 - ``POST /notes`` ``{"text"}``: 201 with the new note; 422 for an empty text;
-- ``DELETE /notes/{id}``: 204, or 404;
+- ``PATCH /notes/{id}`` ``{"text"}``: 200 with the note; 404; 412 (``If-Match``);
+- ``DELETE /notes/{id}``: 204, or 404; 412 (``If-Match``);
 - ``POST /notes/{id}/tags`` ``{"tag"}``: 201; 404 without the note; 422 when tagged already;
 - ``DELETE /notes/{id}/tags/{tag}``: 204, or 404;
 - ``POST /notes/{id}/views``: counts a view (only the broken reader calls it).
@@ -33,6 +41,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import itertools
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -47,6 +56,7 @@ from reversi_core.manifest import Effect
 from reversi_core.testing import (
     WRITE_METHODS,
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     ExampleContext,
     Failure,
@@ -89,6 +99,7 @@ class MemoApp(FakeApp):
         self._ids = itertools.count(1)
         self.add_route("GET", "/notes/{id}", self.get_note)
         self.add_route("POST", "/notes", self.create_note)
+        self.add_route("PATCH", "/notes/{id}", self.edit_note)
         self.add_route("DELETE", "/notes/{id}", self.delete_note)
         self.add_route("POST", "/notes/{id}/tags", self.add_tag)
         self.add_route("DELETE", "/notes/{id}/tags/{tag}", self.remove_tag)
@@ -114,7 +125,11 @@ class MemoApp(FakeApp):
                     )
                 return answer
             answer = super().dispatch(request)
-            if answer.status < 500:
+            # As Stripe keeps no result for a request that never began executing
+            # (https://docs.stripe.com/api/idempotent_requests), a write refused by its
+            # precondition leaves the key unused: the same request may be retried once
+            # the note holds what If-Match expects.
+            if answer.status < 500 and answer.status != 412:
                 self.answered[key] = (sent, answer)
             return answer
 
@@ -122,9 +137,23 @@ class MemoApp(FakeApp):
     def missing() -> FakeResponse:
         return FakeResponse(404, json={"code": "not_found", "message": "Not Found"})
 
+    @staticmethod
+    def answer(status: int, note: dict[str, Any]) -> FakeResponse:
+        return FakeResponse(status, json=note, headers={"ETag": etag_of(note["text"])})
+
+    @staticmethod
+    def stale(request: FakeRequest, note: dict[str, Any]) -> FakeResponse | None:
+        """412 when the request's ``If-Match`` is not the note's current ETag, else ``None``."""
+        wanted = request.headers.get("if-match")
+        if wanted is None or wanted == etag_of(note["text"]):
+            return None
+        return FakeResponse(
+            412, json={"code": "precondition_failed", "message": "the note has changed"}
+        )
+
     def get_note(self, request: FakeRequest) -> FakeResponse:
         note = self.notes.get(request.path_params["id"])
-        return FakeResponse(200, json=note) if note else self.missing()
+        return self.answer(200, note) if note else self.missing()
 
     def create_note(self, request: FakeRequest) -> FakeResponse:
         text = (request.json or {}).get("text", "")
@@ -132,11 +161,29 @@ class MemoApp(FakeApp):
             return FakeResponse(422, json={"code": "invalid", "message": "text is empty"})
         note = {"id": f"n{next(self._ids)}", "text": text, "tags": [], "views": 0}
         self.notes[note["id"]] = note
-        return FakeResponse(201, json=note)
+        return self.answer(201, note)
+
+    def edit_note(self, request: FakeRequest) -> FakeResponse:
+        note = self.notes.get(request.path_params["id"])
+        if note is None:
+            return self.missing()
+        text = (request.json or {}).get("text", "")
+        if not text:
+            return FakeResponse(422, json={"code": "invalid", "message": "text is empty"})
+        refused = self.stale(request, note)
+        if refused is not None:
+            return refused
+        note["text"] = text
+        return self.answer(200, note)
 
     def delete_note(self, request: FakeRequest) -> FakeResponse:
-        if self.notes.pop(request.path_params["id"], None) is None:
+        note = self.notes.get(request.path_params["id"])
+        if note is None:
             return self.missing()
+        refused = self.stale(request, note)
+        if refused is not None:
+            return refused
+        del self.notes[note["id"]]
         return FakeResponse(204)
 
     def add_tag(self, request: FakeRequest) -> FakeResponse:
@@ -165,12 +212,36 @@ class MemoApp(FakeApp):
         return FakeResponse(200, json={"views": note["views"]})
 
 
+def etag_of(text: str) -> str:
+    """The note's strong ETag: a quoted digest of its text."""
+    return '"' + hashlib.sha256(text.encode()).hexdigest()[:16] + '"'
+
+
 # -- the connector ---------------------------------------------------------------------
 
 
 class NoteId(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
+
+
+class NoteToDelete(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    etag: str | None = None
+
+
+class NoteText(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+
+
+class NoteRestore(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    id: str
+    text: str
+    etag: str | None = None
 
 
 class NewNote(BaseModel):
@@ -201,6 +272,22 @@ class Created(_Result):
     """Result of memo.create_note."""
 
     id: str
+    etag: str
+
+
+class Edited(_Result):
+    """Result of memo.edit_note: the text it replaced, and the ETag of what it wrote."""
+
+    id: str
+    previous: str
+    etag: str
+
+
+class Restored(_Result):
+    """Result of memo.restore_note."""
+
+    id: str
+    restored: bool
 
 
 class Deleted(_Result):
@@ -227,6 +314,15 @@ class Untagged(_Result):
 
 CREATED_HERE = Requirement(
     tool="memo.create_note", match=[Match(this="args.id", earlier="result.id")]
+)
+
+CREATE_UNDO = Compensation(
+    tool="memo.delete_note", argument_map={"id": "result.id", "etag": "result.etag"}
+)
+
+EDIT_UNDO = Compensation(
+    tool="memo.restore_note",
+    argument_map={"id": "result.id", "text": "result.previous", "etag": "result.etag"},
 )
 
 
@@ -267,15 +363,28 @@ class MemoConnector(Connector):
         )
         return dict(resp.json or {})
 
+    @staticmethod
+    def if_match(etag: str | None, ctx: CallContext) -> dict[str, str]:
+        """``If-Match`` with ``etag``, unless there is none or a person allowed an overwrite."""
+        return {} if etag is None or ctx.overwrite else {"If-Match": etag}
+
+    def changed(self, name: str, what: str) -> ToolError:
+        """The refusal of a compensation whose note changed since the call (a 412)."""
+        return ToolError(
+            f"{name}: the note's text changed since the call (HTTP 412); {what}",
+            status=412,
+            code="changed_since",
+        )
+
     @tool(
         effect=Effect.REVERSIBLE,
         permission="memo:write",
         input=NewNote,
         output=Created,
-        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+        compensation=CREATE_UNDO,
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
-        """Create a note."""
+        """Create a note: ``{"id", "etag"}`` (the ETag of what it wrote)."""
         resp = await self.http.request(
             "POST",
             "/notes",
@@ -283,19 +392,78 @@ class MemoConnector(Connector):
             idempotency_key=ctx.idempotency_key,
             timeouts=self.limits(ctx),
         )
-        return {"id": (resp.json or {})["id"]}
+        return {"id": (resp.json or {})["id"], "etag": resp.headers["etag"]}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
-    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
-        """Delete a note; one already gone is success."""
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteToDelete, output=Deleted)
+    async def delete_note(self, args: NoteToDelete, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note; one already gone is success.
+
+        With ``etag``, only while the note still has it (``If-Match``): a note edited
+        since is refused with code ``changed_since``, unless ``ctx.overwrite``.
+        """
+        try:
+            resp = await self.http.request(
+                "DELETE",
+                url_path("/notes/{id}", id=args.id),
+                ok_statuses={404},
+                headers=self.if_match(args.etag, ctx),
+                idempotency_key=ctx.idempotency_key,
+                timeouts=self.limits(ctx),
+            )
+        except ToolError as exc:
+            if exc.status == 412:
+                raise self.changed("memo.delete_note", "it was not deleted") from None
+            raise
+        return {"id": args.id, "deleted": resp.status != 404}
+
+    @tool(
+        effect=Effect.COMPENSABLE,
+        permission="memo:write",
+        input=NoteText,
+        output=Edited,
+        compensation=EDIT_UNDO,
+        requires=[CREATED_HERE],
+    )
+    async def edit_note(self, args: NoteText, ctx: CallContext) -> dict[str, Any]:
+        """Replace a note's text: ``{"id", "previous", "etag"}`` (the old text, the new ETag)."""
+        path = url_path("/notes/{id}", id=args.id)
+        read = await self.http.request("GET", path, timeouts=self.limits(ctx))
         resp = await self.http.request(
-            "DELETE",
-            url_path("/notes/{id}", id=args.id),
-            ok_statuses={404},
+            "PATCH",
+            path,
+            json={"text": args.text},
+            headers={"If-Match": read.headers["etag"]},
             idempotency_key=ctx.idempotency_key,
             timeouts=self.limits(ctx),
         )
-        return {"id": args.id, "deleted": resp.status != 404}
+        previous = (read.json or {})["text"]
+        return {"id": args.id, "previous": previous, "etag": resp.headers["etag"]}
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:write", input=NoteRestore, output=Restored)
+    async def restore_note(self, args: NoteRestore, ctx: CallContext) -> dict[str, Any]:
+        """Put a note's old text back, only while it holds what the edit wrote (``etag``).
+
+        A 412 with the old text already there is success (``restored`` false); with any
+        other text, code ``changed_since``, unless ``ctx.overwrite``.
+        """
+        path = url_path("/notes/{id}", id=args.id)
+        try:
+            await self.http.request(
+                "PATCH",
+                path,
+                json={"text": args.text},
+                headers=self.if_match(args.etag, ctx),
+                idempotency_key=ctx.idempotency_key,
+                timeouts=self.limits(ctx),
+            )
+        except ToolError as exc:
+            if exc.status != 412:
+                raise
+            now = await self.http.request("GET", path, timeouts=self.limits(ctx))
+            if (now.json or {}).get("text") != args.text:
+                raise self.changed("memo.restore_note", "nothing was restored") from None
+            return {"id": args.id, "restored": False}
+        return {"id": args.id, "restored": True}
 
     @tool(
         effect=Effect.REVERSIBLE,
@@ -367,6 +535,40 @@ async def _tag_the_new_note(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any
     return {"id": ctx.results["memo.create_note"]["id"], "tag": "t"}
 
 
+async def _edit_the_new_note(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any]:
+    return {"id": ctx.results["memo.create_note"]["id"], "text": "edited"}
+
+
+async def _an_edit(ctx: ExampleContext[FakeServer]) -> Mapping[str, Any]:
+    done = await ctx.call("memo.edit_note", {"id": "n0", "text": "edited"})
+    return {"id": "n0", "text": done["previous"], "etag": done["etag"]}
+
+
+def person_edits(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """Someone edits, in the service itself, the note that ``tool`` created or edited."""
+    app = server.app
+    assert isinstance(app, MemoApp)
+    with app.lock:
+        note = app.notes[str(result["id"])]
+        produced = note["text"]
+        note["text"] = produced + " (and a person's edit)"
+
+    def revert() -> None:
+        with app.lock:
+            note["text"] = produced
+
+    return ConcurrentChange(what="the note's text", revert=revert)
+
+
+RESTORES_NOTHING: Mapping[str, str] = {
+    "memo.tag_note": "its undo takes off only the tag this call put on: a tag is on a note or "
+    "not, and one someone took off since is skipped, so there is no later edit to lose",
+}
+"""The memo tools whose compensation restores no prior state, and why."""
+
+
 def memo_fixture(
     cls: type[MemoConnector] = MemoConnector, *, call_timeout: float = LIMIT
 ) -> CertificationFixture[FakeServer]:
@@ -395,27 +597,41 @@ def memo_fixture(
             "memo.get_note": [{"id": "n0"}],
             "memo.create_note": [{"text": "hello"}],
             "memo.delete_note": [_a_note],
+            "memo.edit_note": [{"id": "n0", "text": "edited"}],
+            "memo.restore_note": [_an_edit],
             "memo.tag_note": [{"id": "n0", "tag": "new"}],
             "memo.untag_note": [_a_tag],
         },
         failures={
             "memo.get_note": [refused({"id": "missing"}, "not_found", 404)],
             "memo.create_note": [refused({"text": ""}, "invalid", 422)],
+            "memo.edit_note": [refused({"id": "missing", "text": "x"}, "not_found", 404)],
+            "memo.restore_note": [refused({"id": "missing", "text": "x"}, "not_found", 404)],
             "memo.tag_note": [
                 refused({"id": "n0", "tag": "old"}, "exists", 422),
                 refused({"id": "missing", "tag": "t"}, "not_found", 404),
             ],
         },
         dependencies=[
-            Dependency("memo.create_note", {"text": "x"}, "memo.tag_note", _tag_the_new_note)
+            Dependency("memo.create_note", {"text": "x"}, "memo.tag_note", _tag_the_new_note),
+            Dependency("memo.create_note", {"text": "x"}, "memo.edit_note", _edit_the_new_note),
         ],
         credential=TOKEN,
         call_timeout=call_timeout,
         sends_idempotency_key=frozenset(
-            {"memo.create_note", "memo.delete_note", "memo.tag_note", "memo.untag_note"}
+            {
+                "memo.create_note",
+                "memo.delete_note",
+                "memo.edit_note",
+                "memo.restore_note",
+                "memo.tag_note",
+                "memo.untag_note",
+            }
         ),
         idempotency_key_in=IdempotencyKeyIn(header=KEY_HEADER),
         error_codes={st: {code} for st, code in VENDOR_CODES.items()} if cls.vendor_codes else {},
+        concurrent_change=person_edits,
+        restores_nothing=RESTORES_NOTHING,
     )
 
 
@@ -455,21 +671,21 @@ class BrokenSwallowsRefusal(MemoConnector):
         permission="memo:write",
         input=NewNote,
         output=Created,
-        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+        compensation=CREATE_UNDO,
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note, hiding errors."""
         try:
             return await super().create_note(args, ctx)
         except ToolError:
-            return {"id": ""}
+            return {"id": "", "etag": ""}
 
 
 class BrokenRepeatFails(MemoConnector):
     """delete_note fails when the note is already gone, so a repeated undo fails."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
-    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteToDelete, output=Deleted)
+    async def delete_note(self, args: NoteToDelete, ctx: CallContext) -> dict[str, Any]:
         """Delete a note (a missing one is an error)."""
         await self.http.request("DELETE", url_path("/notes/{id}", id=args.id))
         return {"id": args.id, "deleted": True}
@@ -483,19 +699,19 @@ class BrokenLosesUncertainty(MemoConnector):
         permission="memo:write",
         input=NewNote,
         output=Created,
-        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+        compensation=CREATE_UNDO,
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note (wrongly marked as not writing)."""
         resp = await self.http.request("POST", "/notes", json={"text": args.text}, write=False)
-        return {"id": (resp.json or {})["id"]}
+        return {"id": (resp.json or {})["id"], "etag": resp.headers["etag"]}
 
 
 class BrokenUndoDoesNothing(MemoConnector):
     """delete_note reports success without asking the service to delete anything."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
-    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteToDelete, output=Deleted)
+    async def delete_note(self, args: NoteToDelete, ctx: CallContext) -> dict[str, Any]:
         """Pretend to delete a note."""
         return {"id": args.id, "deleted": True}
 
@@ -508,7 +724,9 @@ class BrokenCompensationArgs(MemoConnector):
         permission="memo:write",
         input=NewNote,
         output=Created,
-        compensation=Compensation(tool="memo.delete_note", argument_map={"note": "result.id"}),
+        compensation=Compensation(
+            tool="memo.delete_note", argument_map={"note": "result.id", "etag": "result.etag"}
+        ),
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note (with a wrong argument map)."""
@@ -518,8 +736,8 @@ class BrokenCompensationArgs(MemoConnector):
 class BrokenUndoIgnoresErrors(MemoConnector):
     """delete_note swallows every error, so a failed undo is reported as done."""
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
-    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteToDelete, output=Deleted)
+    async def delete_note(self, args: NoteToDelete, ctx: CallContext) -> dict[str, Any]:
         """Delete a note, ignoring failures."""
         try:
             return await super().delete_note(args, ctx)
@@ -561,14 +779,14 @@ class BrokenWriteIgnoresCallLimit(MemoConnector):
         permission="memo:write",
         input=NewNote,
         output=Created,
-        compensation=Compensation(tool="memo.delete_note", argument_map={"id": "result.id"}),
+        compensation=CREATE_UNDO,
     )
     async def create_note(self, args: NewNote, ctx: CallContext) -> dict[str, Any]:
         """Create a note (with the client's default limits only)."""
         resp = await self.http.request(
             "POST", "/notes", json={"text": args.text}, idempotency_key=ctx.idempotency_key
         )
-        return {"id": (resp.json or {})["id"]}
+        return {"id": (resp.json or {})["id"], "etag": resp.headers["etag"]}
 
 
 class BrokenFreshUndoKey(MemoConnector):
@@ -578,8 +796,8 @@ class BrokenFreshUndoKey(MemoConnector):
     rollback could act twice where the vendor deduplicates by key.
     """
 
-    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteId, output=Deleted)
-    async def delete_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:delete", input=NoteToDelete, output=Deleted)
+    async def delete_note(self, args: NoteToDelete, ctx: CallContext) -> dict[str, Any]:
         """Delete a note (under a key of the HTTP layer's making)."""
         return await super().delete_note(args, dataclasses.replace(ctx, idempotency_key=None))
 
@@ -667,6 +885,22 @@ class BrokenSchemaDrifts(MemoConnector):
             "properties": {**schemas["memo.get_note"]["properties"], "extra": {"type": "string"}},
         }
         return schemas
+
+
+class BrokenRestoreOverwrites(MemoConnector):
+    """restore_note never sends If-Match: a rollback writes the old text over a person's edit."""
+
+    @tool(effect=Effect.IDEMPOTENT, permission="memo:write", input=NoteRestore, output=Restored)
+    async def restore_note(self, args: NoteRestore, ctx: CallContext) -> dict[str, Any]:
+        """Put a note's old text back, whatever it holds now."""
+        return await super().restore_note(args, dataclasses.replace(ctx, overwrite=True))
+
+
+class BrokenRefusalUnnamed(MemoConnector):
+    """The undo tools refuse a changed note, but say only "HTTP 412": a person cannot tell what."""
+
+    def changed(self, name: str, what: str) -> ToolError:
+        return ToolError(f"{name}: HTTP 412", status=412, code="precondition_failed")
 
 
 # -- a vendor that answers in codes, not HTTP statuses ---------------------------------

@@ -10,11 +10,14 @@ the path afterwards, so it refuses the call but has already written beside the r
 which only a look outside the root can see.
 
 Tools: ``shelf.read`` (read-only), ``shelf.put`` (creates a new file; reversible by
-``shelf.remove``) and ``shelf.remove`` (idempotent: a file already gone is success).
+``shelf.remove``) and ``shelf.remove`` (idempotent: a file already gone is success). As
+fs does, ``shelf.put`` returns the SHA-256 of what it wrote and its undo removes the file
+only while it still holds that content, so a rollback never deletes someone's later edit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -26,7 +29,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from reversi_core import CallContext, Compensation, Connector, ToolError, tool
 from reversi_core.manifest import Effect
-from reversi_core.testing import CertificationFixture, ExampleContext, Failure
+from reversi_core.testing import CertificationFixture, ConcurrentChange, ExampleContext, Failure
 
 SENTINELS: Mapping[str, str] = {
     "sentinel.txt": "must stay\n",
@@ -38,6 +41,12 @@ SENTINELS: Mapping[str, str] = {
 class PathArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str
+
+
+class RemoveArgs(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    path: str
+    sha256: str | None = None
 
 
 class PutArgs(BaseModel):
@@ -59,6 +68,7 @@ class Placed(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     path: str = Field(description="The new file's path, as given.")
+    sha256: str = Field(description="The SHA-256 of the bytes written, in hex.")
 
 
 class Removed(BaseModel):
@@ -67,6 +77,11 @@ class Removed(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: str = Field(description="The file's path, as given.")
     removed: bool = Field(description="False when it was gone already.")
+
+
+PUT_UNDO = Compensation(
+    tool="shelf.remove", argument_map={"path": "args.path", "sha256": "result.sha256"}
+)
 
 
 class ShelfConnector(Connector):
@@ -101,10 +116,10 @@ class ShelfConnector(Connector):
         permission="shelf:write",
         input=PutArgs,
         output=Placed,
-        compensation=Compensation(tool="shelf.remove", argument_map={"path": "args.path"}),
+        compensation=PUT_UNDO,
     )
     async def put(self, args: PutArgs, ctx: CallContext) -> dict[str, Any]:
-        """Create a new file: ``{"path"}``; ``exists`` when the path is taken."""
+        """Create a new file: ``{"path", "sha256"}``; ``exists`` when the path is taken."""
         target = self.inside(args.path)
         try:
             fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
@@ -116,19 +131,33 @@ class ShelfConnector(Connector):
             ) from None
         with os.fdopen(fd, "w", encoding="utf-8") as file:
             file.write(args.text)
-        return {"path": args.path}
+        return {"path": args.path, "sha256": _digest(args.text.encode())}
 
-    @tool(effect=Effect.IDEMPOTENT, permission="shelf:write", input=PathArgs, output=Removed)
-    async def remove(self, args: PathArgs, ctx: CallContext) -> dict[str, Any]:
-        """Remove a file: ``{"path", "removed": bool}``; one already gone is success."""
+    @tool(effect=Effect.IDEMPOTENT, permission="shelf:write", input=RemoveArgs, output=Removed)
+    async def remove(self, args: RemoveArgs, ctx: CallContext) -> dict[str, Any]:
+        """Remove a file: ``{"path", "removed": bool}``; one already gone is success.
+
+        With ``sha256``, only while the file holds that content: otherwise ``changed_since``
+        (unless ``ctx.overwrite``).
+        """
         target = self.inside(args.path)
         try:
+            checked = args.sha256 is not None and not ctx.overwrite and target.is_file()
+            if checked and _digest(target.read_bytes()) != args.sha256:
+                raise ToolError(
+                    f"{args.path!r}: the file's content changed since the call; not removed",
+                    code="changed_since",
+                )
             target.unlink()
         except FileNotFoundError:
             return {"path": args.path, "removed": False}
         except IsADirectoryError:
             raise ToolError(f"{args.path!r} is a directory", code="is_a_directory") from None
         return {"path": args.path, "removed": True}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
 
 
 class BrokenShelfEscapes(ShelfConnector):
@@ -139,7 +168,7 @@ class BrokenShelfEscapes(ShelfConnector):
         permission="shelf:write",
         input=PutArgs,
         output=Placed,
-        compensation=Compensation(tool="shelf.remove", argument_map={"path": "args.path"}),
+        compensation=PUT_UNDO,
     )
     async def put(self, args: PutArgs, ctx: CallContext) -> dict[str, Any]:
         """Create a new file (checking its path too late)."""
@@ -148,7 +177,7 @@ class BrokenShelfEscapes(ShelfConnector):
             raise ToolError(f"{args.path!r} already exists", code="exists")
         target.write_text(args.text, encoding="utf-8")
         self.inside(args.path)
-        return {"path": args.path}
+        return {"path": args.path, "sha256": _digest(args.text.encode())}
 
 
 # -- the fixture -----------------------------------------------------------------------
@@ -220,6 +249,16 @@ def _absolute(name: str, **more: Any) -> Any:
     return build
 
 
+def _someone_edits(
+    backend: ShelfBackend, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """A person rewrites the file ``shelf.put`` created."""
+    target = backend.root / str(args["path"])
+    produced = target.read_bytes()
+    target.write_bytes(produced + b"a person's line\n")
+    return ConcurrentChange(what="the file's content", revert=lambda: target.write_bytes(produced))
+
+
 def shelf_fixture(cls: type[ShelfConnector] = ShelfConnector) -> CertificationFixture[ShelfBackend]:
     """The fixture of ``cls`` (the good connector or the broken one)."""
     refused = "path_refused"
@@ -250,6 +289,7 @@ def shelf_fixture(cls: type[ShelfConnector] = ShelfConnector) -> CertificationFi
             ],
         },
         undo_fault=_undo_fault,
+        concurrent_change=_someone_edits,
         not_applicable={
             "retry": "the shelf lives on a local disk: no transport can drop a connection",
             "permission_denial": "the shelf has no service that could answer 401 or 403",

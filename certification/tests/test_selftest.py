@@ -3,7 +3,7 @@
 The checks are called as plain functions (through ``runner.run_check``) on fixtures of
 the synthetic ``memo`` connector of memo.py (and of the fs-like ``shelf`` of shelf.py),
 not through the discovered matrix. The well-behaved
-:class:`~certification.tests.memo.MemoConnector` passes all twelve, and
+:class:`~certification.tests.memo.MemoConnector` passes all thirteen, and
 :class:`~certification.tests.shelf.ShelfConnector` every one that applies to it; each
 entry of :data:`BROKEN` names a check, a variant with one defect, and words the failure
 must contain. ``test_certification.py`` requires an entry for every check.
@@ -22,7 +22,15 @@ import pytest
 from certification import runner
 from certification.tests import memo, shelf
 from reversi_core import Connector
-from reversi_core.testing import CHECKS, Failure, FakeServer, Fault, Faults, IdempotencyKeyIn
+from reversi_core.testing import (
+    CHECKS,
+    ConcurrentChange,
+    Failure,
+    FakeServer,
+    Fault,
+    Faults,
+    IdempotencyKeyIn,
+)
 
 BROKEN: dict[str, list[tuple[type[Connector], str]]] = {
     "forward_success": [
@@ -75,6 +83,10 @@ BROKEN: dict[str, list[tuple[type[Connector], str]]] = {
         (memo.BrokenEdgeOnNoField, "'result.note_id' is not in the output schema"),
     ],
     "manifest_drift": [(memo.BrokenSchemaDrifts, "disagree for memo.get_note")],
+    "concurrent_change": [
+        (memo.BrokenRestoreOverwrites, "overwrote that change (memo.restore_note must refuse"),
+        (memo.BrokenRefusalUnnamed, 'does not name what changed ("the note\'s text")'),
+    ],
 }
 """``{check: [(broken connector, words its failure must contain)]}``."""
 
@@ -299,11 +311,13 @@ async def test_a_retried_undo_under_a_fresh_key_fails_even_when_the_connector_is
     compensator receives, before the backend's copy is looked at."""
     import itertools
 
-    from reversi_core import engine
+    from reversi_core import _rollback
 
     attempt = itertools.count(1)
     monkeypatch.setattr(
-        engine, "compensation_key", lambda run_id, seq: f"reversi-{run_id}-{seq}-{next(attempt)}"
+        _rollback,
+        "compensation_key",
+        lambda run_id, seq: f"reversi-{run_id}-{seq}-{next(attempt)}",
     )
     outcome = await runner.run_check("compensation_failure", subject(memo.MemoConnector, tmp_path))
     assert outcome.status == "fail"
@@ -447,3 +461,141 @@ async def test_every_scenario_ends_with_what_surrounds_the_backend_unchanged(
     async with runner.scenario(good, "touches-the-root") as scene:
         (scene.handle.root / "inside.txt").write_text("fine\n", encoding="utf-8")
         assert scene.left_outside() is None
+
+
+# -- the concurrent-change check: its declarations ----------------------------------------
+
+
+@pytest.mark.anyio
+async def test_the_concurrent_change_check_covers_every_restoring_tool_and_names_the_others(
+    tmp_path: Path,
+) -> None:
+    outcome = await runner.run_check("concurrent_change", subject(memo.MemoConnector, tmp_path))
+    assert outcome.status == "pass", outcome.detail
+    assert outcome.detail.startswith("memo.create_note, memo.edit_note: each rollback kept")
+    assert f"n/a for memo.tag_note: {memo.RESTORES_NOTHING['memo.tag_note']}" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_without_a_concurrent_change_the_check_fails_naming_the_tool(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    fixture = dataclasses.replace(good.fixture, concurrent_change=None)
+    outcome = await runner.run_check("concurrent_change", dataclasses.replace(good, fixture=fixture))
+    assert outcome.status == "fail"
+    assert "the compensation of memo.create_note restores a prior state" in outcome.detail
+    assert "declare the tool in restores_nothing" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_a_concurrent_change_for_no_tool_fails_unless_the_tool_restores_nothing(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+
+    def only_creations(server: Any, tool: str, args: Any, result: Any) -> Any:
+        return memo.person_edits(server, tool, args, result) if tool == "memo.create_note" else None
+
+    fixture = dataclasses.replace(good.fixture, concurrent_change=only_creations)
+    outcome = await runner.run_check("concurrent_change", dataclasses.replace(good, fixture=fixture))
+    assert outcome.status == "fail"
+    assert "makes no change for memo.edit_note" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_a_change_the_fingerprint_cannot_see_proves_nothing(tmp_path: Path) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+
+    def invisible(server: Any, tool: str, args: Any, result: Any) -> ConcurrentChange:
+        return ConcurrentChange(what="nothing at all", revert=lambda: None)
+
+    fixture = dataclasses.replace(good.fixture, concurrent_change=invisible)
+    outcome = await runner.run_check("concurrent_change", dataclasses.replace(good, fixture=fixture))
+    assert outcome.status == "fail"
+    assert "changed nothing the fingerprint shows" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_restores_nothing_must_name_an_undoable_tool(tmp_path: Path) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    fixture = dataclasses.replace(
+        good.fixture,
+        restores_nothing={
+            **memo.RESTORES_NOTHING,
+            "memo.get_note": "a read changes nothing, so it restores nothing either",
+        },
+    )
+    outcome = await runner.run_check("concurrent_change", dataclasses.replace(good, fixture=fixture))
+    assert outcome.status == "fail"
+    assert "restores_nothing names memo.get_note" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_the_check_is_not_applicable_when_no_compensation_restores_anything(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    why = "a note this run made held nothing of anyone's before the call"
+    fixture = dataclasses.replace(
+        good.fixture,
+        concurrent_change=None,
+        restores_nothing={
+            **memo.RESTORES_NOTHING,
+            "memo.create_note": why,
+            "memo.edit_note": why,
+        },
+    )
+    outcome = await runner.run_check("concurrent_change", dataclasses.replace(good, fixture=fixture))
+    assert outcome.status == "not_applicable"
+    assert outcome.detail.startswith("no compensation restores a prior state (memo.create_note: ")
+    assert f"memo.tag_note: {memo.RESTORES_NOTHING['memo.tag_note']}" in outcome.detail
+
+
+@pytest.mark.anyio
+async def test_the_concurrent_change_check_cannot_be_waived_while_a_compensation_restores(
+    tmp_path: Path,
+) -> None:
+    import dataclasses
+
+    good = subject(memo.MemoConnector, tmp_path)
+    waived = dataclasses.replace(
+        good.fixture,
+        not_applicable={"concurrent_change": "people never touch the notes the agent writes"},
+    )
+    outcome = await runner.run_check(
+        "concurrent_change", dataclasses.replace(good, fixture=waived)
+    )
+    assert outcome.status == "fail"
+    assert "memo.create_note, memo.edit_note restore a prior state" in outcome.detail
+
+
+@pytest.mark.parametrize(
+    ("declared", "words"),
+    [
+        ({"tag_note": "a reason long enough to count as a sentence"}, "is not a tool name"),
+        ({"memo.tag_note": "too short"}, "must say in a sentence"),
+    ],
+)
+def test_a_malformed_restores_nothing_is_refused(declared: dict[str, str], words: str) -> None:
+    import dataclasses
+
+    with pytest.raises(ValueError, match=words):
+        dataclasses.replace(memo.memo_fixture(), restores_nothing=declared)
+
+
+def test_a_concurrent_change_names_what_changed_and_can_be_reverted() -> None:
+    with pytest.raises(ValueError, match="what changed"):
+        ConcurrentChange(what=" ", revert=lambda: None)
+    with pytest.raises(ValueError, match="revert"):
+        ConcurrentChange(what="the text", revert=None)  # type: ignore[arg-type]

@@ -32,8 +32,18 @@ def script(name: str) -> str:
     return path
 
 
-def compensate(root: Path, tool: str, args: dict[str, Any]) -> subprocess.CompletedProcess[str]:
-    payload = {"tool": tool, "args": args, "idempotency_key": "k", "run_id": "run_x", "step": 1}
+def compensate(
+    root: Path, tool: str, args: dict[str, Any], *, overwrite: bool | None = None
+) -> subprocess.CompletedProcess[str]:
+    payload: dict[str, Any] = {
+        "tool": tool,
+        "args": args,
+        "idempotency_key": "k",
+        "run_id": "run_x",
+        "step": 1,
+    }
+    if overwrite is not None:
+        payload["overwrite"] = overwrite
     return subprocess.run(
         [script("reversi-connectors"), "compensate", "--root", str(root)],
         input=json.dumps(payload),
@@ -175,3 +185,65 @@ def test_a_run_is_rolled_back_by_the_console_scripts(tmp_path: Path) -> None:
     )
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["compensated_now"] == []
+
+
+@pytest.mark.req("RB-10")
+def test_a_later_edit_is_kept_until_a_person_insists_with_overwrite(tmp_path: Path) -> None:
+    """The whole path: the engine's run, ``reversi rollback`` and the compensator process."""
+    from reversi_core.cli.reversi import os_user
+
+    root, data = tmp_path / "root", tmp_path / "data"
+    root.mkdir()
+    (root / "plan.txt").write_text("the plan\n")
+
+    async def agent() -> str:
+        fs = FsConnector(root=root)
+        with SQLiteJournal.open(data) as journal:
+            run = Run.start(journal, registry_for([fs]), executor=executor_for([fs]))
+            await run.call("fs.write_file", {"path": "plan.txt", "content": "the agent's plan\n"})
+            await run.call("fs.write_file", {"path": "other.txt", "content": "untouched\n"})
+            return run.id
+
+    run_id = anyio.run(agent)
+    (root / "plan.txt").write_text("the agent's plan\nwith a person's fix\n")
+    compensator = (
+        f"{shlex.quote(script('reversi-connectors'))} compensate --root {shlex.quote(str(root))}"
+    )
+    argv = [script("reversi"), "rollback", run_id, "--data", str(data)]
+    argv += ["--compensator-cmd", compensator, "--json"]
+    first = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False)
+    assert first.returncode == 1, first.stderr
+    [outstanding] = json.loads(first.stdout)["outstanding"]
+    assert (outstanding["step"], outstanding["state"]) == (1, "compensation_failed")
+    assert "the file's content changed since the call" in outstanding["reason"]
+    assert (root / "plan.txt").read_text() == "the agent's plan\nwith a person's fix\n"
+    assert not (root / "other.txt").exists()  # the independent step was undone
+
+    second = subprocess.run(
+        [*argv, "--overwrite", "1"], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert json.loads(second.stdout)["compensated_now"] == [1]
+    assert (root / "plan.txt").read_text() == "the plan\n"
+    shown = subprocess.run(
+        [script("reversi"), "show", run_id, "--data", str(data), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    steps = {s["step"]: s for s in json.loads(shown.stdout)["steps"]}
+    assert steps[1]["overwrite"]["by"] == os_user()
+    assert steps[2]["overwrite"] is None
+
+
+def test_compensate_reads_overwrite_from_the_call(tmp_path: Path) -> None:
+    (tmp_path / "new.txt").write_text("edited by a person\n")
+    args = {"path": "new.txt", "backup": None, "left": "file", "sha256": "0" * 64, "mode": None}
+    kept = compensate(tmp_path, "fs.restore_file", args)
+    assert kept.returncode == 1
+    assert "the file's content changed since the call" in kept.stderr.splitlines()[-1]
+    assert (tmp_path / "new.txt").exists()
+    insisted = compensate(tmp_path, "fs.restore_file", args, overwrite=True)
+    assert insisted.returncode == 0, insisted.stderr
+    assert json.loads(insisted.stdout)["action"] == "deleted"

@@ -62,9 +62,22 @@ def test_argument_maps_give_exactly_the_compensation_arguments(manifests: dict[s
         target = manifests[manifest.compensation.tool].input_schema
         assert set(manifest.compensation.argument_map) == set(target["properties"]), manifest.name
     restore = manifests["fs.write_file"].compensation
-    assert evaluate_argument_map(
-        restore, {"path": "a.txt", "content": "x"}, {"path": "a.txt", "backup": None}
-    ) == {"path": "a.txt", "backup": None}
+    written = {"path": "a.txt", "backup": None, "sha256": "ab" * 32, "mode": 0o644}
+    assert evaluate_argument_map(restore, {"path": "a.txt", "content": "x"}, written) == {
+        "path": "a.txt",
+        "backup": None,
+        "left": "file",
+        "sha256": "ab" * 32,
+        "mode": 0o644,
+    }
+    deleted = manifests["fs.delete_file"].compensation
+    assert evaluate_argument_map(deleted, {"path": "a.txt"}, {"backup": "b"}) == {
+        "path": "a.txt",
+        "backup": "b",
+        "left": "absent",
+        "sha256": None,
+        "mode": None,
+    }
 
 
 def _edges(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -58,6 +59,7 @@ async def test_write_new_text_file_then_restore_deletes_it(plain: Any, undo_twic
         "backup": None,
         "size": len("héllo\nwörld\n".encode()),
         "mode": stat.S_IMODE((plain.root / "docs" / "notes.txt").stat().st_mode),
+        "sha256": hashlib.sha256("héllo\nwörld\n".encode()).hexdigest(),
     }
     assert (plain.root / "docs" / "notes.txt").read_text() == "héllo\nwörld\n"
     first, second = await undo_twice(plain, "fs.write_file", args, result)
@@ -402,7 +404,13 @@ async def test_move_then_unmove(plain: Any, undo_twice: Any) -> None:
     before = content_of(plain.root)
     args = {"source": "from/a.bin", "destination": "to/b.bin"}
     result = await plain.fs.call("fs.move_file", args)
-    assert result == {"source": "from/a.bin", "destination": "to/b.bin", "replaced_backup": None}
+    assert result == {
+        "source": "from/a.bin",
+        "destination": "to/b.bin",
+        "replaced_backup": None,
+        "sha256": hashlib.sha256(BINARY).hexdigest(),
+        "mode": 0o751,
+    }
     assert not src.exists()
     assert (plain.root / "to" / "b.bin").read_bytes() == BINARY
     first, second = await undo_twice(plain, "fs.move_file", args, result)

@@ -65,8 +65,7 @@ class Route:
     ``operation`` githubkit's method for it (``"issues.get"`` is
     ``GitHub.rest("2022-11-28").issues.get``); ``ok`` the success status the route's
     documentation page gives, ``model`` its body (``None``: 204, no body); ``errors`` the
-    error models githubkit declares by status. ``used_by_connector`` is false for a route
-    only the fake offers.
+    error models githubkit declares by status.
     """
 
     method: str
@@ -76,7 +75,6 @@ class Route:
     ok: int
     model: Any
     errors: Mapping[int, Any]
-    used_by_connector: bool = True
     pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
@@ -149,7 +147,6 @@ ROUTES: tuple[Route, ...] = (
         200,
         IssueComment,
         {404: BasicError},
-        used_by_connector=False,
     ),
     Route(
         "DELETE",

@@ -59,8 +59,8 @@ def test_the_variables_are_the_specs() -> None:
         (
             "github.add_comment",
             at(issue_number=3, body="b"),
-            {"id": 99},
-            at(comment_id=99),
+            {"id": 99, "body_sha256": "c" * 64},
+            at(comment_id=99, body_sha256="c" * 64),
         ),
         (
             "github.add_labels",
@@ -72,7 +72,7 @@ def test_the_variables_are_the_specs() -> None:
             "github.create_branch",
             at(branch="x", sha="a" * 40),
             {"sha": "a" * 40},
-            at(branch="x"),
+            at(branch="x", sha="a" * 40),
         ),
     ],
 )

@@ -23,12 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
 from githubkit_schemas.v2022_11_28.models import IssueComment
 
 from reversi_connector_github import GithubConnector
-from reversi_connector_github.connector import API_VERSION
 from reversi_connector_github.testing import (
     EXAMPLES,
     FAILURES,
@@ -152,24 +150,6 @@ async def _run(
     return exchanges
 
 
-async def _fake_only_routes() -> list[Exchange]:
-    """The route the fake offers but the connector does not call: GET one issue comment."""
-    fake = FakeGitHub(token=TOKEN)
-    seed_example(fake)
-    exchanges: list[Exchange] = []
-    with FakeServer(fake) as server:
-        base_url = fake.base_url(server)
-        transport = RecordingTransport(base_url, exchanges)
-        async with httpx.AsyncClient(
-            base_url=base_url,
-            transport=transport,
-            headers={"Authorization": f"Bearer {TOKEN}", "X-GitHub-Api-Version": API_VERSION},
-        ) as client:
-            for comment_id in (SEEDED_COMMENT_ID, 999_999):
-                await client.get(f"/repos/{OWNER}/{REPO}/issues/comments/{comment_id}")
-    return exchanges
-
-
 async def _drive() -> dict[str, list[Exchange]]:
     connector: list[Exchange] = []
     failing = {tool: [f.args for f in failures] for tool, failures in FAILURES.items()}
@@ -187,12 +167,12 @@ async def _drive() -> dict[str, list[Exchange]]:
     connector += await _run(_refused(), token=READ_ONLY_TOKEN)
     connector += await _run(_refused(), prepare=_exhausted)
     connector += await _run(_refused(), prepare=_secondary_limit)
-    return {"connector": connector, "fake only": await _fake_only_routes()}
+    return {"connector": connector}
 
 
 @pytest.fixture(scope="module")
 def exchanges() -> dict[str, list[Exchange]]:
-    """Every exchange of the drive, by who made it ("connector", "fake only")."""
+    """Every exchange of the drive, by who made it ("connector")."""
     return anyio.run(_drive)
 
 
@@ -223,8 +203,7 @@ def test_every_route_the_connector_calls_was_checked_on_success_and_refusal(
     unrouted = [str(e) for e in exchanges["connector"] if route_of(e) is None]
     assert unrouted == [], "the connector called routes the oracle has no model for"
     seen = _statuses(exchanges["connector"])
-    used = {route for route in ROUTES if route.used_by_connector}
-    assert set(seen) == used, {str(r) for r in used ^ set(seen)}
+    assert set(seen) == set(ROUTES), {str(r) for r in set(ROUTES) ^ set(seen)}
     for route, statuses in seen.items():
         assert route.ok in statuses, f"{route}: no success answer was checked"
         assert any(s >= 400 for s in statuses), f"{route}: no error answer was checked"
@@ -233,10 +212,6 @@ def test_every_route_the_connector_calls_was_checked_on_success_and_refusal(
         assert 403 in statuses, f"{route}: no refusal for a token or a rate limit was checked"
     errors = {s for statuses in seen.values() for s in statuses if s >= 400}
     assert {401, 403, 404, 409, 410, 422} <= errors
-    fake_only = _statuses(exchanges["fake only"])
-    assert {str(r): s for r, s in fake_only.items()} == {
-        str(r): {200, 404} for r in ROUTES if not r.used_by_connector
-    }
 
 
 def _first(made: Sequence[Exchange], method: str, template: str, status: int) -> Exchange:

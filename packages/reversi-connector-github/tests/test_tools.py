@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 import pytest
@@ -155,7 +156,8 @@ async def test_add_comment_and_delete_comment_with_404_as_success(
     github: GithubConnector, fake: FakeGitHub, server: FakeServer
 ) -> None:
     made = await github.call("github.add_comment", at(issue_number=1, body="Looking into it."))
-    assert set(made) == {"owner", "repo", "issue_number", "id", "html_url"}
+    assert set(made) == {"owner", "repo", "issue_number", "id", "body_sha256", "html_url"}
+    assert made["body_sha256"] == hashlib.sha256(b"Looking into it.").hexdigest()
     assert made["html_url"].endswith(f"/octo/hello/issues/1#issuecomment-{made['id']}")
     comments = fake.repo("octo", "hello").issues[1].comments
     assert [c.body for c in comments] == ["Seen it too.", "Looking into it."]

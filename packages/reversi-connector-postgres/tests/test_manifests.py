@@ -52,11 +52,13 @@ def test_effects_permissions_and_compensations_follow_the_spec() -> None:
             "schema": "result.schema",
             "key_column": "result.key_column",
             "key": "result.key",
+            "inserted": "result.inserted",
         },
     }
     update = manifests()["postgres.update_row"]["compensation"]
     assert isinstance(update, dict)
     assert update["argument_map"]["values"] == "result.previous"
+    assert update["argument_map"]["written"] == "result.written"
 
 
 def test_update_row_declares_it_depends_on_earlier_changes_to_the_row() -> None:

@@ -35,15 +35,24 @@ HOSTILE_NAMES = [
 ]
 
 
+ROW = '"_reversi_row"'
+
+
 def test_insert_row_sql_and_params() -> None:
     st = _sql.insert_row("items", None, {"name": "fig", "qty": 7}, "id")
-    assert st.text() == 'INSERT INTO "items" ("name", "qty") VALUES (%s, %s) RETURNING "id"'
+    assert st.text() == (
+        f'INSERT INTO "items" AS {ROW} ("name", "qty") VALUES (%s, %s) '
+        f'RETURNING {ROW}."id", to_jsonb({ROW}.*)::text'
+    )
     assert st.params == ("fig", 7)
 
 
 def test_insert_row_schema_qualified_and_defaults() -> None:
     st = _sql.insert_row("items", "shop", {}, "item_id")
-    assert st.text() == 'INSERT INTO "shop"."items" DEFAULT VALUES RETURNING "item_id"'
+    assert st.text() == (
+        f'INSERT INTO "shop"."items" AS {ROW} DEFAULT VALUES '
+        f'RETURNING {ROW}."item_id", to_jsonb({ROW}.*)::text'
+    )
     assert st.params == ()
 
 
@@ -55,17 +64,52 @@ def test_select_for_update_reads_text_forms() -> None:
     assert st.params == (4,)
 
 
-def test_update_and_restore_row_sql() -> None:
+def test_update_row_returns_what_it_stored() -> None:
     st = _sql.update_row("items", None, {"qty": 1, "tags": {"a": 1}}, "id", "7")
-    assert st.text() == 'UPDATE "items" SET "qty" = %s, "tags" = %s WHERE "id" = %s'
+    assert st.text() == (
+        'UPDATE "items" SET "qty" = %s, "tags" = %s WHERE "id" = %s '
+        'RETURNING "qty"::text, "tags"::text'
+    )
     assert st.params == (1, {"a": 1}, "7")
-    assert _sql.restore_row is _sql.update_row
+
+
+def test_restore_row_sets_back_only_where_the_row_holds_what_was_written() -> None:
+    plain = _sql.restore_row("items", None, {"qty": "3", "tags": None}, "id", 7)
+    assert plain.text() == 'UPDATE "items" SET "qty" = %s, "tags" = %s WHERE "id" = %s'
+    assert plain.params == ("3", None, 7)
+    guarded = _sql.restore_row(
+        "items", None, {"qty": "3", "tags": None}, "id", 7, {"qty": "10", "tags": '{"a": 1}'}
+    )
+    assert guarded.text() == (
+        'UPDATE "items" SET "qty" = %s, "tags" = %s WHERE "id" = %s AND '
+        '"qty"::text IS NOT DISTINCT FROM %s::text AND "tags"::text IS NOT DISTINCT FROM %s::text'
+    )
+    assert guarded.params == ("3", None, 7, "10", '{"a": 1}')
 
 
 def test_delete_row_sql() -> None:
     st = _sql.delete_row("items", "public", "sku", "A-1")
     assert st.text() == 'DELETE FROM "public"."items" WHERE "sku" = %s'
     assert st.params == ("A-1",)
+    guarded = _sql.delete_row("items", "public", "sku", "A-1", '{"sku": "A-1"}')
+    assert guarded.text() == (
+        f'DELETE FROM "public"."items" AS {ROW} WHERE {ROW}."sku" = %s '
+        f"AND to_jsonb({ROW}.*) = %s::jsonb"
+    )
+    assert guarded.params == ("A-1", '{"sku": "A-1"}')
+
+
+def test_the_reads_after_a_refusal() -> None:
+    check = _sql.columns_holding(
+        "items", None, "id", 7, {"written": [("qty", "10")], "restored": [("qty", "3")]}
+    )
+    assert check.text() == (
+        'SELECT "qty"::text IS NOT DISTINCT FROM %s::text, '
+        '"qty"::text IS NOT DISTINCT FROM %s::text FROM "items" WHERE "id" = %s'
+    )
+    assert check.params == ("10", "3", 7)
+    now = _sql.row_now("items", None, "id", 7)
+    assert now.text() == f'SELECT to_jsonb({ROW}.*)::text FROM "items" AS {ROW} WHERE {ROW}."id" = %s'
 
 
 def test_upper_case_and_keyword_names_are_quoted_verbatim() -> None:
@@ -83,6 +127,10 @@ def test_builders_refuse_hostile_identifiers(name: str) -> None:
         lambda: _sql.update_row("t", None, {name: 1}, "id", 1),
         lambda: _sql.select_for_update("t", None, [name], "id", 1),
         lambda: _sql.delete_row("t", None, name, 1),
+        lambda: _sql.delete_row("t", None, name, 1, "{}"),
+        lambda: _sql.restore_row("t", None, {"a": 1}, "id", 1, {name: "1"}),
+        lambda: _sql.columns_holding("t", None, "id", 1, {"w": [(name, "1")]}),
+        lambda: _sql.row_now("t", None, name, 1),
     ):
         with pytest.raises(ToolError) as caught:
             build()

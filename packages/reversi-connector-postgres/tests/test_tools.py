@@ -18,10 +18,20 @@ async def test_insert_row_returns_the_key_and_sends_exactly_this(db: Db) -> None
     result = await pg.call(
         "postgres.insert_row", {"table": "items", "values": {"name": "fig", "qty": 7}}
     )
-    assert result == {"table": "items", "schema": None, "key_column": "id", "key": 3}
+    assert result == {
+        "table": "items",
+        "schema": None,
+        "key_column": "id",
+        "key": 3,
+        "inserted": '{"id": 3, "qty": 7, "name": "fig", "seen": null, "tags": null, "price": null}',
+    }
     assert db.statements == [
         ("BEGIN", ()),
-        ('INSERT INTO "items" ("name", "qty") VALUES (%s, %s) RETURNING "id"', ("fig", 7)),
+        (
+            'INSERT INTO "items" AS "_reversi_row" ("name", "qty") VALUES (%s, %s) '
+            'RETURNING "_reversi_row"."id", to_jsonb("_reversi_row".*)::text',
+            ("fig", 7),
+        ),
         ("COMMIT", ()),
     ]
     assert db.rows()[-1] == "(3,fig,7,,,)"
@@ -56,7 +66,11 @@ async def test_insert_row_with_schema_defaults_and_another_key_column(db: Db) ->
     assert made["schema"] == "shop"
     assert made["key_column"] == "code"
     assert made["key"].startswith("c-")
-    assert db.statements[1] == ('INSERT INTO "shop"."codes" DEFAULT VALUES RETURNING "code"', ())
+    assert db.statements[1] == (
+        'INSERT INTO "shop"."codes" AS "_reversi_row" DEFAULT VALUES '
+        'RETURNING "_reversi_row"."code", to_jsonb("_reversi_row".*)::text',
+        (),
+    )
     gone = await pg.call(
         "postgres.delete_row",
         {"table": "codes", "schema": "shop", "key_column": "code", "key": made["key"]},
@@ -115,6 +129,7 @@ async def test_update_row_returns_old_values_in_one_locked_transaction(db: Db) -
         "key_column": "id",
         "key": 1,
         "previous": {"qty": "3", "tags": '{"colour": "red"}', "price": "1.50"},
+        "written": {"qty": "10", "tags": None, "price": "2.25"},
     }
     assert db.statements == [
         ("BEGIN", ()),
@@ -124,7 +139,8 @@ async def test_update_row_returns_old_values_in_one_locked_transaction(db: Db) -
             (1,),
         ),
         (
-            'UPDATE "items" SET "qty" = %s, "tags" = %s, "price" = %s WHERE "id" = %s',
+            'UPDATE "items" SET "qty" = %s, "tags" = %s, "price" = %s WHERE "id" = %s '
+            'RETURNING "qty"::text, "tags"::text, "price"::text',
             (10, None, "2.25", 1),
         ),
         ("COMMIT", ()),
@@ -176,6 +192,14 @@ async def test_restore_row_puts_back_exactly_what_update_row_replaced(db: Db) ->
     assert first["restored"] == 1
     assert db.rows("odd") == before
     await pg.call("postgres.restore_row", restore)
+    assert db.rows("odd") == before
+    # the undo as the engine computes it: only where the row holds what the update wrote,
+    # which every one of these types must compare equal to itself (json and ranges too)
+    again = await pg.call("postgres.update_row", {"table": "odd", "key": 1, "values": new})
+    guarded = {**restore, "written": again["written"]}
+    assert (await pg.call("postgres.restore_row", guarded))["restored"] == 1
+    assert db.rows("odd") == before
+    assert (await pg.call("postgres.restore_row", guarded))["restored"] == 0
     assert db.rows("odd") == before
 
 

@@ -138,6 +138,26 @@ def test_certify_one_connector_prints_the_checks_and_its_reasons(
     assert "n/a Timeout" not in out
 
 
+def test_certify_prints_each_tool_the_concurrent_change_check_exempts_and_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    exempt = TESTING.replace(
+        "        not_applicable={",
+        "        restores_nothing={'certdemo.peek': 'a peek changes nothing, so its undo restores "
+        "nothing'},\n        not_applicable={",
+    )
+    assert exempt != TESTING
+    make_package(tmp_path, exempt)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    try:
+        assert main(["certify", "certdemo"]) == 0
+    finally:
+        forget_package()
+    out = capsys.readouterr().out
+    line = "n/a Concurrent change for certdemo.peek: a peek changes nothing, so its undo restores"
+    assert line in " ".join(out.split())
+
+
 def test_certify_all_uses_a_placeholder_and_lists_every_connector(
     demo: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -182,7 +202,7 @@ def test_a_connector_without_a_fixture_is_reported(
     assert 'entry point note = "<package>.testing:certification_fixture"' in out
     assert '[project.entry-points."reversi.certification"]' in out
     assert "every check would fail" in out
-    assert len(checklist(out)) == 12
+    assert len(checklist(out)) == len(CHECKS) == 13
 
 
 def test_a_fixture_of_the_wrong_type_is_reported(

@@ -306,6 +306,7 @@ def test_journal_error_from_the_console_script(tmp_path: Path) -> None:
         ["resolve", "run_x", "4"],
         ["resolve", "run_x", "4", "--applied", "--not-applied"],
         ["resolve", "run_x", "four", "--applied"],
+        ["rollback", "run_x", "--compensator-cmd", "true", "--overwrite", "three"],
     ],
 )
 def test_usage_errors(argv: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -389,6 +390,75 @@ def test_rollback_end_to_end_through_the_compensator_process(played: Played) -> 
     )
     assert third.returncode == 0
     assert "rollback complete" in third.stdout
+
+
+@pytest.mark.req("RB-10")
+def test_overwrite_is_recorded_for_the_steps_named_with_who_and_when(played: Played) -> None:
+    from reversi_core.cli.reversi import os_user
+
+    rolled = played.cli(
+        "rollback",
+        played.run_id,
+        "--data",
+        str(played.data),
+        "--compensator-cmd",
+        played.compensator,
+        "--overwrite",
+        "7",
+        "--overwrite",
+        "1",
+    )
+    assert rolled.returncode == 1, rolled.stderr  # the uncertain step 4 is outstanding
+    who = os_user()
+    assert f"step 1 note.create: overwrite allowed by {who}" in rolled.stderr
+    assert f"step 7 note.create: overwrite allowed by {who}" in rolled.stderr
+    shown = played.cli("show", played.run_id, "--data", str(played.data), "--json")
+    steps = {s["step"]: s for s in json.loads(shown.stdout)["steps"]}
+    assert {n for n, s in steps.items() if s["overwrite"]} == {1, 7}
+    assert steps[1]["overwrite"]["by"] == who
+    assert isinstance(steps[1]["overwrite"]["at"], float)
+    with SQLiteJournal.open(played.data, create=False) as journal:
+        started = [e for e in journal.list_events(played.run_id) if e["kind"] == "compensation_started"]
+    assert {e["step"]: "overwrite" in e["detail"] for e in started} == {7: True, 1: True}
+    table = played.cli("show", played.run_id, "--data", str(played.data))
+    assert table.stdout.count(f"overwrite allowed: by {who} at ") == 2
+
+
+@pytest.mark.req("RB-10")
+@pytest.mark.parametrize(
+    ("step", "words"),
+    [
+        ("2", "has no compensation to run, so there is nothing it could overwrite"),
+        ("99", "has no step 99"),
+    ],
+)
+def test_overwrite_of_a_step_without_a_compensation_to_run_touches_nothing(
+    played: Played, step: str, words: str
+) -> None:
+    proc = played.cli(
+        "rollback",
+        played.run_id,
+        "--data",
+        str(played.data),
+        "--compensator-cmd",
+        played.compensator,
+        "--overwrite",
+        step,
+    )
+    assert proc.returncode == 2
+    assert words in one_error_line(proc.stderr)
+    assert run_status(played) == "open"  # refused before the rollback began
+    assert sorted(p.name for p in (played.root / "notes").iterdir()) == ["a.txt", "b.txt", "c.txt"]
+
+
+def test_a_refused_compensation_suggests_insisting_for_its_step(
+    played: Played, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (played.root / ".locked").write_text("")
+    argv = ["rollback", played.run_id, "--data", str(played.data)]
+    assert main([*argv, "--compensator-cmd", played.compensator]) == 1
+    out = capsys.readouterr().out
+    assert "--overwrite 7 --overwrite 1" in " ".join(out.split())
 
 
 def test_rollback_in_process_json(played: Played, capsys: pytest.CaptureFixture[str]) -> None:

@@ -13,7 +13,14 @@ from pathlib import Path
 import pytest
 from _memconnector import MemConnector
 
-from reversi_core import CommandCompensator, CompensationCall, ConfigurationError, Run, ToolError
+from reversi_core import (
+    CommandCompensator,
+    CompensationCall,
+    ConfigurationError,
+    InvalidArgumentsError,
+    Run,
+    ToolError,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -45,14 +52,28 @@ async def test_exit_zero_with_empty_or_non_json_stdout() -> None:
 async def test_stdin_is_exactly_the_compensation_call() -> None:
     echo = "import sys; sys.stdout.write(sys.stdin.read())"
     result = await CommandCompensator(shlex.join(py(echo)))(CALL)  # a shell-like string works too
-    assert set(result) == {"tool", "args", "idempotency_key", "run_id", "step"}
+    assert set(result) == {"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}
     assert result == {
         "tool": "mem.restore",
         "args": {"key": "a", "existed": False},
         "idempotency_key": "reversi-run_x-3-undo",
         "run_id": "run_x",
         "step": 3,
+        "overwrite": False,
     }
+
+
+@pytest.mark.req("CMP-1", "RB-10")
+async def test_the_overwrite_decision_travels_in_the_call_and_back() -> None:
+    echo = "import sys; sys.stdout.write(sys.stdin.read())"
+    insisted = CompensationCall(**{**CALL.__dict__, "overwrite": True})
+    sent = await CommandCompensator(py(echo))(insisted)
+    assert sent["overwrite"] is True
+    assert CompensationCall.from_json(sent) == insisted
+    older = {k: v for k, v in sent.items() if k != "overwrite"}  # an engine before RB-10
+    assert CompensationCall.from_json(older).overwrite is False
+    with pytest.raises(InvalidArgumentsError, match="overwrite: expected bool"):
+        CompensationCall.from_json({**sent, "overwrite": "yes"})
 
 
 @pytest.mark.req("CMP-1")

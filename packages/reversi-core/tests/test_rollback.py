@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 import uuid
 from collections.abc import Callable
@@ -18,6 +19,7 @@ from reversi_core import (
     ApprovalRequest,
     CompensationCall,
     EffectUncertainError,
+    JournalError,
     PermissionDenied,
     Registry,
     RollbackInProgressError,
@@ -585,3 +587,78 @@ async def test_compensation_timeout_counts_as_failure(make_run: MakeRun, mem: Me
     assert "did not finish within 0.05 s" in report.outstanding[0].reason
     again = await run.rollback(compensate=compensator_for([mem]), compensation_timeout=5)
     assert again.complete
+
+
+# -- RB-10: a compensation overwrites a later change only when a person said so -------
+
+
+@pytest.mark.req("RB-10")
+async def test_no_compensation_is_told_to_overwrite_unless_a_person_allowed_it(
+    make_run: MakeRun, mem: MemConnector, journal: SQLiteJournal
+) -> None:
+    run = make_run()
+    await run.call("mem.put", {"key": "a", "value": "1"})
+    await run.call("mem.put", {"key": "b", "value": "2"})
+    assert all(not c.ctx.overwrite for c in mem.calls)  # a forward call never carries it
+    before = time.time()
+    step = run.allow_overwrite(1, by="alice")
+    assert step.overwrite is not None
+    assert step.overwrite["by"] == "alice"
+    assert before <= step.overwrite["at"] <= time.time()
+    assert journal.get_step(run.id, 1).overwrite == step.overwrite
+    assert journal.get_step(run.id, 2).overwrite is None
+    [event] = [e for e in journal.list_events(run.id) if e["kind"] == "overwrite_allowed"]
+    assert event["step"] == 1
+    assert event["detail"] == step.overwrite
+    report = await run.rollback(compensate=compensator_for([mem]))
+    assert report.complete
+    told = {c.ctx.step: c.ctx.overwrite for c in mem.calls_of("mem.restore")}
+    assert told == {2: False, 1: True}
+    started = [e for e in journal.list_events(run.id) if e["kind"] == "compensation_started"]
+    assert {e["step"]: e["detail"].get("overwrite") for e in started} == {2: None, 1: step.overwrite}
+
+
+@pytest.mark.req("RB-10")
+async def test_the_decision_is_in_the_compensation_call_and_holds_for_later_rollbacks(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    await run.call("mem.put", {"key": "a", "value": "1"})
+    run.allow_overwrite(1, by="alice")
+    mem.fault("mem.restore", "tool_error", times=1)
+    sent: list[CompensationCall] = []
+    compensate = compensator_for([mem])
+
+    async def keep(call: CompensationCall) -> dict[str, Any]:
+        sent.append(call)
+        return await compensate(call)
+
+    first = await run.rollback(compensate=keep)
+    assert not first.complete
+    second = await run.rollback(compensate=keep)
+    assert second.complete
+    assert [c.overwrite for c in sent] == [True, True]
+    assert all(c.to_json()["overwrite"] is True for c in sent)
+
+
+@pytest.mark.req("RB-10")
+async def test_only_a_step_with_a_compensation_still_to_run_takes_the_decision(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    run = make_run()
+    await run.call("mem.get", {"key": "a"})
+    mem.fault("mem.put", "tool_error", times=1)
+    with pytest.raises(ToolError):
+        await run.call("mem.put", {"key": "a", "value": "x"})
+    await run.call("mem.put", {"key": "b", "value": "1"})
+    for seq, words in ((1, "has no compensation to run"), (2, "has no compensation to run")):
+        with pytest.raises(RunStateError, match=words):
+            run.allow_overwrite(seq, by="alice")
+    with pytest.raises(RunStateError, match="say who"):
+        run.allow_overwrite(3, by=" ")
+    assert (await run.rollback(compensate=compensator_for([mem]))).complete
+    with pytest.raises(RunStateError, match="already compensated"):
+        run.allow_overwrite(3, by="alice")
+    with pytest.raises(JournalError, match="has no step 9"):
+        run.allow_overwrite(9, by="alice")
+    assert all(s.overwrite is None for s in run.steps())

@@ -6,7 +6,11 @@ tools; keep the shape: a pydantic input model and a pydantic result model per to
 result model declares every field the tool returns: the registry checks each ``result.``
 path of a compensation against it, and every call's result is checked against it), one
 ``@tool`` declaration with effect, permission and compensation, and errors mapped into
-``reversi_core.errors``.
+``reversi_core.errors``. And keep the rule of docs/engine.md (RB-10): a compensation never
+overwrites a change someone made after the call; here the undo of ``create_note`` is
+given the text the call wrote and refuses (code ``changed_since``) to delete a note
+that holds anything else, unless a person allowed the step to overwrite
+(``ctx.overwrite``).
 """
 
 from __future__ import annotations
@@ -29,10 +33,20 @@ class CreateNoteArgs(BaseModel):
 
 
 class NoteIdArgs(BaseModel):
-    """Input of ``__connector__.get_note`` and ``__connector__.delete_note``."""
+    """Input of ``__connector__.get_note``."""
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="The note's id, as create_note returned it.")
+
+
+class DeleteNoteArgs(NoteIdArgs):
+    """Input of ``__connector__.delete_note``."""
+
+    text: str | None = Field(
+        default=None,
+        description="The text create_note wrote: the note is deleted only while it still holds "
+        "it (code changed_since otherwise). Null: deleted whatever it holds.",
+    )
 
 
 class NoteResult(BaseModel):
@@ -48,6 +62,7 @@ class CreatedNoteResult(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
     id: str = Field(description="The new note's id (``__connector__.delete_note`` takes it).")
+    text: str = Field(description="The text written (its undo deletes only a note holding it).")
 
 
 class DeletedNoteResult(BaseModel):
@@ -89,20 +104,32 @@ class __Connector__Connector(Connector):
         permission="__connector__:notes:write",
         input=CreateNoteArgs,
         output=CreatedNoteResult,
-        compensation=Compensation(tool="__connector__.delete_note", argument_map={"id": "result.id"}),
+        compensation=Compensation(
+            tool="__connector__.delete_note", argument_map={"id": "result.id", "text": "result.text"}
+        ),
     )
     async def create_note(self, args: CreateNoteArgs, ctx: CallContext) -> dict[str, Any]:
-        """Create a note. Returns ``{"id"}``."""
+        """Create a note. Returns ``{"id", "text"}``."""
         note_id = uuid.uuid4().hex
         self.notes[note_id] = args.text
-        return {"id": note_id}
+        return {"id": note_id, "text": args.text}
 
     @tool(
         effect=Effect.IDEMPOTENT,
         permission="__connector__:notes:write",
-        input=NoteIdArgs,
+        input=DeleteNoteArgs,
         output=DeletedNoteResult,
     )
-    async def delete_note(self, args: NoteIdArgs, ctx: CallContext) -> dict[str, Any]:
-        """Delete a note; a note already gone is success. Returns ``{"id", "deleted": bool}``."""
+    async def delete_note(self, args: DeleteNoteArgs, ctx: CallContext) -> dict[str, Any]:
+        """Delete a note; a note already gone is success. Returns ``{"id", "deleted": bool}``.
+
+        With ``text``, only while the note still holds it: raises ``ToolError`` with code
+        ``changed_since`` otherwise (unless ``ctx.overwrite``).
+        """
+        now = self.notes.get(args.id)
+        if now is not None and args.text is not None and now != args.text and not ctx.overwrite:
+            raise ToolError(
+                f"note {args.id}: the note's text changed since the call; it was not deleted",
+                code="changed_since",
+            )
         return {"id": args.id, "deleted": self.notes.pop(args.id, None) is not None}

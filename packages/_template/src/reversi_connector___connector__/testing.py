@@ -15,11 +15,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from reversi_core.testing import CertificationFixture, ExampleContext, Failure
+from reversi_core.testing import (
+    CertificationFixture,
+    ConcurrentChange,
+    ExampleContext,
+    Failure,
+    NotApplicable,
+)
 
 from .connector import __Connector__Connector
 
-__all__ = ["NOT_APPLICABLE", "NoteStore", "certification_fixture"]
+__all__ = ["NOT_APPLICABLE", "NO_LIVE_SCENARIO", "NoteStore", "certification_fixture"]
 
 NOT_APPLICABLE: Mapping[str, str] = {
     "retry": "the example notes live in memory: no transport can drop a connection",
@@ -28,6 +34,13 @@ NOT_APPLICABLE: Mapping[str, str] = {
     "redaction": "the example connector holds no credential",
 }
 """Checks that do not apply to the in-memory example, each with its reason."""
+
+NO_LIVE_SCENARIO = NotApplicable(
+    "the example notes live in memory: there is no service to run a live scenario against"
+)
+"""TEMPLATE: why ``nox -s live -- __connector__`` has nothing to run. Once the connector
+talks to a real backend, declare a ``reversi_core.testing.LiveScenario`` instead (with
+``record=False`` unless it speaks HTTP: see docs/development.md, "Live scenarios")."""
 
 
 class NoteStore(dict[str, str]):
@@ -62,7 +75,21 @@ def _undo_fault(store: NoteStore, tool: str, args: Mapping[str, Any]) -> Iterato
 
 async def _existing_note(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     created = await ctx.call("__connector__.create_note", {"text": "to be deleted"})
-    return {"id": created["id"]}
+    return {"id": created["id"], "text": created["text"]}
+
+
+def _someone_edits(
+    store: NoteStore, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """TEMPLATE: after the agent's call, a person changes what it made, in the backend itself."""
+    ident = str(result["id"])
+    written = store[ident]
+    store[ident] = written + " (and a person's edit)"
+
+    def revert() -> None:
+        store[ident] = written
+
+    return ConcurrentChange(what="the note's text", revert=revert)
 
 
 def certification_fixture() -> CertificationFixture[NoteStore]:
@@ -83,5 +110,9 @@ def certification_fixture() -> CertificationFixture[NoteStore]:
         },
         residue={},
         undo_fault=_undo_fault,
+        # TEMPLATE: change, through the backend, what each restoring tool produced; list in
+        # restores_nothing (with why) a tool whose undo restores no prior state
+        concurrent_change=_someone_edits,
         not_applicable=NOT_APPLICABLE,
+        live=NO_LIVE_SCENARIO,
     )

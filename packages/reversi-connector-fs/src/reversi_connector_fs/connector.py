@@ -17,6 +17,13 @@ Before a file is overwritten, deleted or replaced, its bytes, permission bits, o
 ``<root>/.reversi-backups``); results name the backup, and the compensations read it.
 Backups are never removed by the connector.
 
+A compensation never overwrites a change made after the call: ``fs.write_file`` and
+``fs.move_file`` return the SHA-256 and permission bits of the file they left,
+``fs.delete_file`` leaves nothing at its path, and ``fs.restore_file`` /
+``fs.unmove_file`` refuse with code ``changed_since``, naming what changed, when the path
+no longer holds that (unless a person allowed the step to overwrite:
+``CallContext.overwrite``). See :mod:`reversi_connector_fs._since`.
+
 The work is done synchronously inside each coroutine: every operation is a handful of
 system calls on a local file system, and files read or written whole are limited to
 :data:`MAX_FILE_BYTES`.
@@ -26,6 +33,7 @@ from __future__ import annotations
 
 import base64
 import errno
+import hashlib
 import os
 import stat
 from collections.abc import Iterator, Mapping
@@ -37,7 +45,7 @@ from typing_extensions import TypedDict
 
 from reversi_core.connector import CallContext, CliOption, Connector, tool
 from reversi_core.errors import ConfigurationError, EffectUncertainError, ToolError
-from reversi_core.manifest import Compensation, Effect, Match, Requirement
+from reversi_core.manifest import Compensation, Const, Effect, Match, Requirement
 
 from ._backups import Backups
 from ._files import copy_fd, same_content, sync_dir, write_all, write_atomically
@@ -53,6 +61,7 @@ from ._paths import (
     require_regular,
     spell,
 )
+from ._since import Left, changed_since, content_sha256, what_changed
 
 __all__ = [
     "DEFAULT_BACKUP_DIR",
@@ -197,6 +206,37 @@ class RestoreFileArgs(_Args):
         description="The backup name from the result of fs.write_file or fs.delete_file; null "
         "means the file did not exist before, so it is deleted if present."
     )
+    left: Literal["file", "absent"] | None = Field(
+        default=None,
+        description="What the undone call left at 'path': 'file' (fs.write_file: the file "
+        "with 'sha256' and 'mode'), 'absent' (fs.delete_file). When the path no longer holds "
+        "it, the call fails with code changed_since and changes nothing (unless the rollback "
+        "was told to overwrite). Null: no such check.",
+    )
+    sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="With left 'file': the SHA-256 (hex) of the bytes the call wrote.",
+    )
+    mode: int | None = Field(
+        default=None, ge=0, description="With left 'file': the file's permission bits."
+    )
+
+    @model_validator(mode="after")
+    def _left_consistent(self) -> RestoreFileArgs:
+        if self.left == "file" and self.sha256 is None:
+            raise ValueError("left 'file' needs the sha256 of what the call wrote")
+        if self.left != "file" and (self.sha256 is not None or self.mode is not None):
+            raise ValueError("sha256 and mode describe a file the call left (left 'file')")
+        if self.left == "absent" and self.backup is None:
+            raise ValueError("left 'absent' undoes a delete, which always has a backup")
+        return self
+
+    def expected(self) -> Left | None:
+        """What the path must hold for the restore to go ahead (``None``: no check)."""
+        if self.left is None:
+            return None
+        return Left(self.left, self.sha256, self.mode)
 
 
 class RemoveDirArgs(_Args):
@@ -219,6 +259,25 @@ class UnmoveFileArgs(_Args):
         description="The backup of the file the move replaced ('replaced_backup' in the move's "
         "result); it is put back at 'destination'.",
     )
+    sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The SHA-256 (hex) of the moved file ('sha256' in the move's result): a "
+        "file at 'destination' that no longer has it is not moved back (code changed_since). "
+        "Null: its content is not compared.",
+    )
+    mode: int | None = Field(
+        default=None,
+        ge=0,
+        description="The moved file's permission bits ('mode' in the move's result), compared "
+        "likewise; null: not compared.",
+    )
+
+    def expected(self) -> Left | None:
+        """What the destination must hold to be moved back (``None``: no check)."""
+        if self.sha256 is None and self.mode is None:
+            return None
+        return Left("file", self.sha256, self.mode)
 
 
 # -- result models ---------------------------------------------------------------------
@@ -285,6 +344,10 @@ class WriteFileResult(_Result):
     )
     size: int = Field(ge=0, description="The bytes written.")
     mode: int = Field(ge=0, description="The new file's permission bits, as an integer.")
+    sha256: str = Field(
+        description="The SHA-256 (hex) of the bytes written: fs.restore_file refuses to undo "
+        "the write once the file holds anything else."
+    )
 
 
 class DeleteFileResult(_Result):
@@ -315,6 +378,11 @@ class MoveFileResult(_Result):
     replaced_backup: str | None = Field(
         description=f"For a file the move replaced (overwrite), {_BACKUP_NAME}; null otherwise."
     )
+    sha256: str | None = Field(
+        description="The SHA-256 (hex) of the moved file, or null when it could not be read "
+        "(no read permission): fs.unmove_file moves back only a file that still has it."
+    )
+    mode: int = Field(ge=0, description="The moved file's permission bits, as an integer.")
 
 
 class RestoreFileResult(_Result):
@@ -381,8 +449,26 @@ def _same_file_as_earlier(*this: str) -> list[Requirement]:
     ]
 
 
-_RESTORE = Compensation(
-    tool="fs.restore_file", argument_map={"path": "args.path", "backup": "result.backup"}
+_RESTORE_WRITTEN = Compensation(
+    tool="fs.restore_file",
+    argument_map={
+        "path": "args.path",
+        "backup": "result.backup",
+        "left": Const(const="file"),
+        "sha256": "result.sha256",
+        "mode": "result.mode",
+    },
+)
+
+_RESTORE_DELETED = Compensation(
+    tool="fs.restore_file",
+    argument_map={
+        "path": "args.path",
+        "backup": "result.backup",
+        "left": Const(const="absent"),
+        "sha256": Const(const=None),
+        "mode": Const(const=None),
+    },
 )
 
 
@@ -560,7 +646,7 @@ class FsConnector(Connector):
         permission="fs:write",
         input=WriteFileArgs,
         output=WriteFileResult,
-        compensation=_RESTORE,
+        compensation=_RESTORE_WRITTEN,
         requires=[_inside_made_dir("args.path"), *_same_file_as_earlier("args.path")],
     )
     async def write_file(self, args: WriteFileArgs, ctx: CallContext) -> dict[str, Any]:
@@ -571,9 +657,11 @@ class FsConnector(Connector):
         bits, except set-user-ID and set-group-ID, which new content never inherits; a
         new file gets ``0o666`` less the umask. The file is replaced atomically
         (a temporary file in the same directory, then ``os.replace``), which also breaks
-        any hard link it had. Returns ``{"path", "existed", "backup", "size", "mode"}``:
-        ``backup`` is the backup name or null for a new file, ``size`` the bytes written,
-        ``mode`` the permission bits as an integer. Undone by ``fs.restore_file``.
+        any hard link it had. Returns ``{"path", "existed", "backup", "size", "mode",
+        "sha256"}``: ``backup`` is the backup name or null for a new file, ``size`` the
+        bytes written, ``mode`` the permission bits as an integer, ``sha256`` the hex digest
+        of the bytes written. Undone by ``fs.restore_file``, which refuses once the file
+        holds anything else (someone's later edit is kept).
         Raises ``ToolError`` with code ``path_refused``, ``not_found`` (no such
         directory), ``is_a_directory``, ``not_a_file``, ``too_large`` (over
         :data:`MAX_FILE_BYTES`) or a mapped OS error code; the file is then unchanged.
@@ -616,6 +704,7 @@ class FsConnector(Connector):
             "backup": spell(backup) if backup is not None else None,
             "size": len(data),
             "mode": stat.S_IMODE(after.st_mode),
+            "sha256": hashlib.sha256(data).hexdigest(),
         }
 
     @tool(
@@ -623,7 +712,7 @@ class FsConnector(Connector):
         permission="fs:write",
         input=DeleteFileArgs,
         output=DeleteFileResult,
-        compensation=_RESTORE,
+        compensation=_RESTORE_DELETED,
         requires=[_inside_made_dir("args.path"), *_same_file_as_earlier("args.path")],
     )
     async def delete_file(self, args: DeleteFileArgs, ctx: CallContext) -> dict[str, Any]:
@@ -632,7 +721,8 @@ class FsConnector(Connector):
         The file is renamed into the backups (copied and then unlinked when the backup
         directory is on another device), so its bytes and metadata survive. Returns
         ``{"path", "existed": true, "backup", "mode", "size"}`` (``size`` in bytes).
-        Undone by ``fs.restore_file``. Raises ``ToolError`` with code ``not_found``,
+        Undone by ``fs.restore_file``, which refuses while anything stands at the path
+        again (a file or directory made there since is kept). Raises ``ToolError`` with code ``not_found``,
         ``path_refused``, ``is_a_directory``, ``not_a_file`` or a mapped OS error code;
         the file is then where it was.
         """
@@ -708,6 +798,8 @@ class FsConnector(Connector):
                 "source": "args.source",
                 "destination": "args.destination",
                 "replaced_backup": "result.replaced_backup",
+                "sha256": "result.sha256",
+                "mode": "result.mode",
             },
         ),
         requires=[
@@ -721,8 +813,10 @@ class FsConnector(Connector):
 
         Only regular files move. With ``overwrite``, an existing destination file is
         first kept in the backup directory. Returns ``{"source", "destination",
-        "replaced_backup"}`` (normalised paths; the backup name or null). Undone by
-        ``fs.unmove_file``. Raises ``ToolError`` with code ``not_found``, ``exists``
+        "replaced_backup", "sha256", "mode"}`` (normalised paths; the backup name or null;
+        the moved file's SHA-256, read once before the move, or null when it cannot be
+        read; its permission bits). Undone by ``fs.unmove_file``, which refuses once the
+        moved file holds anything else. Raises ``ToolError`` with code ``not_found``, ``exists``
         (destination present, ``overwrite`` false), ``same_path``, ``path_refused``,
         ``is_a_directory``, ``not_a_file`` or a mapped OS error code; nothing has moved
         then. Raises ``EffectUncertainError`` only when a move across devices copied the
@@ -744,6 +838,7 @@ class FsConnector(Connector):
             if src is None:
                 raise ToolError(f"{describe(args.source)} does not exist", code="not_found")
             require_regular(src, args.source)
+            digest = self._digest(sfd, sparts[-1], args.source)
             dst = lstat(dfd, dparts[-1])
             replaced: str | None = None
             if dst is not None:
@@ -771,6 +866,8 @@ class FsConnector(Connector):
             "source": spell("/".join(sparts)),
             "destination": spell("/".join(dparts)),
             "replaced_backup": spell(replaced) if replaced is not None else None,
+            "sha256": digest,
+            "mode": stat.S_IMODE(src.st_mode),
         }
 
     # -- compensations -------------------------------------------------------------------------
@@ -789,13 +886,25 @@ class FsConnector(Connector):
         running again gives the same file (and changes nothing when it already matches).
         With ``backup`` null: ``path`` is deleted if present. Returns ``{"path",
         "backup", "action"}``, ``action`` being ``restored``, ``unchanged``, ``deleted``
-        or ``absent``. Raises ``ToolError`` with code ``backup_missing``,
+        or ``absent``.
+
+        With ``left`` (what the undone call left at ``path``: the file with ``sha256`` and
+        ``mode``, or nothing), the path must still hold exactly that, or already match the
+        backup: otherwise someone changed it since the call, and the call fails with code
+        ``changed_since``, naming what changed (``the file's content changed since the
+        call``, ``a directory now stands at the path``), and changes nothing. A compensation
+        a person allowed to overwrite (``ctx.overwrite``) skips that check.
+
+        Raises ``ToolError`` with code ``changed_since``, ``backup_missing``,
         ``path_refused``, ``not_found`` (its directory is gone), ``is_a_directory``,
         ``not_a_file`` or a mapped OS error code; the file is then unchanged.
         """
         parts = self._tree.split(args.path)
+        expected = None if ctx.overwrite else args.expected()
         if args.backup is not None:
-            action = self._put_backup(parts, args.path, from_spelling(args.backup))
+            action = self._put_backup(
+                parts, args.path, from_spelling(args.backup), expected=expected
+            )
         else:
             action = "absent"
             name = parts[-1]
@@ -806,6 +915,7 @@ class FsConnector(Connector):
                 ):
                     st = lstat(dfd, name)
                     if st is not None:
+                        self._still_left(dfd, name, args.path, expected, "it was not deleted")
                         require_regular(st, args.path)
                         try:
                             os.unlink(name, dir_fd=dfd)
@@ -874,8 +984,16 @@ class FsConnector(Connector):
           ``replaced_backup`` the backup is restored at ``destination``;
         - both present: already undone when ``replaced_backup`` is given and
           ``destination`` matches it (bytes and permission bits); otherwise a
-          ``conflict`` error, and neither file is touched;
+          ``conflict`` error (``changed_since`` when ``sha256`` or ``mode`` is given: a
+          file was made at the source since the call), and neither file is touched;
         - neither present: the moved file is gone; a ``not_found`` error, nothing done.
+
+        With ``sha256`` and ``mode`` (what the move left at ``destination``), the file found
+        there, or back at ``source``, must still have them: a file someone edited since the
+        call is not moved back, and the call fails with code ``changed_since``, naming what
+        changed, touching nothing. ``ctx.overwrite`` (a person allowed the step to
+        overwrite) skips those checks, and then also moves the file back over one made at
+        the source since.
 
         Returns ``{"source", "destination", "action"}``, ``action`` being
         ``moved_back``, ``restored_replaced``, ``moved_back_and_restored`` or
@@ -894,32 +1012,24 @@ class FsConnector(Connector):
         backup = from_spelling(args.replaced_backup) if args.replaced_backup is not None else None
         if backup is not None:
             self._backups.check_name(backup)
+        expected = None if ctx.overwrite else args.expected()
         src = self._probe(sparts, args.source)
         dst = self._probe(dparts, args.destination)
-        if dst is not None and src is None:
-            with (
-                _definite(args.destination, "moving back"),
-                self._tree.directory(sparts[:-1], path=args.source) as sfd,
-                self._tree.directory(dparts[:-1], path=args.destination) as dfd,
-            ):
-                self._rename(dfd, dparts[-1], args.destination, sfd, sparts[-1], args.source)
-            action = "moved_back"
-            if backup is not None:
-                try:
-                    self._put_backup(dparts, args.destination, backup)
-                except (ToolError, OSError) as exc:
-                    raise EffectUncertainError(
-                        f"moved {describe(args.destination)} back to {describe(args.source)}, but "
-                        f"restoring the replaced file failed: {exc}; run fs.unmove_file again"
-                    ) from None
-                action = "moved_back_and_restored"
-        elif src is not None and dst is None:
-            action = "already_undone"
-            if backup is not None:
-                self._put_backup(dparts, args.destination, backup)
-                action = "restored_replaced"
-        elif src is not None and dst is not None:
-            if backup is None or not self._matches_backup(dparts, args.destination, backup):
+        if src is not None and dst is not None:
+            undone = backup is not None and self._matches_backup(dparts, args.destination, backup)
+            if undone:
+                self._check_left(sparts, args.source, expected, "the source")
+                action = "already_undone"
+            elif ctx.overwrite:
+                action = self._move_back(args, sparts, dparts, backup)
+            elif expected is not None:
+                self._check_left(dparts, args.destination, expected, "the destination")
+                raise changed_since(
+                    args.source,
+                    "a file now stands at the source (made since the call)",
+                    "nothing was moved back",
+                )
+            else:
                 raise ToolError(
                     f"both {describe(args.source)} and {describe(args.destination)} exist"
                     + (
@@ -930,7 +1040,15 @@ class FsConnector(Connector):
                     + "; refusing to overwrite either",
                     code="conflict",
                 )
+        elif dst is not None:
+            self._check_left(dparts, args.destination, expected, "the destination")
+            action = self._move_back(args, sparts, dparts, backup)
+        elif src is not None:
+            self._check_left(sparts, args.source, expected, "the source")
             action = "already_undone"
+            if backup is not None:
+                self._put_backup(dparts, args.destination, backup)
+                action = "restored_replaced"
         else:
             raise ToolError(
                 f"neither {describe(args.source)} nor {describe(args.destination)} exists: "
@@ -943,7 +1061,66 @@ class FsConnector(Connector):
             "action": action,
         }
 
+    def _move_back(
+        self,
+        args: UnmoveFileArgs,
+        sparts: tuple[str, ...],
+        dparts: tuple[str, ...],
+        backup: str | None,
+    ) -> str:
+        """Move the file at the destination back to the source, then restore the replaced one."""
+        with (
+            _definite(args.destination, "moving back"),
+            self._tree.directory(sparts[:-1], path=args.source) as sfd,
+            self._tree.directory(dparts[:-1], path=args.destination) as dfd,
+        ):
+            self._rename(dfd, dparts[-1], args.destination, sfd, sparts[-1], args.source)
+        if backup is None:
+            return "moved_back"
+        try:
+            self._put_backup(dparts, args.destination, backup)
+        except (ToolError, OSError) as exc:
+            raise EffectUncertainError(
+                f"moved {describe(args.destination)} back to {describe(args.source)}, but "
+                f"restoring the replaced file failed: {exc}; run fs.unmove_file again"
+            ) from None
+        return "moved_back_and_restored"
+
     # -- helpers ------------------------------------------------------------------------
+
+    @staticmethod
+    def _digest(dir_fd: int, name: str, path: str) -> str | None:
+        """The SHA-256 of regular file ``name``, or ``None`` when it may not be read."""
+        try:
+            fd = open_regular(dir_fd, name, path)
+        except ToolError as exc:
+            if exc.code == "permission_denied":
+                return None
+            raise
+        try:
+            return content_sha256(fd)
+        finally:
+            os.close(fd)
+
+    @staticmethod
+    def _still_left(
+        dir_fd: int, name: str, path: str, expected: Left | None, kept: str, where: str = "the path"
+    ) -> None:
+        """Raise ``changed_since`` unless ``name`` still holds what the call left (``expected``)."""
+        if expected is None:
+            return
+        why = what_changed(dir_fd, name, path, expected, where=where)
+        if why is not None:
+            raise changed_since(path, why, kept)
+
+    def _check_left(
+        self, parts: tuple[str, ...], path: str, expected: Left | None, where: str
+    ) -> None:
+        """:meth:`_still_left` for the file a move left at ``parts``."""
+        if expected is None:
+            return
+        with _definite(path, "inspecting"), self._tree.directory(parts[:-1], path=path) as dfd:
+            self._still_left(dfd, parts[-1], path, expected, "nothing was moved back", where)
 
     def _probe(self, parts: tuple[str, ...], path: str) -> os.stat_result | None:
         """The regular file at ``parts``, or ``None`` when it (or its directory) is absent."""
@@ -1044,20 +1221,28 @@ class FsConnector(Connector):
             ) from None
         sync_dir(sfd)
 
-    def _put_backup(self, parts: tuple[str, ...], path: str, backup: str) -> str:
-        """Make the file at ``parts`` equal to ``backup``; ``"restored"`` or ``"unchanged"``."""
+    def _put_backup(
+        self, parts: tuple[str, ...], path: str, backup: str, *, expected: Left | None = None
+    ) -> str:
+        """Make the file at ``parts`` equal to ``backup``; ``"restored"`` or ``"unchanged"``.
+
+        With ``expected``, a path that matches neither the backup nor what the undone call
+        left there raises ``changed_since`` and nothing is written.
+        """
         bfd = self._backups.open(backup)
         try:
             with _definite(path, "restoring"), self._tree.directory(parts[:-1], path=path) as dfd:
                 st = lstat(dfd, parts[-1])
-                if st is not None:
-                    require_regular(st, path)
+                if st is not None and stat.S_ISREG(st.st_mode):
                     current = open_regular(dfd, parts[-1], path)
                     try:
                         if same_content(current, bfd):
                             return "unchanged"
                     finally:
                         os.close(current)
+                self._still_left(dfd, parts[-1], path, expected, "nothing was restored")
+                if st is not None:
+                    require_regular(st, path)
                 like = os.fstat(bfd)
                 write_atomically(dfd, parts[-1], lambda fd: copy_fd(bfd, fd), like=like, times=True)
                 return "restored"

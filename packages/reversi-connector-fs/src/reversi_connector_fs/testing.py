@@ -11,7 +11,9 @@ directory. This module offers:
 - :func:`certification_fixture`: what the repository's ``certification/`` suite needs
   to drive every fs tool (see docs/certification-guide.md). Its failing examples include,
   for every writing tool, a path that leaves the root with ``..`` and an absolute one,
-  both aimed at the sentinel tree.
+  both aimed at the sentinel tree; :func:`someone_changes` is the person who, after the
+  agent's call, edits the file it wrote or moved, makes a directory where it deleted a
+  file, or puts a file into a directory it made (the concurrent-change check).
 
 Four checks do not apply to fs, each for a reason stated in :data:`NOT_APPLICABLE`.
 Compensation failures are injected by :func:`undo_fault`, which makes the file system
@@ -34,10 +36,12 @@ from typing import Any
 from reversi_core.testing import (
     ArgsBuilder,
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
+    NotApplicable,
     Residue,
 )
 
@@ -45,11 +49,13 @@ from .connector import DEFAULT_BACKUP_DIR, FsConnector
 
 __all__ = [
     "NOT_APPLICABLE",
+    "NO_LIVE_SCENARIO",
     "SEED_FILES",
     "SENTINEL_FILES",
     "FsBackend",
     "certification_fixture",
     "fs_backend",
+    "someone_changes",
     "undo_fault",
 ]
 
@@ -177,9 +183,11 @@ def undo_fault(backend: FsBackend, tool: str, args: Mapping[str, Any]) -> Iterat
 
     - ``fs.restore_file`` with a backup: the backup is moved aside (``backup_missing``);
     - ``fs.restore_file`` without one (undoing a new file): the file is moved aside and a
-      directory stands at its path (``is_a_directory``);
+      directory stands at its path (``changed_since`` when the call says what the write
+      left, ``is_a_directory`` otherwise);
     - ``fs.remove_dir``: a stray file sits in the deepest directory (``not_empty``);
-    - ``fs.unmove_file``: a file appears at the move's source (``conflict``).
+    - ``fs.unmove_file``: a file appears at the move's source (``changed_since``, or
+      ``conflict`` without the move's ``sha256``).
 
     Raises ``ValueError`` for any other tool.
     """
@@ -219,17 +227,65 @@ def undo_fault(backend: FsBackend, tool: str, args: Mapping[str, Any]) -> Iterat
         raise ValueError(f"no fault is defined for {tool}")
 
 
+def someone_changes(
+    backend: FsBackend, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """After ``tool``'s call, change what it left, as a person would; return how to take it back.
+
+    - ``fs.write_file``, ``fs.move_file``: a line is added to the file it wrote (or moved
+      to its destination): its undo must refuse, naming ``the file's content``;
+    - ``fs.delete_file``: a directory is made where the file was (``a directory now stands
+      at the path``);
+    - ``fs.make_dir``: a file is put into the deepest directory it made (``is not empty``).
+
+    Raises ``ValueError`` for any other tool.
+    """
+    if tool in ("fs.write_file", "fs.move_file"):
+        target = backend.root / str(result["path" if tool == "fs.write_file" else "destination"])
+        produced = target.read_bytes()
+        target.write_bytes(produced + b"a line a person added\n")
+
+        def put_back() -> None:
+            target.write_bytes(produced)
+
+        return ConcurrentChange(what="the file's content", revert=put_back)
+    if tool == "fs.delete_file":
+        target = backend.root / str(result["path"])
+        target.mkdir()
+        return ConcurrentChange(what="a directory now stands at the path", revert=target.rmdir)
+    if tool == "fs.make_dir":
+        stray = backend.root / str(result["created"][-1]) / "a-persons-notes.txt"
+        stray.write_text("mine\n", encoding="utf-8")
+        return ConcurrentChange(what="is not empty", revert=stray.unlink)
+    raise ValueError(f"no concurrent change is defined for {tool}")
+
+
 # -- example arguments ------------------------------------------------------------------
+
+
+def _left(done: Mapping[str, Any]) -> dict[str, Any]:
+    """The arguments that say what fs.write_file left (as its argument map passes them on)."""
+    return {"left": "file", "sha256": done["sha256"], "mode": done["mode"]}
 
 
 async def _restore_after_overwrite(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
     done = await ctx.call("fs.write_file", {"path": "readme.txt", "content": "overwritten\n"})
-    return {"path": "readme.txt", "backup": done["backup"]}
+    return {"path": "readme.txt", "backup": done["backup"], **_left(done)}
 
 
 async def _restore_new_file(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
-    await ctx.call("fs.write_file", {"path": "fresh.txt", "content": "new\n"})
-    return {"path": "fresh.txt", "backup": None}
+    done = await ctx.call("fs.write_file", {"path": "fresh.txt", "content": "new\n"})
+    return {"path": "fresh.txt", "backup": None, **_left(done)}
+
+
+async def _restore_deleted(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call("fs.delete_file", {"path": "readme.txt"})
+    return {"path": "readme.txt", "backup": done["backup"], "left": "absent"}
+
+
+async def _restore_unchecked(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
+    done = await ctx.call("fs.write_file", {"path": "readme.txt", "content": "by hand\n"})
+    return {"path": "readme.txt", "backup": done["backup"]}
 
 
 async def _remove_made_dirs(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
@@ -238,8 +294,16 @@ async def _remove_made_dirs(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]
 
 
 async def _unmove(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
-    await ctx.call("fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"})
-    return {"source": "notes/todo.txt", "destination": "todo.txt", "replaced_backup": None}
+    done = await ctx.call(
+        "fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"}
+    )
+    return {
+        "source": "notes/todo.txt",
+        "destination": "todo.txt",
+        "replaced_backup": None,
+        "sha256": done["sha256"],
+        "mode": done["mode"],
+    }
 
 
 async def _unmove_over(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
@@ -271,7 +335,12 @@ EXAMPLES: Mapping[str, list[Example]] = {
         {"source": "notes/todo.txt", "destination": "todo.txt"},
         {"source": "notes/todo.txt", "destination": "readme.txt", "overwrite": True},
     ],
-    "fs.restore_file": [_restore_after_overwrite, _restore_new_file],
+    "fs.restore_file": [
+        _restore_after_overwrite,
+        _restore_new_file,
+        _restore_deleted,
+        _restore_unchecked,
+    ],
     "fs.remove_dir": [_remove_made_dirs],
     "fs.unmove_file": [_unmove, _unmove_over],
 }
@@ -360,6 +429,13 @@ _BACKUPS_KEPT = Residue(
 )
 
 
+NO_LIVE_SCENARIO = NotApplicable(
+    "fs works on a local directory: there is no remote vendor to run a live scenario against, "
+    "and its certification already runs every tool on a real file system"
+)
+"""Why ``nox -s live -- fs`` has nothing to run."""
+
+
 def certification_fixture() -> CertificationFixture[FsBackend]:
     """The fs connector's declaration for the certification suite (docs/certification-guide.md)."""
     return CertificationFixture(
@@ -379,6 +455,8 @@ def certification_fixture() -> CertificationFixture[FsBackend]:
             "fs.move_file": _BACKUPS_KEPT,
         },
         undo_fault=undo_fault,
+        concurrent_change=someone_changes,
         credential=None,
         not_applicable=dict(NOT_APPLICABLE),
+        live=NO_LIVE_SCENARIO,
     )

@@ -163,6 +163,13 @@ class DeleteCommentArgs(_RepoArgs):
     """Arguments of github.delete_comment."""
 
     comment_id: int = Field(ge=1, description="The comment's id (the 'id' add_comment returned).")
+    body_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The SHA-256 of the body add_comment posted (its 'body_sha256'): the "
+        "comment is deleted only while its body is still that; one someone edited since is "
+        "refused (code changed_since). Null: deleted whatever it says.",
+    )
 
 
 class RemoveLabelsArgs(_RepoArgs):
@@ -180,4 +187,10 @@ class DeleteBranchArgs(_RepoArgs):
     """Arguments of github.delete_branch."""
 
     branch: Branch
+    sha: Sha | None = Field(
+        default=None,
+        description="The commit create_branch made the branch point at (its 'sha'): the branch "
+        "is deleted only while it still points there; one someone moved since (a push) is "
+        "refused (code changed_since). Null: deleted wherever it points.",
+    )
 

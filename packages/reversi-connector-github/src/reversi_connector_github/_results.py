@@ -80,6 +80,10 @@ class AddCommentResult(_Result):
 
     issue_number: int = Field(description="The issue commented on, as given.")
     id: int = Field(ge=1, description="The new comment's id (github.delete_comment takes it).")
+    body_sha256: str = Field(
+        description="The SHA-256 (hex, of its UTF-8) of the body as GitHub stored it: "
+        "github.delete_comment deletes the comment only while its body is still that."
+    )
     html_url: str | None = Field(
         description="The comment's page on GitHub; null if GitHub's answer lacks it."
     )

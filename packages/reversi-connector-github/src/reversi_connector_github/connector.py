@@ -19,10 +19,21 @@ permission refusal (``code="forbidden"``).
 
 What the compensations leave behind (GitHub cannot delete an issue through the REST
 API, so an undone issue stays, closed) is listed in ``docs/connectors/github.md``.
+
+A compensation never overwrites a change someone made after the call. GitHub's REST API
+takes no precondition on these writes, so each undo reads first and compares:
+``github.delete_comment`` deletes a comment only while its body still has the digest
+``add_comment`` returned, ``github.delete_branch`` a branch only while it still points at
+the commit ``create_branch`` made it point at (otherwise ``ToolError`` code
+``changed_since``, naming what changed, unless ``CallContext.overwrite``), and
+``github.close_issue`` leaves an issue someone closed already as they closed it. Between
+the read and the write there is a window of one request in which a change still goes
+unseen.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -179,15 +190,30 @@ def _issue_made(github: GithubConnector, args: CreateIssueArgs, resp: HttpRespon
     }
 
 
-def _issue_closed(
-    github: GithubConnector, args: CloseIssueArgs, resp: HttpResponse
+def _comment_made(
+    github: GithubConnector, args: AddCommentArgs, resp: HttpResponse
 ) -> dict[str, Any]:
-    issue = resp.json if isinstance(resp.json, dict) else {}  # a 2xx means it is closed
+    comment = github.expect_object(resp, "comment", wrote=True)
+    stored = comment.get("body")
     return {
-        "number": args.issue_number,
-        "state": issue.get("state", "closed"),
-        "state_reason": issue.get("state_reason", args.state_reason),
+        "id": github.expect_field(comment, "id", resp, wrote=True),
+        "body_sha256": body_digest(stored if isinstance(stored, str) else args.body),
+        "html_url": comment.get("html_url"),
     }
+
+
+def body_digest(body: str) -> str:
+    """The SHA-256 (hex) of a comment body's UTF-8: what github.delete_comment compares."""
+    return hashlib.sha256(body.encode("utf-8")).hexdigest()
+
+
+def _changed(tool: str, what: str, kept: str) -> ToolError:
+    """The refusal of an undo whose target someone changed since the call."""
+    return ToolError(
+        f"{tool}: {what}; {kept}. The later change is kept: undo it and roll back again, or let "
+        "the rollback overwrite it (reversi rollback RUN --overwrite STEP)",
+        code="changed_since",
+    )
 
 
 # -- the connector -------------------------------------------------------------------
@@ -286,17 +312,19 @@ class GithubConnector(HttpConnector):
         input=AddCommentArgs,
         output=AddCommentResult,
         compensation=Compensation(
-            tool="github.delete_comment", argument_map=_same_repo(comment_id="result.id")
+            tool="github.delete_comment",
+            argument_map=_same_repo(comment_id="result.id", body_sha256="result.body_sha256"),
         ),
         requires=[_ON_ISSUE_CREATED_HERE],
         summary="Comment on an issue or pull request; undone by deleting the comment.",
         docs="https://docs.github.com/en/rest/issues/comments#create-an-issue-comment",
-        details="404 ``not_found``, 410 ``gone``, 422 ``validation_failed``, 403 ``forbidden`` "
-        "(a locked issue, too).",
+        details="Returns the comment's id, the SHA-256 of its body as GitHub stored it "
+        "(``body_sha256``: the undo deletes only a comment nobody edited since) and its URL. "
+        "404 ``not_found``, 410 ``gone``, 422 ``validation_failed``, 403 ``forbidden`` (a "
+        "locked issue, too); an answer without the comment's id is uncertain.",
         body=("body",),
         echo=("owner", "repo", "issue_number"),
-        keep={"id": "id", "html_url": "html_url"},
-        required=("id",),
+        keep=_comment_made,
     )
 
     @tool(
@@ -374,7 +402,8 @@ class GithubConnector(HttpConnector):
         input=CreateBranchArgs,
         output=CreateBranchResult,
         compensation=Compensation(
-            tool="github.delete_branch", argument_map=_same_repo(branch="args.branch")
+            tool="github.delete_branch",
+            argument_map=_same_repo(branch="args.branch", sha="result.sha"),
         ),
     )
     async def create_branch(self, args: CreateBranchArgs, ctx: CallContext) -> dict[str, Any]:
@@ -387,24 +416,16 @@ class GithubConnector(HttpConnector):
         https://docs.github.com/en/rest/git/refs#create-a-reference). Returns ``{"owner",
         "repo", "branch", "ref", "sha"}``, ``sha`` being the commit the branch was
         created at (keep it: the connector does not, and recreating a deleted branch
-        needs it). Raises ``ToolError`` naming the status: 404 ``not_found`` (no such
-        repository or ``from_branch``), 409 ``conflict`` (an empty repository), 422
-        ``reference_exists`` or ``object_not_found`` (unknown ``sha``), 401, 403
+        needs it). Undone by github.delete_branch, only while the branch still points at
+        ``sha`` (a branch someone pushed to since is kept). Raises ``ToolError`` naming
+        the status: 404 ``not_found`` (no such repository or ``from_branch``), 409
+        ``conflict`` (an empty repository), 422 ``reference_exists`` or ``object_not_found`` (unknown ``sha``), 401, 403
         ``forbidden`` or ``rate_limited``; ``EffectUncertainError`` when the creation's
         answer was lost or did not come in time.
         """
         sha = args.sha
         if args.from_branch is not None:
-            found = await self.request(
-                ctx,
-                "GET",
-                url_path(
-                    "/repos/{owner}/{repo}/git/ref/heads/{branch:path}",
-                    owner=args.owner,
-                    repo=args.repo,
-                    branch=args.from_branch,
-                ),
-            )
+            found = await self._read_branch(ctx, args.owner, args.repo, args.from_branch)
             sha = self._ref_sha(found, wrote=False)
         resp = await self.request(
             ctx,
@@ -421,6 +442,20 @@ class GithubConnector(HttpConnector):
             "sha": self._ref_sha(resp, wrote=True),
         }
 
+    async def _read_branch(
+        self, ctx: CallContext, owner: str, repo: str, branch: str, *, gone_ok: bool = False
+    ) -> HttpResponse:
+        """``GET /repos/{owner}/{repo}/git/ref/heads/{branch}``; with ``gone_ok`` a 404 is returned.
+
+        https://docs.github.com/en/rest/git/refs#get-a-reference
+        """
+        path = url_path(
+            "/repos/{owner}/{repo}/git/ref/heads/{branch:path}", owner=owner, repo=repo, branch=branch
+        )
+        return await self.request(
+            ctx, "GET", path, ok_statuses=frozenset({404}) if gone_ok else frozenset()
+        )
+
     def _ref_sha(self, resp: HttpResponse, *, wrote: bool) -> str:
         """The commit SHA of a git reference answer (``{"ref", "object": {"sha"}}``)."""
         target = self.expect_object(resp, "reference", wrote=wrote).get("object")
@@ -431,38 +466,90 @@ class GithubConnector(HttpConnector):
 
     # -- compensations -----------------------------------------------------------------
 
-    close_issue = RequestTool(
-        "PATCH",
-        "/repos/{owner}/{repo}/issues/{issue_number}",
+    @tool(
         effect=Effect.IDEMPOTENT,
         permission="github:issues:write",
         input=CloseIssueArgs,
         output=CloseIssueResult,
-        summary="Close an issue; closing a closed issue again succeeds and changes nothing else.",
-        docs="https://docs.github.com/en/rest/issues/issues#update-an-issue",
-        details="The issue stays visible, closed. An issue that cannot be found (404 "
-        "``not_found``) is not treated as closed: the token may have lost access. Running it "
-        "again after a lost answer is safe.",
-        body=lambda args: {"state": "closed", "state_reason": args.state_reason},
-        echo=("owner", "repo"),
-        keep=_issue_closed,
     )
+    async def close_issue(self, args: CloseIssueArgs, ctx: CallContext) -> dict[str, Any]:
+        """Close an issue; one closed already is left as it is (its reason kept).
 
-    delete_comment = RequestTool(
-        "DELETE",
-        "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+        Reads the issue first (``GET /repos/{owner}/{repo}/issues/{issue_number}``,
+        https://docs.github.com/en/rest/issues/issues#get-an-issue): an issue someone
+        closed since the agent opened it stays closed with their reason (``completed``,
+        say), which a second close would overwrite. Otherwise ``PATCH`` with ``state``
+        ``closed`` and ``state_reason``
+        (https://docs.github.com/en/rest/issues/issues#update-an-issue). The issue stays
+        visible, closed. Returns ``{"owner", "repo", "number", "state", "state_reason"}``.
+        An issue that cannot be found (404 ``not_found``) is not treated as closed: the
+        token may have lost access. Raises ``ToolError`` naming the status (404, 410, 401,
+        403 ``forbidden``, ``rate_limited``); ``EffectUncertainError`` when the close's
+        answer was lost or did not come in time (running it again is safe).
+        """
+        path = url_path(
+            "/repos/{owner}/{repo}/issues/{number}",
+            owner=args.owner,
+            repo=args.repo,
+            number=args.issue_number,
+        )
+        found = self.expect_object(await self.request(ctx, "GET", path), "issue", wrote=False)
+        issue = found
+        if found.get("state") != "closed":
+            resp = await self.request(
+                ctx, "PATCH", path, json={"state": "closed", "state_reason": args.state_reason}
+            )
+            issue = resp.json if isinstance(resp.json, dict) else {}  # a 2xx means it is closed
+        return {
+            "owner": args.owner,
+            "repo": args.repo,
+            "number": args.issue_number,
+            "state": issue.get("state", "closed"),
+            "state_reason": issue.get("state_reason", args.state_reason),
+        }
+
+    @tool(
         effect=Effect.IDEMPOTENT,
         permission="github:issues:write",
         input=DeleteCommentArgs,
         output=DeleteCommentResult,
-        summary="Delete an issue comment; one already gone (404) counts as success.",
-        docs="https://docs.github.com/en/rest/issues/comments#delete-an-issue-comment",
-        details="``deleted`` is false after a 404. GitHub also answers 404 when the token "
-        "cannot see the repository, so a token that lost its access reads as already gone.",
-        already_done=(404,),
-        echo=("owner", "repo", "comment_id"),
-        done_field="deleted",
     )
+    async def delete_comment(self, args: DeleteCommentArgs, ctx: CallContext) -> dict[str, Any]:
+        """Delete an issue comment; one already gone (404) counts as success.
+
+        With ``body_sha256`` (the undo of add_comment), reads the comment first
+        (https://docs.github.com/en/rest/issues/comments#get-an-issue-comment) and deletes
+        it only while its body still has that digest: a comment someone edited since is
+        kept, and the call fails with code ``changed_since`` (``ctx.overwrite``, a person's
+        decision, skips the read). Then ``DELETE /repos/{owner}/{repo}/issues/comments/
+        {comment_id}`` (https://docs.github.com/en/rest/issues/comments#delete-an-issue-comment).
+        Returns ``{"owner", "repo", "comment_id", "deleted"}``; ``deleted`` is false after
+        a 404. GitHub also answers 404 when the token cannot see the repository, so a token
+        that lost its access reads as already gone. Raises ``ToolError`` naming the status
+        (401, 403 ``forbidden``, ``rate_limited``) or with code ``changed_since``;
+        ``EffectUncertainError`` when the delete's answer was lost or did not come in time.
+        """
+        path = url_path(
+            "/repos/{owner}/{repo}/issues/comments/{comment_id}",
+            owner=args.owner,
+            repo=args.repo,
+            comment_id=args.comment_id,
+        )
+        done = {"owner": args.owner, "repo": args.repo, "comment_id": args.comment_id}
+        if args.body_sha256 is not None and not ctx.overwrite:
+            found = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
+            if found.status == 404:
+                return {**done, "deleted": False}
+            body = self.expect_object(found, "comment", wrote=False).get("body")
+            if not isinstance(body, str) or body_digest(body) != args.body_sha256:
+                raise _changed(
+                    "github.delete_comment",
+                    f"the comment's body changed since the call (comment {args.comment_id} was "
+                    "edited)",
+                    "it was not deleted",
+                )
+        resp = await self.request(ctx, "DELETE", path, ok_statuses=frozenset({404}))
+        return {**done, "deleted": resp.status != 404}
 
     @tool(
         effect=Effect.IDEMPOTENT,
@@ -510,21 +597,59 @@ class GithubConnector(HttpConnector):
             "absent": absent,
         }
 
-    delete_branch = RequestTool(
-        "DELETE",
-        "/repos/{owner}/{repo}/git/refs/heads/{branch:path}",
+    @tool(
         effect=Effect.IDEMPOTENT,
         permission="github:branch:delete",
         input=DeleteBranchArgs,
         output=DeleteBranchResult,
-        summary="Delete a branch; one already gone counts as success.",
-        docs="https://docs.github.com/en/rest/git/refs#delete-a-reference",
-        details="GitHub answers a missing branch with 422 ``Reference does not exist``; that "
-        "answer and a 404 count as already gone (``deleted`` false); any other 422 (such as a "
-        "refusal to delete the default branch) is an error. Declared idempotent so that it can "
-        "undo create_branch: a branch the agent deletes with it is not brought back by a "
-        "rollback, so keep ``github:branch:delete`` out of the agent's scope.",
-        already_done=(404, (422, "reference_not_found")),
-        echo=("owner", "repo", "branch"),
-        done_field="deleted",
     )
+    async def delete_branch(self, args: DeleteBranchArgs, ctx: CallContext) -> dict[str, Any]:
+        """Delete a branch; one already gone counts as success.
+
+        With ``sha`` (the undo of create_branch), reads the branch first
+        (https://docs.github.com/en/rest/git/refs#get-a-reference) and deletes it only while
+        it still points at that commit: a branch someone pushed to since is kept, and the
+        call fails with code ``changed_since`` naming both commits (``ctx.overwrite``, a
+        person's decision, skips the read). Then ``DELETE /repos/{owner}/{repo}/git/refs/
+        heads/{branch}`` (https://docs.github.com/en/rest/git/refs#delete-a-reference).
+        GitHub answers a missing branch with 422 ``Reference does not exist``; that answer
+        and a 404 count as already gone (``deleted`` false); any other 422 (such as a
+        refusal to delete the default branch) is an error. Returns ``{"owner", "repo",
+        "branch", "deleted"}``. Declared idempotent so that it can undo create_branch: a
+        branch the agent deletes with it is not brought back by a rollback, so keep
+        ``github:branch:delete`` out of the agent's scope. Raises ``ToolError`` naming the
+        status (401, 403 ``forbidden``, ``rate_limited``, 422) or with code
+        ``changed_since``; ``EffectUncertainError`` when the delete's answer was lost or
+        did not come in time.
+        """
+        done = {"owner": args.owner, "repo": args.repo, "branch": args.branch}
+        if args.sha is not None and not ctx.overwrite:
+            found = await self._read_branch(ctx, args.owner, args.repo, args.branch, gone_ok=True)
+            if found.status == 404:
+                return {**done, "deleted": False}
+            now = self._ref_sha(found, wrote=False)
+            if now != args.sha:
+                raise _changed(
+                    "github.delete_branch",
+                    f"the branch {args.branch!r} now points at commit {now[:12]}, not at "
+                    f"{args.sha[:12]} where the call made it (someone pushed to it or moved it "
+                    "since)",
+                    "it was not deleted",
+                )
+        try:
+            resp = await self.request(
+                ctx,
+                "DELETE",
+                url_path(
+                    "/repos/{owner}/{repo}/git/refs/heads/{branch:path}",
+                    owner=args.owner,
+                    repo=args.repo,
+                    branch=args.branch,
+                ),
+                ok_statuses=frozenset({404}),
+            )
+        except ToolError as exc:
+            if (exc.status, exc.code) == (422, "reference_not_found"):
+                return {**done, "deleted": False}
+            raise
+        return {**done, "deleted": resp.status != 404}

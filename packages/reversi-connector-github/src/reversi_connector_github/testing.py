@@ -34,7 +34,12 @@ the 422 for deleting the default branch carries a message of our own, since the
 documentation names the case but not the text.
 
 :func:`certification_fixture` opts the connector into the repository's certification
-suite (docs/certification-guide.md): every check applies to github.
+suite (docs/certification-guide.md): every check applies to github. For the
+concurrent-change check, :func:`someone_changes` is the maintainer who edits the agent's
+comment or pushes to its branch through GitHub itself (the fake's state), and
+:data:`RESTORES_NOTHING` says why the undo of create_issue and of add_labels can lose
+nobody's later change. It also declares :data:`LIVE`, the live scenario
+``nox -s live -- github`` runs against GitHub itself.
 """
 
 from __future__ import annotations
@@ -47,11 +52,13 @@ from typing import Any
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
@@ -68,7 +75,8 @@ from ._fake import (
     FakeRepo,
     commit_sha,
 )
-from .connector import GithubConnector
+from ._live import LIVE_REPO_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
+from .connector import GithubConnector, body_digest
 
 __all__ = [
     "AUTO_LABEL_COLOR",
@@ -80,10 +88,12 @@ __all__ = [
     "FAILURES",
     "ISSUE_STAYS_CLOSED",
     "LIMIT",
+    "LIVE",
     "NEW_LABELS_STAY_DEFINED",
     "NO_ISSUES_REPO",
     "OWNER",
     "REPO",
+    "RESTORES_NOTHING",
     "SEEDED_COMMENT_ID",
     "SHA_DEV",
     "SHA_FEATURE",
@@ -97,6 +107,7 @@ __all__ = [
     "commit_sha",
     "github_backend",
     "seed_example",
+    "someone_changes",
 ]
 
 # -- certification -----------------------------------------------------------------------
@@ -116,6 +127,8 @@ SHA_DEV = commit_sha(OWNER, REPO, "dev")
 """The commit branch ``dev`` points at after :func:`seed_example`."""
 SHA_FEATURE = commit_sha(OWNER, REPO, "feature-commit")
 """A commit :func:`seed_example` records that no branch points at."""
+SEEDED_COMMENT_BODY = "Seen it too."
+"""The body of the comment :func:`seed_example` puts on issue #1."""
 LIMIT = 0.5
 """Seconds the connectors built by the certification fixture wait for an answer."""
 
@@ -132,7 +145,7 @@ def seed_example(fake: FakeGitHub) -> None:
     fake.add_branch(OWNER, REPO, "dev", SHA_DEV)
     fake.add_commit(OWNER, REPO, "feature-commit")
     first = fake.add_issue(OWNER, REPO, "Crash on start", body="It crashes.", labels=["bug"])
-    fake.add_comment(OWNER, REPO, first.number, "Seen it too.")
+    fake.add_comment(OWNER, REPO, first.number, SEEDED_COMMENT_BODY)
     fake.add_issue(OWNER, REPO, "Old idea", state="closed")
     fake.add_repo(OWNER, NO_ISSUES_REPO, has_issues=False)
 
@@ -170,7 +183,7 @@ async def _close_new_issue(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
 
 async def _delete_new_comment(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     made = await ctx.call("github.add_comment", _at(issue_number=1, body="To be deleted"))
-    return _at(comment_id=made["id"])
+    return _at(comment_id=made["id"], body_sha256=made["body_sha256"])
 
 
 async def _remove_added_labels(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -179,8 +192,8 @@ async def _remove_added_labels(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
 
 
 async def _delete_new_branch(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
-    await ctx.call("github.create_branch", _at(branch="agent/tmp", sha=SHA_FEATURE))
-    return _at(branch="agent/tmp")
+    made = await ctx.call("github.create_branch", _at(branch="agent/tmp", sha=SHA_FEATURE))
+    return _at(branch="agent/tmp", sha=made["sha"])
 
 
 async def _on_new_issue_comment(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
@@ -213,8 +226,9 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
     ],
     "github.close_issue": [_at(issue_number=1), _close_new_issue],
     "github.delete_comment": [
-        _at(comment_id=SEEDED_COMMENT_ID),
+        _at(comment_id=SEEDED_COMMENT_ID, body_sha256=body_digest(SEEDED_COMMENT_BODY)),
         _delete_new_comment,
+        _at(comment_id=SEEDED_COMMENT_ID),
         _at(comment_id=999_999),
     ],
     "github.remove_labels": [
@@ -223,8 +237,9 @@ EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is i
         _at(issue_number=1, labels=["not-on-the-issue"]),
     ],
     "github.delete_branch": [
-        _at(branch="dev"),
+        _at(branch="dev", sha=SHA_DEV),
         _delete_new_branch,
+        _at(branch="dev"),
         _at(branch="never-existed"),
     ],
 }
@@ -301,6 +316,59 @@ ISSUE_STAYS_CLOSED = Residue(
 )
 """create_issue's residue: issues the API created that are now closed and bare are ignored."""
 
+def someone_changes(
+    server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """After the agent's call, a maintainer changes what it made, on GitHub itself.
+
+    - ``github.add_comment``: edits the comment (``the comment's body``);
+    - ``github.create_branch``: pushes, so the branch points at another commit (``now
+      points at commit``).
+
+    Raises ``ValueError`` for any other tool.
+    """
+    fake = _fake(server)
+    repo = fake.repo(str(args["owner"]), str(args["repo"]))
+    if tool == "github.add_comment":
+        comment = repo.comment(int(result["id"]))
+        assert comment is not None
+        written = comment.body
+        with fake.lock:
+            comment.body = written + "\n\n(edited by a maintainer)"
+
+        def unedit() -> None:
+            with fake.lock:
+                comment.body = written
+
+        return ConcurrentChange(what="the comment's body", revert=unedit)
+    if tool == "github.create_branch":
+        branch, made = str(result["branch"]), str(result["sha"])
+        pushed = fake.add_commit(repo.owner, repo.name, f"a push onto {branch}")
+        with fake.lock:
+            repo.branches[branch] = pushed
+
+        def unpush() -> None:
+            with fake.lock:
+                repo.branches[branch] = made
+
+        return ConcurrentChange(what="now points at commit", revert=unpush)
+    raise ValueError(f"no concurrent change is defined for {tool}")
+
+
+RESTORES_NOTHING: Mapping[str, str] = {
+    "github.create_issue": "the undo closes the issue the call opened and changes nothing "
+    "else: a title, body, label or comment someone added since stays as they left it, and an "
+    "issue someone closed already is left closed, with their reason (github.close_issue reads "
+    "it first)",
+    "github.add_labels": "a label is on an issue or not, and the undo takes off only the "
+    "labels this call added; one someone took off since is skipped, not put back. A label "
+    "someone took off and then put back by hand looks exactly like the one the call added "
+    "(only the issue's timeline tells them apart), so the undo removes it: see "
+    "docs/connectors/github.md",
+}
+"""The github tools whose compensation restores no prior state a later change could be lost from."""
+
+
 NEW_LABELS_STAY_DEFINED = Residue(
     reason="a label name the repository did not know is created in the repository by GitHub "
     "when it is added to an issue; the undo takes it off the issue but leaves it defined "
@@ -308,6 +376,17 @@ NEW_LABELS_STAY_DEFINED = Residue(
     normalise=_without_auto_labels,
 )
 """add_labels' residue: labels GitHub created for unknown names are ignored."""
+
+
+LIVE = LiveScenario(
+    name="issue-comment-label-branch",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_REPO_VARIABLE: f"{OWNER}/{REPO}"},
+)
+"""github's live scenario (:mod:`reversi_connector_github._live`): ``nox -s live -- github``
+runs it against GitHub; against the fake it works in :data:`OWNER`/:data:`REPO`."""
 
 
 def certification_fixture() -> CertificationFixture[FakeServer]:
@@ -332,4 +411,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         },
         credential=CERTIFICATION_TOKEN,
         call_timeout=LIMIT,
+        concurrent_change=someone_changes,
+        restores_nothing=RESTORES_NOTHING,
+        live=LIVE,
     )

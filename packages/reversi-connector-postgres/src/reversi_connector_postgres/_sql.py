@@ -35,17 +35,26 @@ from reversi_core.errors import ToolError
 __all__ = [
     "IDENTIFIER_PATTERN",
     "IDENTIFIER_RE",
+    "ROW_ALIAS",
     "Lexed",
     "Statement",
     "check_identifier",
+    "columns_holding",
     "delete_row",
     "insert_row",
     "lex",
     "restore_row",
+    "row_now",
     "select_for_update",
     "table_name",
     "update_row",
 ]
+
+ROW_ALIAS = "_reversi_row"
+"""The alias under which a statement refers to the whole row (``to_jsonb(_reversi_row.*)``).
+
+With ``.*`` the reference is the row itself even when the table has a column of the same
+name (https://www.postgresql.org/docs/current/rowtypes.html#ROWTYPES-USAGE)."""
 
 IDENTIFIER_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,62}$"
 """Table, schema and column names: a letter or ``_``, then up to 62 letters, digits or ``_``."""
@@ -95,21 +104,35 @@ def _columns(names: Sequence[str]) -> list[sql.Identifier]:
     return [sql.Identifier(check_identifier(n, "column")) for n in names]
 
 
+def _whole_row() -> sql.Composable:
+    """``to_jsonb("_reversi_row".*)``: every column of the row as one jsonb value."""
+    return sql.SQL("to_jsonb({}.*)").format(sql.Identifier(ROW_ALIAS))
+
+
 def insert_row(
     table: str, schema: str | None, values: Mapping[str, Any], key_column: str
 ) -> Statement:
-    """``INSERT INTO "t" ("a", "b") VALUES (%s, %s) RETURNING "id"`` (``DEFAULT VALUES`` when empty)."""
+    """``INSERT INTO "t" AS r ("a") VALUES (%s) RETURNING r."id", to_jsonb(r.*)::text``.
+
+    ``DEFAULT VALUES`` when ``values`` is empty. The second value returned is the whole
+    row as the insert left it, defaults and triggers included, in jsonb's text form
+    (https://www.postgresql.org/docs/current/functions-json.html): what
+    :func:`delete_row` compares before it deletes.
+    """
     target = table_name(table, schema)
-    key = sql.Identifier(check_identifier(key_column, "key column"))
+    alias = sql.Identifier(ROW_ALIAS)
+    key = sql.SQL("{}.{}").format(alias, sql.Identifier(check_identifier(key_column, "key column")))
+    returning = sql.SQL("RETURNING {}, {}::text").format(key, _whole_row())
     if not values:
-        query = sql.SQL("INSERT INTO {} DEFAULT VALUES RETURNING {}").format(target, key)
+        query = sql.SQL("INSERT INTO {} AS {} DEFAULT VALUES {}").format(target, alias, returning)
         return Statement(query)
     columns = list(values)
-    query = sql.SQL("INSERT INTO {} ({}) VALUES ({}) RETURNING {}").format(
+    query = sql.SQL("INSERT INTO {} AS {} ({}) VALUES ({}) {}").format(
         target,
+        alias,
         sql.SQL(", ").join(_columns(columns)),
         sql.SQL(", ").join(sql.Placeholder() * len(columns)),
-        key,
+        returning,
     )
     return Statement(query, tuple(values[c] for c in columns))
 
@@ -131,28 +154,125 @@ def select_for_update(
     return Statement(query, (key,))
 
 
+def _set(values: Mapping[str, Any]) -> sql.Composable:
+    return sql.SQL(", ").join(sql.SQL("{} = %s").format(c) for c in _columns(list(values)))
+
+
+def _holds(columns: Sequence[str]) -> sql.Composable:
+    """``"a"::text IS NOT DISTINCT FROM %s::text AND ...``: the row holds these text forms.
+
+    Text forms compare every type, ``json`` and ``xml`` included (which have no ``=``), and
+    ``IS NOT DISTINCT FROM`` makes a NULL equal to a NULL
+    (https://www.postgresql.org/docs/current/functions-comparison.html). Both sides come
+    from the type's output function under the session settings that
+    :mod:`~reversi_connector_postgres._session` pins (``DateStyle``, ``TimeZone``,
+    ``extra_float_digits``...), so equal values give equal text.
+    """
+    return sql.SQL(" AND ").join(
+        sql.SQL("{}::text IS NOT DISTINCT FROM %s::text").format(c) for c in _columns(columns)
+    )
+
+
 def update_row(
     table: str, schema: str | None, values: Mapping[str, Any], key_column: str, key: Any
 ) -> Statement:
-    """``UPDATE "t" SET "a" = %s, "b" = %s WHERE "id" = %s``."""
+    """``UPDATE "t" SET "a" = %s, "b" = %s WHERE "id" = %s RETURNING "a"::text, "b"::text``.
+
+    What it returns is what the update wrote, as stored (after the columns' input
+    functions and any trigger), in the text form :func:`restore_row` compares.
+    """
     target = table_name(table, schema)
     columns = list(values)
-    assignments = sql.SQL(", ").join(sql.SQL("{} = %s").format(c) for c in _columns(columns))
-    query = sql.SQL("UPDATE {} SET {} WHERE {} = %s").format(
-        target, assignments, sql.Identifier(check_identifier(key_column, "key column"))
+    query = sql.SQL("UPDATE {} SET {} WHERE {} = %s RETURNING {}").format(
+        target,
+        _set(values),
+        sql.Identifier(check_identifier(key_column, "key column")),
+        sql.SQL(", ").join(sql.SQL("{}::text").format(c) for c in _columns(columns)),
     )
     return Statement(query, (*(values[c] for c in columns), key))
 
 
-restore_row = update_row
-"""``restore_row`` sends the same ``UPDATE`` as ``update_row``, with the old values."""
+def restore_row(
+    table: str,
+    schema: str | None,
+    values: Mapping[str, Any],
+    key_column: str,
+    key: Any,
+    written: Mapping[str, str | None] | None = None,
+) -> Statement:
+    """``UPDATE "t" SET "a" = %s WHERE "id" = %s`` and, with ``written``, only where the row
+    still holds it: ``AND "a"::text IS NOT DISTINCT FROM %s::text`` for every column.
 
-
-def delete_row(table: str, schema: str | None, key_column: str, key: Any) -> Statement:
-    """``DELETE FROM "t" WHERE "id" = %s``."""
+    One statement: a row someone changed since matches nothing, so nothing is written.
+    """
     target = table_name(table, schema)
-    query = sql.SQL("DELETE FROM {} WHERE {} = %s").format(
-        target, sql.Identifier(check_identifier(key_column, "key column"))
+    columns = list(values)
+    where = sql.SQL("{} = %s").format(sql.Identifier(check_identifier(key_column, "key column")))
+    params: tuple[Any, ...] = (*(values[c] for c in columns), key)
+    if written is not None:
+        where = sql.SQL("{} AND {}").format(where, _holds(list(written)))
+        params += tuple(written.values())
+    query = sql.SQL("UPDATE {} SET {} WHERE {}").format(target, _set(values), where)
+    return Statement(query, params)
+
+
+def delete_row(
+    table: str, schema: str | None, key_column: str, key: Any, inserted: str | None = None
+) -> Statement:
+    """``DELETE FROM "t" WHERE "id" = %s``; with ``inserted`` (the row as the insert left it,
+    jsonb text), only while the row is still exactly that: ``DELETE FROM "t" AS r WHERE
+    r."id" = %s AND to_jsonb(r.*) = %s::jsonb`` (jsonb equality: a NULL column is JSON
+    ``null``, numbers compare by value)."""
+    target = table_name(table, schema)
+    key_name = sql.Identifier(check_identifier(key_column, "key column"))
+    if inserted is None:
+        query = sql.SQL("DELETE FROM {} WHERE {} = %s").format(target, key_name)
+        return Statement(query, (key,))
+    alias = sql.Identifier(ROW_ALIAS)
+    key_ref = sql.SQL("{}.{}").format(alias, key_name)
+    query = sql.SQL("DELETE FROM {} AS {} WHERE {} = %s AND {} = %s::jsonb").format(
+        target, alias, key_ref, _whole_row()
+    )
+    return Statement(query, (key, inserted))
+
+
+def columns_holding(
+    table: str,
+    schema: str | None,
+    key_column: str,
+    key: Any,
+    checks: Mapping[str, Sequence[tuple[str, Any]]],
+) -> Statement:
+    """One row of booleans, one per ``(column, text)`` of each named check, for the row's key.
+
+    ``SELECT "a"::text IS NOT DISTINCT FROM %s::text, ... FROM "t" WHERE "id" = %s``: read
+    after a conditional statement matched nothing, to say which columns differ (and
+    whether the row already holds the values being restored). The booleans come in the
+    order of ``checks``, then of each one's pairs.
+    """
+    target = table_name(table, schema)
+    pairs = [pair for group in checks.values() for pair in group]
+    query = sql.SQL("SELECT {} FROM {} WHERE {} = %s").format(
+        sql.SQL(", ").join(
+            sql.SQL("{}::text IS NOT DISTINCT FROM %s::text").format(c)
+            for c in _columns([column for column, _ in pairs])
+        ),
+        target,
+        sql.Identifier(check_identifier(key_column, "key column")),
+    )
+    return Statement(query, (*(value for _, value in pairs), key))
+
+
+def row_now(table: str, schema: str | None, key_column: str, key: Any) -> Statement:
+    """``SELECT to_jsonb(r.*)::text FROM "t" AS r WHERE r."id" = %s``: the row as it is now."""
+    target = table_name(table, schema)
+    alias = sql.Identifier(ROW_ALIAS)
+    query = sql.SQL("SELECT {}::text FROM {} AS {} WHERE {}.{} = %s").format(
+        _whole_row(),
+        target,
+        alias,
+        alias,
+        sql.Identifier(check_identifier(key_column, "key column")),
     )
     return Statement(query, (key,))
 

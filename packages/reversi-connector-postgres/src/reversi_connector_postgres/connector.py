@@ -3,7 +3,12 @@
 Five tools. ``postgres.query`` reads (one ``SELECT`` or ``WITH``, run inside ``BEGIN
 READ ONLY`` ... ``ROLLBACK``); ``postgres.insert_row`` and ``postgres.update_row``
 write and are undone by ``postgres.delete_row`` and ``postgres.restore_row``, which are
-idempotent and are the compensations. Every tool takes parameters only: table, schema
+idempotent and are the compensations. A compensation never overwrites a change made
+after the call: ``insert_row`` returns the row as it left it and ``update_row`` what it
+wrote, and the undo deletes or restores in one statement that matches only a row still
+holding that; a row someone changed since is refused with code ``changed_since``, naming
+the columns that differ (unless a person allowed the step to overwrite:
+``CallContext.overwrite``). Every tool takes parameters only: table, schema
 and column names match :data:`IDENTIFIER_PATTERN` and are always double-quoted, and
 every value is bound as a parameter (:mod:`reversi_connector_postgres._sql`).
 
@@ -32,7 +37,9 @@ or a server that stops answering after a write's ``COMMIT`` was sent is
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
+from decimal import Decimal
 from typing import Annotated, Any, Literal
 
 import psycopg
@@ -187,10 +194,32 @@ class RestoreRowArgs(_Keyed):
         "postgres.update_row: PostgreSQL text forms, or null).",
         json_schema_extra=_COLUMNS,
     )
+    written: dict[Identifier, str | None] | None = Field(
+        default=None,
+        description="What the undone update wrote (its 'written': the same columns, as "
+        "PostgreSQL text, or null): the row is restored only while it still holds exactly "
+        "that; otherwise the call fails with code changed_since, naming the columns that "
+        "differ, and changes nothing. Null: no such check.",
+        json_schema_extra=_COLUMNS,
+    )
+
+    @model_validator(mode="after")
+    def _same_columns(self) -> RestoreRowArgs:
+        if self.written is not None and set(self.written) != set(self.values):
+            raise ValueError("written must name exactly the columns of values")
+        return self
 
 
 class DeleteRowArgs(_Keyed):
     """Arguments of postgres.delete_row."""
+
+    inserted: str | None = Field(
+        default=None,
+        description="The row as the undone insert left it (its 'inserted': every column, as "
+        "jsonb text): the row is deleted only while it is still exactly that; otherwise the "
+        "call fails with code changed_since, naming the columns that differ, and deletes "
+        "nothing. Null: no such check.",
+    )
 
 
 # -- result models ------------------------------------------------------------------------
@@ -229,6 +258,11 @@ class InsertRowResult(_RowResult):
         description="The new row's key_column value, from RETURNING, as JSON (an integer or a "
         "string for the usual key types; never null)."
     )
+    inserted: str = Field(
+        description="The whole row as the insert left it, defaults and triggers included: "
+        "to_jsonb of the row, as jsonb text (exact for numeric). postgres.delete_row deletes "
+        "only a row that is still exactly that."
+    )
 
 
 class UpdateRowResult(_RowResult):
@@ -237,6 +271,10 @@ class UpdateRowResult(_RowResult):
     key: Key = Field(description="The key of the row updated, as given.")
     previous: dict[str, str | None] = Field(
         description="Each column set and its old value, as PostgreSQL text, or null."
+    )
+    written: dict[str, str | None] = Field(
+        description="Each column set and the value the update stored, as PostgreSQL text, or "
+        "null: postgres.restore_row restores only a row that still holds it."
     )
 
 
@@ -251,7 +289,9 @@ class RestoreRowResult(_RowResult):
     """Result of postgres.restore_row."""
 
     key: Key = Field(description="The key of the row restored, as given.")
-    restored: Literal[1] = Field(description="Always 1: the one row set back.")
+    restored: Literal[0, 1] = Field(
+        description="1 when the row was set back; 0 when it already held the old values."
+    )
 
 
 # -- declarations ----------------------------------------------------------------------------
@@ -263,6 +303,7 @@ _DELETE_INSERTED = Compensation(
         "schema": "result.schema",
         "key_column": "result.key_column",
         "key": "result.key",
+        "inserted": "result.inserted",
     },
 )
 
@@ -274,6 +315,7 @@ _RESTORE_UPDATED = Compensation(
         "key_column": "result.key_column",
         "key": "result.key",
         "values": "result.previous",
+        "written": "result.written",
     },
 )
 
@@ -411,8 +453,10 @@ class PostgresConnector(Connector):
         """Insert one row and return its key (the key_column from RETURNING).
 
         Sends ``BEGIN``, ``INSERT INTO "t" ("a", "b") VALUES ($1, $2) RETURNING "id"``,
-        ``COMMIT``. Returns ``{"table", "schema", "key_column", "key"}``; undone by
-        postgres.delete_row with that key. Raises ``ToolError`` with the SQLSTATE (23505
+        ``COMMIT`` (the statement also returns ``to_jsonb`` of the whole row). Returns
+        ``{"table", "schema", "key_column", "key", "inserted"}``, ``inserted`` being the
+        row as the insert left it (jsonb text); undone by postgres.delete_row with that key,
+        which deletes only a row that is still exactly ``inserted``. Raises ``ToolError`` with the SQLSTATE (23505
         for a duplicate key, 42501 without INSERT privilege...), code ``no_key`` when the
         key column came back null (nothing is inserted then), ``connect``,
         ``connection_lost`` or ``timeout``; ``EffectUncertainError`` when the connection
@@ -432,6 +476,7 @@ class PostgresConnector(Connector):
                         code="no_key",
                     )
                 key = to_json(rows[0][0])
+                inserted = str(rows[0][1])
                 await s.commit()
             except BaseException:
                 await s.rollback()
@@ -441,6 +486,7 @@ class PostgresConnector(Connector):
             "schema": args.schema_,
             "key_column": args.key_column,
             "key": key,
+            "inserted": inserted,
         }
 
     @tool(
@@ -456,9 +502,11 @@ class PostgresConnector(Connector):
 
         One transaction: ``BEGIN``, ``SELECT "a"::text, ... FROM "t" WHERE "id" = $1 FOR
         UPDATE`` (the old values, locked), ``UPDATE "t" SET "a" = $1, ... WHERE "id" =
-        $n``, ``COMMIT``. Returns ``{"table", "schema", "key_column", "key", "previous":
-        {column: old value as PostgreSQL text, or null}}``; undone by
-        postgres.restore_row with ``previous``. Raises ``ToolError`` with code
+        $n RETURNING "a"::text, ...`` (what was stored), ``COMMIT``. Returns ``{"table",
+        "schema", "key_column", "key", "previous", "written"}``: each column set with its
+        old value and with the value stored, as PostgreSQL text, or null. Undone by
+        postgres.restore_row with ``previous``, only while the row still holds
+        ``written``. Raises ``ToolError`` with code
         ``not_found`` (no such row) or ``key_not_unique`` (several rows; nothing is
         changed), the SQLSTATE for a server error, ``connect``, ``connection_lost`` or
         ``timeout``; ``EffectUncertainError`` when the connection is lost after
@@ -473,19 +521,19 @@ class PostgresConnector(Connector):
             try:
                 old = await s.fetchall(await s.execute(read))
                 self._one_row(args, len(old))
-                cur = await s.execute(write)
-                self._one_row(args, cur.rowcount)
+                stored = await s.fetchall(await s.execute(write))
+                self._one_row(args, len(stored))
                 await s.commit()
             except BaseException:
                 await s.rollback()
                 raise
-        previous = dict(zip(columns, old[0], strict=True))
         return {
             "table": args.table,
             "schema": args.schema_,
             "key_column": args.key_column,
             "key": args.key,
-            "previous": previous,
+            "previous": dict(zip(columns, old[0], strict=True)),
+            "written": dict(zip(columns, stored[0], strict=True)),
         }
 
     # -- compensations ----------------------------------------------------------------------
@@ -499,15 +547,22 @@ class PostgresConnector(Connector):
     async def delete_row(self, args: DeleteRowArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete the row with the given key; a row already gone is success.
 
-        Sends ``BEGIN``, ``DELETE FROM "t" WHERE "id" = $1``, ``COMMIT``. Returns
-        ``{"table", "schema", "key_column", "key", "deleted": 0 or 1}``. Deletes data for
-        good: keep postgres:rows:delete out of an agent's scope. Raises ``ToolError``
-        with code ``key_not_unique`` when several rows have the key (nothing is
-        deleted), the SQLSTATE for a server error, ``connect``, ``connection_lost`` or
-        ``timeout``; ``EffectUncertainError`` when the connection is lost after
-        ``COMMIT`` was sent. See https://www.postgresql.org/docs/current/sql-delete.html.
+        Sends ``BEGIN``, ``DELETE FROM "t" AS r WHERE r."id" = $1``, ``COMMIT``. With
+        ``inserted`` (the undo of postgres.insert_row), the same statement also requires
+        ``to_jsonb(r.*) = $2::jsonb``: a row someone changed since matches nothing, is
+        read once more to name the columns that differ, and the call fails with code
+        ``changed_since``, deleting nothing (``ctx.overwrite``, a person's decision, drops
+        that condition). Returns ``{"table", "schema", "key_column", "key", "deleted": 0
+        or 1}``. Deletes data for good: keep postgres:rows:delete out of an agent's scope.
+        Raises ``ToolError`` with code ``changed_since``, ``key_not_unique`` when several
+        rows have the key (nothing is deleted), the SQLSTATE for a server error,
+        ``connect``, ``connection_lost`` or ``timeout``; ``EffectUncertainError`` when the
+        connection is lost after ``COMMIT`` was sent. See
+        https://www.postgresql.org/docs/current/sql-delete.html and
+        https://www.postgresql.org/docs/current/functions-json.html.
         """
-        statement = _sql.delete_row(args.table, args.schema_, args.key_column, args.key)
+        inserted = None if ctx.overwrite else args.inserted
+        statement = _sql.delete_row(args.table, args.schema_, args.key_column, args.key, inserted)
         async with self._session("postgres.delete_row", ctx, writes=True) as s:
             await s.begin()
             try:
@@ -515,6 +570,8 @@ class PostgresConnector(Connector):
                 deleted = cur.rowcount
                 if deleted > 1:
                     self._one_row(args, deleted)
+                if deleted == 0 and inserted is not None:
+                    await self._refuse_changed_insert(s, args, inserted)
                 await s.commit()
             except BaseException:
                 await s.rollback()
@@ -527,6 +584,18 @@ class PostgresConnector(Connector):
             "deleted": deleted,
         }
 
+    async def _refuse_changed_insert(self, s: Session, args: DeleteRowArgs, inserted: str) -> None:
+        """After a conditional delete matched nothing: the row is gone (fine), or it changed."""
+        now = await s.fetchall(
+            await s.execute(_sql.row_now(args.table, args.schema_, args.key_column, args.key))
+        )
+        if not now:
+            return  # already gone: nothing to delete
+        self._one_row(args, len(now))
+        before, after = _columns_of(inserted), _columns_of(str(now[0][0]))
+        differ = sorted(c for c in before.keys() | after.keys() if before.get(c) != after.get(c))
+        raise _changed(args, "insert", differ, "it was not deleted")
+
     @tool(
         effect=Effect.IDEMPOTENT,
         permission="postgres:rows:write",
@@ -536,23 +605,34 @@ class PostgresConnector(Connector):
     async def restore_row(self, args: RestoreRowArgs, ctx: CallContext) -> dict[str, Any]:
         """Set columns of the row with the given key back to old values (undoes update_row).
 
-        Sends ``BEGIN``, ``UPDATE "t" SET "a" = $1, ... WHERE "id" = $n``, ``COMMIT``;
-        running it again writes the same values. Triggers on the table fire each time.
-        Returns ``{"table", "schema", "key_column", "key", "restored": 1}``. Raises
-        ``ToolError`` with code ``not_found`` (the row is gone: nothing to restore) or
-        ``key_not_unique`` (nothing is changed), the SQLSTATE for a server error,
-        ``connect``, ``connection_lost`` or ``timeout``; ``EffectUncertainError`` when
-        the connection is lost after ``COMMIT`` was sent. See
-        https://www.postgresql.org/docs/current/sql-update.html.
+        Sends ``BEGIN``, ``UPDATE "t" SET "a" = $1, ... WHERE "id" = $n``, ``COMMIT``. With
+        ``written`` (what the undone update stored), the same statement also requires
+        ``"a"::text IS NOT DISTINCT FROM $m::text`` for every column: a row someone changed
+        since matches nothing, is read once more to name the columns that differ, and the
+        call fails with code ``changed_since``, changing nothing; a row that already holds
+        the old values is success with ``restored`` 0, so running it again changes nothing
+        (``ctx.overwrite``, a person's decision, drops the condition). Triggers on the table
+        fire on each write. Returns ``{"table", "schema", "key_column", "key",
+        "restored"}``. Raises ``ToolError`` with code ``changed_since``, ``not_found`` (the
+        row is gone: nothing to restore) or ``key_not_unique`` (nothing is changed), the
+        SQLSTATE for a server error, ``connect``, ``connection_lost`` or ``timeout``;
+        ``EffectUncertainError`` when the connection is lost after ``COMMIT`` was sent. See
+        https://www.postgresql.org/docs/current/sql-update.html and
+        https://www.postgresql.org/docs/current/functions-comparison.html.
         """
+        written = None if ctx.overwrite else args.written
         statement = _sql.restore_row(
-            args.table, args.schema_, args.values, args.key_column, args.key
+            args.table, args.schema_, args.values, args.key_column, args.key, written
         )
+        restored = 1
         async with self._session("postgres.restore_row", ctx, writes=True) as s:
             await s.begin()
             try:
                 cur = await s.execute(statement)
-                self._one_row(args, cur.rowcount)
+                if cur.rowcount == 0 and written is not None:
+                    restored = await self._unmatched_restore(s, args, written)
+                else:
+                    self._one_row(args, cur.rowcount)
                 await s.commit()
             except BaseException:
                 await s.rollback()
@@ -562,8 +642,29 @@ class PostgresConnector(Connector):
             "schema": args.schema_,
             "key_column": args.key_column,
             "key": args.key,
-            "restored": 1,
+            "restored": restored,
         }
+
+    async def _unmatched_restore(
+        self, s: Session, args: RestoreRowArgs, written: Mapping[str, str | None]
+    ) -> int:
+        """After a conditional restore matched nothing: 0 if the row holds the old values
+        already; otherwise raise ``not_found`` or ``changed_since`` naming the columns."""
+        check = _sql.columns_holding(
+            args.table,
+            args.schema_,
+            args.key_column,
+            args.key,
+            {"written": list(written.items()), "restored": list(args.values.items())},
+        )
+        rows = await s.fetchall(await s.execute(check))
+        self._one_row(args, len(rows))
+        holds = list(rows[0])
+        still, back = holds[: len(written)], holds[len(written) :]
+        if all(back):
+            return 0
+        differ = [column for column, same in zip(written, still, strict=True) if not same]
+        raise _changed(args, "update", differ, "nothing was restored")
 
     @staticmethod
     def _one_row(args: _Keyed, count: int) -> None:
@@ -580,3 +681,26 @@ class PostgresConnector(Connector):
                 "identify one row; nothing was changed",
                 code="key_not_unique",
             )
+
+
+def _columns_of(row_text: str) -> dict[str, Any]:
+    """A row's jsonb text as ``{column: value}``, numbers read exactly (as ``Decimal``)."""
+    value = json.loads(row_text, parse_float=Decimal)
+    return value if isinstance(value, dict) else {}
+
+
+def _changed(args: _Keyed, call: str, columns: list[str], kept: str) -> ToolError:
+    """The refusal of an undo whose row someone changed since the ``call`` (insert, update)."""
+    where = f"{args.schema_ + '.' if args.schema_ else ''}{args.table}"
+    if not columns:
+        what = f"the row changed while it was being compared with what the {call} wrote"
+    elif len(columns) == 1:
+        what = f"the column {columns[0]} no longer holds what the {call} wrote"
+    else:
+        what = f"the columns {', '.join(columns)} no longer hold what the {call} wrote"
+    return ToolError(
+        f"the row of {where} with {args.key_column} = {args.key!r} changed since the {call}: "
+        f"{what}; {kept}. The later change is kept: undo it and roll back again, or let the "
+        "rollback overwrite it (reversi rollback RUN --overwrite STEP)",
+        code="changed_since",
+    )

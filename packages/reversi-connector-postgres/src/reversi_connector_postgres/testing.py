@@ -22,7 +22,8 @@ one rather than imitate one:
   to drive every postgres tool against a real server (docs/certification-guide.md),
   faults included: :class:`PostgresFaults` realises the suite's fault descriptions on
   the real server and its proxy, and :data:`ERROR_CODES` says which SQLSTATEs stand for
-  the HTTP statuses the suite injects.
+  the HTTP statuses the suite injects. It declares :data:`LIVE` too, the live scenario
+  ``nox -s live -- postgres`` runs on the database of ``POSTGRES_URL``.
 
 Every connection the fixture gives the connector logs in as a dedicated role
 (:data:`AGENT_ROLE`-prefixed, with a password) holding only the privileges the tools
@@ -58,13 +59,16 @@ from psycopg import conninfo, sql
 
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     ExampleContext,
     Failure,
+    LiveScenario,
     Residue,
 )
 
-from .connector import PostgresConnector
+from ._live import LIVE_SCHEMA_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, live_scenario
+from .connector import ENV_VAR, PostgresConnector
 
 if TYPE_CHECKING:  # the HTTP fake kit is not needed at run time, only Fault's shape
     from reversi_core.testing import Fault
@@ -74,6 +78,7 @@ __all__ = [
     "BIN_ENV",
     "CALL_TIMEOUT",
     "ERROR_CODES",
+    "LIVE",
     "URL_ENV",
     "Cluster",
     "PostgresFaults",
@@ -87,6 +92,7 @@ __all__ = [
     "find_bindir",
     "raise_statement",
     "shared_server",
+    "someone_edits_the_row",
     "start_cluster",
     "stop_shared_server",
     "table_checksums",
@@ -1231,12 +1237,57 @@ def _revoke_writes(scratch: ScratchSchema, tool: str, args: Mapping[str, Any]) -
 
 async def _inserted_row(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     made = await ctx.call("postgres.insert_row", {"table": "items", "values": {"name": "tmp"}})
-    return {"table": "items", "key": made["key"]}
+    return {"table": "items", "key": made["key"], "inserted": made["inserted"]}
+
+
+async def _updated_row(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
+    done = await ctx.call(
+        "postgres.update_row", {"table": "items", "key": 2, "values": {"qty": 8, "name": "plum"}}
+    )
+    return {"table": "items", "key": 2, "values": done["previous"], "written": done["written"]}
+
+
+def someone_edits_the_row(
+    scratch: ScratchSchema, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
+) -> ConcurrentChange:
+    """A person adds 100 to ``qty`` of the row ``tool`` inserted or updated, on their own connection.
+
+    The undo must refuse, naming ``the column qty``; ``revert()`` takes the 100 back.
+    """
+    items = sql.Identifier(scratch.schema, str(args["table"]))
+
+    def bump(by: int) -> None:
+        with scratch.admin() as conn:
+            conn.execute(
+                sql.SQL("UPDATE {} SET qty = qty + %s WHERE id = %s").format(items),
+                [by, result["key"]],
+            )
+
+    bump(100)
+    return ConcurrentChange(what="the column qty", revert=lambda: bump(-100))
 
 
 async def _update_inserted(ctx: ExampleContext[Any]) -> Mapping[str, Any]:
     key = ctx.results["postgres.insert_row"]["key"]
     return {"table": "items", "key": key, "values": {"qty": 9}}
+
+
+def _live_env(scratch: ScratchSchema) -> dict[str, str]:
+    """The live scenario on a scenario's schema, as the superuser (who may create tables)."""
+    admin = with_options(scratch.server.admin_url, dbname=scratch.database)
+    return {ENV_VAR: as_uri(admin), LIVE_SCHEMA_VARIABLE: scratch.schema}
+
+
+LIVE = LiveScenario(
+    name="row-insert-update",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    record=False,
+    test_env=_live_env,
+)
+"""postgres's live scenario (:mod:`reversi_connector_postgres._live`): ``nox -s live --
+postgres`` runs it on the database of ``POSTGRES_URL``; nothing is recorded."""
 
 
 def certification_fixture() -> CertificationFixture[ScratchSchema]:
@@ -1247,7 +1298,8 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
     between the connector and the server, through which :class:`PostgresFaults` arms
     the suite's faults. A compensation is made to fail by revoking the agent's UPDATE
     and DELETE privileges (SQLSTATE 42501). :data:`ERROR_CODES` tells the suite which
-    SQLSTATEs stand for the statuses it injects.
+    SQLSTATEs stand for the statuses it injects. :func:`someone_edits_the_row` is the
+    person who changes a row after the agent inserted or updated it.
     """
     return CertificationFixture(
         backend_summary="a real PostgreSQL server the tests start, faults included",
@@ -1278,7 +1330,8 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
             ],
             "postgres.delete_row": [_inserted_row, {"table": "items", "key": 999}],
             "postgres.restore_row": [
-                {"table": "items", "key": 2, "values": {"qty": "5", "name": "pear"}}
+                _updated_row,
+                {"table": "items", "key": 2, "values": {"qty": "5", "name": "pear"}},
             ],
         },
         failures={  # SQLSTATEs: https://www.postgresql.org/docs/current/errcodes-appendix.html
@@ -1330,6 +1383,8 @@ def certification_fixture() -> CertificationFixture[ScratchSchema]:
             )
         },
         undo_fault=_revoke_writes,
+        concurrent_change=someone_edits_the_row,
         call_timeout=CALL_TIMEOUT,
         error_codes=ERROR_CODES,
+        live=LIVE,
     )

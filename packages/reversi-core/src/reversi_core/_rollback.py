@@ -233,12 +233,17 @@ class _Saga:
             idempotency_key=compensation_key(self.run_id, step.seq),
             run_id=self.run_id,
             step=step.seq,
+            overwrite=step.overwrite is not None,
         )
         self.journal.add_event(
             self.run_id,
             step.seq,
             "compensation_started",
-            {"tool": call.tool, "idempotency_key": call.idempotency_key},
+            {
+                "tool": call.tool,
+                "idempotency_key": call.idempotency_key,
+                **({"overwrite": step.overwrite} if call.overwrite else {}),
+            },
         )
         timeout = self.timeout
         try:

@@ -78,6 +78,14 @@ class CallContext:
     ``idempotency_key`` is stable for the step (and, for a compensation, for the run and
     step, across every retry of the rollback). ``compensation`` is true when the call is
     a rollback's compensation. ``timeout`` is the caller's limit in seconds, if any.
+
+    ``overwrite`` is true only for a compensation a person allowed to overwrite what
+    changed since the call (``reversi rollback RUN --overwrite STEP``, recorded in the
+    step's journal entry; docs/engine.md, RB-10). A restoring compensation normally
+    refuses, with a ``ToolError`` naming what changed, when the thing it would restore no
+    longer holds what the forward call produced; with ``overwrite`` it skips that
+    precondition. Nothing an agent sends can set it: a forward call's context never has
+    it, and ``reversi-connectors serve`` reads no such key from a request.
     """
 
     run_id: str | None = None
@@ -85,31 +93,42 @@ class CallContext:
     idempotency_key: str | None = None
     compensation: bool = False
     timeout: float | None = None
+    overwrite: bool = False
 
 
 @dataclass(frozen=True)
 class CompensationCall:
-    """One compensation to run: the JSON object a compensator process reads on stdin."""
+    """One compensation to run: the JSON object a compensator process reads on stdin.
+
+    ``overwrite`` is true when a person allowed this step's compensation to overwrite a
+    change made since the call (:attr:`CallContext.overwrite`).
+    """
 
     tool: str
     args: dict[str, Any]
     idempotency_key: str
     run_id: str
     step: int
+    overwrite: bool = False
 
     def to_json(self) -> dict[str, Any]:
-        """``{"tool", "args", "idempotency_key", "run_id", "step"}``."""
+        """``{"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}``."""
         return {
             "tool": self.tool,
             "args": self.args,
             "idempotency_key": self.idempotency_key,
             "run_id": self.run_id,
             "step": self.step,
+            "overwrite": self.overwrite,
         }
 
     @classmethod
     def from_json(cls, data: Any) -> CompensationCall:
-        """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field."""
+        """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field.
+
+        ``overwrite`` may be missing (an engine older than it), which means false; when
+        present it must be a boolean.
+        """
         if not isinstance(data, dict):
             raise InvalidArgumentsError("compensation call must be a JSON object")
         problems = []
@@ -124,6 +143,8 @@ class CompensationCall:
                 problems.append(f"{key}: missing")
             elif not isinstance(data[key], kind) or (kind is int and isinstance(data[key], bool)):
                 problems.append(f"{key}: expected {kind.__name__}")
+        if not isinstance(data.get("overwrite", False), bool):
+            problems.append("overwrite: expected bool")
         if problems:
             raise InvalidArgumentsError(
                 "invalid compensation call: " + "; ".join(problems), problems=problems
@@ -134,6 +155,7 @@ class CompensationCall:
             idempotency_key=data["idempotency_key"],
             run_id=data["run_id"],
             step=data["step"],
+            overwrite=data.get("overwrite", False),
         )
 
 
@@ -447,10 +469,11 @@ def connector_schema_hashes(connector: Connector | type[Connector]) -> dict[str,
 def compensator_for(connectors: Iterable[Connector]) -> Compensator:
     """An in-process :data:`Compensator` that dispatches each call to its connector.
 
-    The call's idempotency key reaches the tool in :class:`CallContext`. A tool of a
-    connector that is not in ``connectors`` fails with :class:`ConfigurationError`
-    naming the connector (its credential is probably not set); a tool that is not
-    idempotent (so cannot be a compensation) fails with :class:`InvalidArgumentsError`.
+    The call's idempotency key, and its ``overwrite``, reach the tool in
+    :class:`CallContext`. A tool of a connector that is not in ``connectors`` fails with
+    :class:`ConfigurationError` naming the connector (its credential is probably not
+    set); a tool that is not idempotent (so cannot be a compensation) fails with
+    :class:`InvalidArgumentsError`.
     """
     by_name = {c.name: c for c in connectors}
 
@@ -470,6 +493,7 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
             step=call.step,
             idempotency_key=call.idempotency_key,
             compensation=True,
+            overwrite=call.overwrite,
         )
         return await connector.call(call.tool, call.args, ctx)
 

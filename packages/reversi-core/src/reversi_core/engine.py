@@ -6,7 +6,9 @@ journals its outcome, and returns a :class:`CallOutcome` whatever happened;
 :meth:`Run.call` is the same and raises the error of a call that did not succeed.
 :meth:`Run.rollback` undoes the run's steps newest first, honouring ``requires`` edges
 (see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`.
-:meth:`Run.resolve` records a person's decision about an uncertain step.
+:meth:`Run.resolve` records a person's decision about an uncertain step, and
+:meth:`Run.allow_overwrite` a person's decision that one step's compensation may
+overwrite a change made since the call (RB-10).
 
 Every refusal is the engine's: an unknown tool, a tool withheld by whoever serves the
 run (:attr:`Run.withheld`), a permission outside the scope, invalid arguments, a denied
@@ -26,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import replace
 from typing import Any
 
+from ._decisions import allow_overwrite, resolve_step
 from ._edges import EdgeIndex
 from ._outcome import (
     REJECTED_ARGS_LIMIT,
@@ -64,7 +67,6 @@ from .errors import (
 )
 from .journal import (
     Journal,
-    RollbackState,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -528,34 +530,23 @@ class Run:
         returned, so that compensation arguments mapped from ``result.`` can be computed.
         Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
-        record = self.journal.get_step(self.id, step)
-        if record.state is not StepState.UNCERTAIN:
-            raise RunStateError(
-                f"step {step} of run {self.id} is {record.state.value}, not uncertain; "
-                "only uncertain steps are resolved"
-            )
-        if record.rollback_state is RollbackState.COMPENSATED:
-            # resolving would clear the rollback state and make the next rollback undo it again
-            raise RunStateError(
-                f"step {step} of run {self.id} was already compensated; "
-                "there is nothing left to resolve"
-            )
-        compensation: dict[str, Any] | None = None
-        comp_error: str | None = None
-        if applied:
-            manifest = self.registry.get(record.tool) if record.tool in self.registry else None
-            if manifest is not None and manifest.compensation is not None:
-                compensation, comp_error = compensation_for(manifest, record.args, result)
-                if comp_error is not None and result is None:
-                    comp_error += (
-                        "; the step was uncertain, so there is no result: resolve it again with "
-                        "the result the call returned, or undo it by hand"
-                    )
-        if compensation is not None and compensation["tool"] in self.registry:
-            # refuse now what the compensation would refuse at rollback time
-            self.registry.validate_arguments(compensation["tool"], compensation["args"])
-        self.journal.resolve_step(self.id, step, applied, result, compensation, comp_error)
-        return self.journal.get_step(self.id, step)
+        return resolve_step(self.journal, self.registry, self.id, step, applied, result)
+
+    def allow_overwrite(self, step: int, *, by: str) -> StepRecord:
+        """Record that step ``step``'s compensation may overwrite a change made since the call.
+
+        A restoring compensation refuses to put back a prior state over a change someone
+        made after the call (RB-10); a person who decides that change should go after all
+        says so here, for this one step. ``by`` names who decided (``reversi rollback
+        --overwrite`` gives the OS user). The decision is journaled in the step's record
+        (``{"by", "at"}``, UNIX seconds) and kept: every later rollback of the run calls
+        that step's compensation with ``CallContext.overwrite`` true until it succeeds.
+        Returns the step as journaled now. Raises :class:`RunStateError` when the step has
+        no compensation to run (it failed, was rejected or resolved as not applied, is
+        read-only, or has none) or was compensated already, and
+        :class:`~reversi_core.errors.JournalError` when the run has no such step.
+        """
+        return allow_overwrite(self.journal, self.id, step, by)
 
     # -- rollback --------------------------------------------------------------------
 
@@ -571,7 +562,10 @@ class Run:
 
         ``compensate`` runs one compensation; ``verify`` (optional) confirms it;
         ``progress`` is told each decision as it is journaled; ``compensation_timeout``
-        (seconds) bounds each compensation, and running out counts as a failure.
+        (seconds) bounds each compensation, and running out counts as a failure. A step
+        whose journal record holds an overwrite decision (:meth:`allow_overwrite`) gets a
+        :class:`~reversi_core.connector.CompensationCall` with ``overwrite`` true; every
+        other step's compensation keeps its precondition.
 
         The run takes no new calls from the moment this starts. Raises
         :class:`~reversi_core.errors.RollbackInProgressError` when another live process

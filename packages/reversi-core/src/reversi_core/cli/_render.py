@@ -131,6 +131,13 @@ def step_details(step: StepRecord) -> str:
         parts.append(f"[red]no compensation:[/] {escape(step.compensation_error)}")
     if step.rollback_reason:
         parts.append(f"[yellow]rollback:[/] {escape(step.rollback_reason)}")
+    if step.overwrite:
+        by = step.overwrite.get("by", "?")
+        at = step.overwrite.get("at")
+        parts.append(
+            f"[magenta]overwrite allowed:[/] by {escape(str(by))}"
+            + (f" at {when(at)}" if isinstance(at, int | float) else "")
+        )
     if step.reason:
         parts.append(f"[dim]agent: {escape(step.reason)}[/]")
     return "\n".join(parts)
@@ -161,6 +168,20 @@ def print_report(out: Console, report: RollbackReport, args: argparse.Namespace)
         out.print("\n[bold yellow]Outstanding:[/]")
         for o in others:
             out.print(f"  step {o.step} {escape(o.tool)} ({o.state}): {escape(o.reason)}")
+    refused = [
+        o.step
+        for o in others
+        if o.state == RollbackState.COMPENSATION_FAILED.value
+        and not next((s.overwrite for s in report.steps if s.seq == o.step), None)
+    ]
+    if refused:
+        flags = " ".join(f"--overwrite {n}" for n in refused)
+        out.print(
+            "A compensation that refused because its target changed since the call keeps "
+            "that change. If the change should go after all, run the same command again with "
+            f"[bold]{escape(flags)}[/] (for the steps concerned).",
+            soft_wrap=True,
+        )
     resolve_hint(out, report.run_id, uncertain, args)
     if report.complete:
         out.print(

@@ -147,8 +147,8 @@ def build_parser(argv: Sequence[str] = ()) -> Parser:
 
     certify = sub.add_parser(
         "certify",
-        help="print the twelve certification checks and where the suite enforces them",
-        description="Print the twelve certification checks, what each verifies and where the "
+        help="print the thirteen certification checks and where the suite enforces them",
+        description="Print the thirteen certification checks, what each verifies and where the "
         "certification suite enforces it: the check's function and its pytest test id. For "
         "one connector, also the checks its fixture declares not applicable, with the "
         "reasons. Runs nothing. The suite is not in the installed wheels: it is the "
@@ -303,7 +303,8 @@ def _cmd_compensate(args: Any) -> int:
     except json.JSONDecodeError as exc:
         raise CliError(
             f"stdin is not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno}); "
-            'expected one object {"tool", "args", "idempotency_key", "run_id", "step"}',
+            'expected one object {"tool", "args", "idempotency_key", "run_id", "step", '
+            '"overwrite"}',
             EXIT_USAGE,
         ) from None
     try:
@@ -382,6 +383,15 @@ def _declarations(name: str, cls: type[Connector]) -> tuple[list[str], bool]:
                     subsequent_indent="    ",
                 )
             )
+    for tool, why in sorted(fixture.restores_nothing.items()):
+        lines.append(
+            textwrap.fill(
+                f"n/a {CHECK_INFO['concurrent_change'].title} for {tool}: {why}",
+                width=_WIDTH,
+                initial_indent="  ",
+                subsequent_indent="    ",
+            )
+        )
     return lines, True
 
 
@@ -390,7 +400,7 @@ def _cmd_certify(args: Any) -> int:
     classes = [(n, _load(n)) for n in names]
     target = args.name if args.name != "all" else "<connector>"
     lines = [
-        "The twelve certification checks, written once in the certification suite and run",
+        "The thirteen certification checks, written once in the certification suite and run",
         "for every installed connector (file::function, then the pytest test id):",
         "",
         *_checklist(target),

@@ -12,6 +12,7 @@ import argparse
 import asyncio
 import json
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -176,6 +177,17 @@ def build_parser() -> Parser:
         type=_positive_seconds,
         default=DEFAULT_COMPENSATION_TIMEOUT,
         help=f"time limit of one compensation (default: {DEFAULT_COMPENSATION_TIMEOUT:g})",
+    )
+    rollback.add_argument(
+        "--overwrite",
+        metavar="STEP",
+        type=int,
+        action="append",
+        default=[],
+        help="let this step's compensation overwrite what someone changed since the call "
+        "(repeatable). A compensation refuses to put back a prior state over a later change; "
+        "this records, in the step's journal entry, that you (the OS user) decided the change "
+        "should go, and the decision holds for every later rollback of the run",
     )
     rollback.add_argument("--json", action="store_true", help="print the report as JSON")
 
@@ -359,6 +371,30 @@ async def _interruptible_rollback(
     raise KeyboardInterrupt
 
 
+def os_user() -> str:
+    """Who runs this process, for the journal: the name of the real user id (or the id)."""
+    uid = os.getuid()
+    try:
+        return pwd.getpwuid(uid).pw_name
+    except KeyError:
+        return f"uid {uid}"
+
+
+def _allow_overwrites(journal: Journal, run: Run, steps: list[int], err: Console) -> None:
+    """Record the ``--overwrite`` decisions before the rollback starts (RB-10)."""
+    who = os_user()
+    for seq in sorted(set(steps)):
+        _get_step(journal, run.id, seq)
+        try:
+            step = run.allow_overwrite(seq, by=who)
+        except RunStateError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        err.print(
+            f"  step {seq} {escape(step.tool)}: overwrite allowed by {escape(who)}; its "
+            "compensation will not keep what changed since the call"
+        )
+
+
 def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
     _check_command(args.compensator_cmd)
     try:
@@ -370,6 +406,7 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
         # The journal holds every compensation call already computed, so the rollback
         # needs no manifests: an empty registry is enough.
         run = Run.open(journal, Registry({}), args.run)
+        _allow_overwrites(journal, run, args.overwrite, err)
         earlier = {
             s.seq
             for s in journal.list_steps(args.run)

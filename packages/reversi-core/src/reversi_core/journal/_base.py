@@ -121,6 +121,9 @@ class StepRecord:
     ``compensation_error`` says why it could not be computed. ``resolution`` is
     ``"applied"`` or ``"not_applied"`` once a person resolved an uncertain step.
     ``requires`` lists the ``seq`` of the earlier steps this one depends on.
+    ``overwrite`` is a person's decision that the step's compensation may overwrite a
+    change made since the call: ``{"by": OS user, "at": UNIX seconds}``, or ``None``
+    (docs/engine.md, RB-10).
     """
 
     run_id: str
@@ -144,6 +147,7 @@ class StepRecord:
     rollback_reason: str | None = None
     requires: list[int] = field(default_factory=list)
     owner: str | None = None
+    overwrite: dict[str, Any] | None = None
 
     @property
     def may_have_applied(self) -> bool:
@@ -176,6 +180,7 @@ class StepRecord:
             "resolution": self.resolution,
             "rollback_state": self.rollback_state.value if self.rollback_state else None,
             "rollback_reason": self.rollback_reason,
+            "overwrite": self.overwrite,
             "requires": self.requires,
         }
 
@@ -306,6 +311,15 @@ class Journal(Protocol):
 
     def finish_rollback(self, run_id: str, complete: bool) -> None:
         """Release the rollback lock and set the run's status."""
+        ...
+
+    def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
+        """Durably record that step ``seq``'s compensation may overwrite a later change.
+
+        ``decision`` is ``{"by", "at"}`` (who decided, when), kept in the step's record
+        (:attr:`StepRecord.overwrite`) and in the audit trail (an ``overwrite_allowed``
+        event). Raises :class:`~reversi_core.errors.JournalError` if the step is unknown.
+        """
         ...
 
     def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:

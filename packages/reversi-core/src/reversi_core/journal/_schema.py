@@ -73,6 +73,10 @@ MIGRATIONS: list[str] = [
     CREATE INDEX steps_pending ON steps(state) WHERE state = 'pending';
     CREATE INDEX events_run ON events(run_id, id);
     """,
+    # 2: a person's decision that a step's compensation may overwrite a later change
+    """
+    ALTER TABLE steps ADD COLUMN overwrite TEXT;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -115,7 +119,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
 STEP_COLUMNS = (
     "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, owner, "
     "started_at, finished_at, result, error, compensation, compensation_error, approval, "
-    "resolution, rollback_state, rollback_reason"
+    "resolution, rollback_state, rollback_reason, overwrite"
 )
 
 
@@ -142,5 +146,6 @@ def step_from_row(row: tuple[Any, ...], requires: list[int]) -> StepRecord:
         resolution=row[17],
         rollback_state=RollbackState(row[18]) if row[18] else None,
         rollback_reason=row[19],
+        overwrite=loads(row[20]),
         requires=requires,
     )

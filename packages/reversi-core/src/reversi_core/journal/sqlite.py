@@ -567,6 +567,16 @@ class SQLiteJournal:
             with _ACTIVE_LOCK:
                 _ACTIVE_ROLLBACKS.discard((os.path.realpath(self.path), run_id))
 
+    def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
+        with self._tx() as c:
+            changed = c.execute(
+                "UPDATE steps SET overwrite = ? WHERE run_id = ? AND seq = ?",
+                (dumps(decision), run_id, seq),
+            ).rowcount
+            if not changed:
+                raise JournalError(f"run {run_id!r} has no step {seq}")
+            self._event(c, run_id, seq, "overwrite_allowed", decision)
+
     # -- events ------------------------------------------------------------------
 
     def _event(

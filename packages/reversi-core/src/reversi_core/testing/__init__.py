@@ -5,14 +5,30 @@ A connector's public ``testing`` module writes its vendor fake as routes of a
 ``server.faults`` and inspect ``server.requests``. See ``docs/fakes.md``. The same
 module opts the connector into the certification suite with a
 :class:`CertificationFixture` (the data model of the suite, in
-:mod:`reversi_core.testing._certification`; see ``docs/certification-guide.md``).
+:mod:`reversi_core.testing._certification`; see ``docs/certification-guide.md``), and
+declares there its :class:`LiveScenario`, which ``nox -s live -- NAME`` runs against
+the real vendor and records with vcrpy, and its tests replay
+(:mod:`reversi_core.testing._live`; see ``docs/development.md``).
 
 This subpackage ships in the ``reversi-core`` wheel (connectors' own ``testing``
 modules import it) and needs nothing beyond core's dependencies, except ``trustme``
-for ``FakeServer(app, tls=True)``.
+for ``FakeServer(app, tls=True)`` and ``vcrpy`` to record or replay a live scenario.
 """
 
 from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route
+from ._cassettes import (
+    CASSETTE_DIR,
+    MATCH_ON,
+    METADATA_KEY,
+    Secret,
+    cassette_problems,
+    credential_headers,
+    live_on_test_backend,
+    record_live,
+    replay_cassette,
+    secret_forms,
+    secrets_in,
+)
 from ._certification import (
     CHECK_INFO,
     CHECKS,
@@ -24,6 +40,7 @@ from ._certification import (
     ArgsBuilder,
     CertificationFixture,
     CheckInfo,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleCalls,
@@ -38,6 +55,22 @@ from ._certification import (
 )
 from ._contract import ConnectorContract
 from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
+from ._live import (
+    REPLAY_CREDENTIAL,
+    SUFFIX_PLACEHOLDER,
+    CassetteMismatch,
+    CassetteRejected,
+    LiveCheckFailed,
+    LiveContext,
+    LiveOutcome,
+    LiveScenario,
+    LiveVariable,
+    MissingLiveVariables,
+    ReplayReport,
+    live_variables,
+    resolve_variables,
+    run_live,
+)
 from ._server import Exchange, FakeServer, FakeServerError
 from ._vendor import (
     BasicAuth,
@@ -50,11 +83,16 @@ from ._vendor import (
 )
 
 __all__ = [
+    "CASSETTE_DIR",
     "CHECKS",
     "CHECK_INFO",
     "FIXTURE_FUNCTION",
     "FIXTURE_GROUP",
+    "MATCH_ON",
+    "METADATA_KEY",
     "MIN_REASON_WORDS",
+    "REPLAY_CREDENTIAL",
+    "SUFFIX_PLACEHOLDER",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
     "WRITE_METHODS",
@@ -62,8 +100,11 @@ __all__ = [
     "ArmedFault",
     "BasicAuth",
     "BearerAuth",
+    "CassetteMismatch",
+    "CassetteRejected",
     "CertificationFixture",
     "CheckInfo",
+    "ConcurrentChange",
     "ConnectorContract",
     "Dependency",
     "Example",
@@ -84,12 +125,30 @@ __all__ = [
     "Handler",
     "HeaderAuth",
     "IdempotencyKeyIn",
+    "LiveCheckFailed",
+    "LiveContext",
+    "LiveOutcome",
+    "LiveScenario",
+    "LiveVariable",
+    "MissingLiveVariables",
     "NotApplicable",
     "RawAuth",
+    "ReplayReport",
     "Residue",
     "Route",
+    "Secret",
     "VendorFake",
+    "cassette_problems",
+    "credential_headers",
     "fixture_entry_point",
+    "live_on_test_backend",
+    "live_variables",
     "load_fixture",
+    "record_live",
+    "replay_cassette",
+    "resolve_variables",
+    "run_live",
+    "secret_forms",
+    "secrets_in",
     "vendor_route",
 ]

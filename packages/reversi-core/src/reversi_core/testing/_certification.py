@@ -1,6 +1,6 @@
 """What a connector declares to be certified: the data model of the certification suite.
 
-The suite itself (the twelve checks, written once) lives in the repository's
+The suite itself (the thirteen checks, written once) lives in the repository's
 ``certification/`` folder and is never shipped; a connector's wheel may not import it.
 A connector opts in from its own public ``testing`` module, which defines::
 
@@ -31,9 +31,12 @@ entry-point group through the connector class's top-level package
   no call may change), which residue a compensation leaves and why (:class:`Residue`);
 - which tools pass the call's idempotency key to the vendor, and where in a request
   the vendor takes it (:class:`IdempotencyKeyIn`);
+- how to change, through the backend, what a tool's call produced, the way a person
+  would after the agent (:class:`ConcurrentChange`), and which tools' compensations
+  restore no prior state that such a change could be lost from (``restores_nothing``);
 - which checks do not apply, each with its reason (:class:`NotApplicable`).
 
-The twelve check ids are :data:`CHECKS`; :data:`CHECK_INFO` says what each verifies and
+The thirteen check ids are :data:`CHECKS`; :data:`CHECK_INFO` says what each verifies and
 where the suite enforces it (``reversi-connectors certify NAME|all`` prints it).
 docs/certification-guide.md walks through writing a fixture.
 """
@@ -45,12 +48,15 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
 from ..connector import CallContext, Connector
 from ..errors import ConfigurationError
 from ._checks import CHECK_INFO, CHECKS, SUITE_CHECKS_FILE, SUITE_TEST, CheckInfo
 from ._faults import Fault
+
+if TYPE_CHECKING:
+    from ._live import LiveScenario
 
 __all__ = [
     "CHECKS",
@@ -63,6 +69,7 @@ __all__ = [
     "ArgsBuilder",
     "CertificationFixture",
     "CheckInfo",
+    "ConcurrentChange",
     "Dependency",
     "Example",
     "ExampleCalls",
@@ -124,6 +131,31 @@ class Residue:
 
 H = TypeVar("H")
 H_co = TypeVar("H_co", covariant=True)
+
+
+@dataclass(frozen=True)
+class ConcurrentChange:
+    """A change a person made through the backend after the agent's call, and how to take it back.
+
+    The fixture's ``concurrent_change(handle, tool, args, result)`` makes the change (on
+    the fake's state or the emulator, never through the connector) and returns this.
+    ``what`` is the words the compensation's failure reason must contain, naming what
+    changed (``"the file's content"``, ``"the event's summary"``); they are looked for
+    without regard to case. ``revert()`` puts back what the forward call produced (the
+    person undoing their own edit), after which the compensation must succeed. Raises
+    ``ValueError`` for empty ``what`` or a ``revert`` that is not callable.
+    """
+
+    what: str
+    revert: Callable[[], None]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.what, str) or not self.what.strip():
+            raise ValueError("a ConcurrentChange needs the words naming what changed (what=)")
+        if not callable(self.revert):
+            raise ValueError("a ConcurrentChange needs revert, a callable that takes it back")
+
+
 
 
 class ExampleContext(Protocol[H_co]):
@@ -363,6 +395,15 @@ class CertificationFixture(Generic[H]):
     insufficient_privilege. Where the checks demand ``ToolError.status == N``, a code in
     ``error_codes[N]`` is accepted instead, and the error must then name that code.
 
+    ``concurrent_change(handle, tool, args, result)`` changes, through the backend (the
+    fake's state, the emulator; never through the connector), what the call of ``tool``
+    with ``args`` produced, as a person would after the agent, and returns the
+    :class:`ConcurrentChange` (``None``: no change for that tool, which fails the check
+    unless ``restores_nothing`` lists it). ``restores_nothing`` maps a reversible or
+    compensable tool to why its compensation restores no prior state that a later change
+    could be lost from (``{"github.add_labels": "..."}``), in a sentence; the
+    concurrent-change check is n/a for it with that reason.
+
     ``not_applicable`` maps a check id to its reason (a string or :class:`NotApplicable`).
     ``backend_summary`` says in a few words what the backend is (``"its fake of the GitHub
     REST API, faults included"``); the README's list of connectors shows it.
@@ -371,10 +412,16 @@ class CertificationFixture(Generic[H]):
     to set (with the fixture's credential) and the command-line options to give
     (``["--root", DIR]``). The clean-install check (``nox -s install_only``) drives the
     installed wheel through it; without it that check can only shake hands.
+    ``live`` is the connector's live scenario (:class:`reversi_core.testing.LiveScenario`:
+    forward calls and a rollback against the real vendor, run and recorded by ``nox -s
+    live -- NAME``), or a :class:`NotApplicable` saying why it has none (fs: no remote
+    vendor); ``None`` means it was not declared, which its contract tests refuse.
     Raises ``ValueError`` for an unknown check id, an empty reason, an ``error_codes``
     entry that is not an HTTP status with at least one non-empty code, a failing
-    example that is not a :class:`Failure`, or ``sends_idempotency_key`` without
-    ``idempotency_key_in`` (or the other way round).
+    example that is not a :class:`Failure`, ``sends_idempotency_key`` without
+    ``idempotency_key_in`` (or the other way round), a ``restores_nothing`` key that is
+    not a tool name or a reason shorter than a sentence, a ``concurrent_change`` that
+    is not callable, or a ``live`` that is neither a scenario nor a reason.
     """
 
     backend: Callable[[Path], AbstractContextManager[H]]
@@ -396,8 +443,19 @@ class CertificationFixture(Generic[H]):
     not_applicable: Mapping[str, NotApplicable | str] = field(default_factory=dict)
     backend_summary: str = ""
     command_line: Callable[[H], tuple[Mapping[str, str], Sequence[str]]] | None = None
+    concurrent_change: (
+        Callable[[H, str, Mapping[str, Any], Mapping[str, Any]], ConcurrentChange | None] | None
+    ) = None
+    restores_nothing: Mapping[str, str] = field(default_factory=dict)
+    live: LiveScenario | NotApplicable | None = None
 
     def __post_init__(self) -> None:
+        from ._live import LiveScenario
+
+        if self.live is not None and not isinstance(self.live, LiveScenario | NotApplicable):
+            raise ValueError(
+                f"live must be a LiveScenario or a NotApplicable reason, not {type(self.live).__name__}"
+            )
         codes: dict[int, frozenset[str]] = {}
         for status, given in self.error_codes.items():
             if isinstance(status, bool) or not isinstance(status, int) or not 100 <= status <= 599:
@@ -440,6 +498,16 @@ class CertificationFixture(Generic[H]):
             raise ValueError("the certification credential must be at least 8 characters long")
         if self.call_timeout <= 0:
             raise ValueError("call_timeout must be a positive number of seconds")
+        for tool, why in self.restores_nothing.items():
+            if not isinstance(tool, str) or "." not in tool:
+                raise ValueError(f"restores_nothing: {tool!r} is not a tool name (NAME.tool)")
+            if not isinstance(why, str) or len(why.split()) < MIN_REASON_WORDS:
+                raise ValueError(
+                    f"restores_nothing[{tool!r}] must say in a sentence ({MIN_REASON_WORDS} words "
+                    f"or more) why its compensation restores no prior state, not {why!r}"
+                )
+        if self.concurrent_change is not None and not callable(self.concurrent_change):
+            raise ValueError("concurrent_change must be a callable (handle, tool, args, result)")
 
     def codes_for(self, status: int) -> frozenset[str]:
         """The vendor error codes that stand for HTTP ``status`` (empty when none are declared)."""

@@ -1,4 +1,4 @@
-"""The twelve certification checks: their ids, titles, what each verifies and where."""
+"""The thirteen certification checks: their ids, titles, what each verifies and where."""
 
 from __future__ import annotations
 
@@ -20,8 +20,9 @@ CHECKS: tuple[str, ...] = (
     "redaction",
     "dependency_block",
     "manifest_drift",
+    "concurrent_change",
 )
-"""The twelve certification checks, in the order the results table shows them."""
+"""The thirteen certification checks, in the order the results table shows them."""
 
 SUITE_CHECKS_FILE = "certification/checks.py"
 """Where the checks are written (one ``async def check_<id>`` each), relative to the repository."""
@@ -131,6 +132,15 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
             "Manifest drift",
             "the stored schema hashes match the manifests, and a changed, added or removed input "
             "schema is reported as such (key order alone is not a change)",
+        ),
+        CheckInfo(
+            "concurrent_change",
+            "Concurrent change",
+            "for every tool whose compensation restores a prior state, a change made through "
+            "the backend after the call is not overwritten: the rollback leaves it in place and "
+            "reports the step compensation_failed with a reason naming what changed; once the "
+            "change is undone by hand, rolling back again completes (a tool the fixture declares "
+            "in restores_nothing is n/a with its reason)",
         ),
     )
 }

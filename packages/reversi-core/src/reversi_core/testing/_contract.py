@@ -14,7 +14,10 @@ certification fixture too; its manifests form a registry; every input schema is 
 every argument map produces exactly the compensation's arguments; every tool declares
 its result; every tool says what it does and, for an HTTP connector, cites the vendor
 page it follows; its fake's routes cite theirs; a missing credential is named and a
-given one never shown. A subclass that overrides or removes one of these tests must
+given one never shown; it declares its live scenario, which runs on the fixture's
+backend (recorded, free of the credential and replayed, for an HTTP connector), and the
+cassette it ships for it replays (``tests/cassettes/<scenario>.yaml``, beside the
+subclass's module). A subclass that overrides or removes one of these tests must
 say why in ``waived`` (``{"test_name": "the reason, in a sentence"}``); otherwise the
 class cannot even be defined. The module imports nothing of pytest: it ships in the
 ``reversi-core`` wheel.
@@ -22,18 +25,37 @@ class cannot even be defined. The module imports nothing of pytest: it ships in 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import tempfile
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any, ClassVar
 
+import anyio
+
 from ..connector import ENTRY_POINT_GROUP, Connector, load_connector_class
 from ..errors import ConfigurationError
 from ..manifest import Effect, Manifest
 from ..registry import Registry
 from ._app import FakeApp
-from ._certification import FIXTURE_GROUP, MIN_REASON_WORDS, CertificationFixture, load_fixture
+from ._cassettes import (
+    CASSETTE_DIR,
+    Secret,
+    cassette_problems,
+    credential_headers,
+    live_on_test_backend,
+    replay_cassette,
+)
+from ._certification import (
+    FIXTURE_GROUP,
+    MIN_REASON_WORDS,
+    CertificationFixture,
+    NotApplicable,
+    load_fixture,
+)
+from ._live import LiveScenario
 
 __all__ = ["ConnectorContract"]
 
@@ -179,3 +201,84 @@ class ConnectorContract:
             for route in app.routes:
                 cited = route.docs or ""
                 assert cited.startswith("https://"), f"{route.method} {route.template} cites none"
+
+    # -- the live scenario -------------------------------------------------------------
+
+    def cassettes(self) -> Path:
+        """The package's cassettes: ``cassettes/`` beside the module of this test class."""
+        return Path(inspect.getfile(type(self))).resolve().parent / CASSETTE_DIR
+
+    def test_declares_its_live_scenario(self) -> None:
+        """A live scenario for ``nox -s live``, or the reason there is none; an HTTP one records."""
+        from ..http import HttpConnector
+
+        live = self.fixture().live
+        assert live is not None, (
+            f"{self.connector.name} declares no live scenario: set live= on its CertificationFixture "
+            "(a LiveScenario, or NotApplicable saying why there is none; docs/development.md)"
+        )
+        if isinstance(live, NotApplicable):
+            assert not issubclass(self.connector, HttpConnector), (
+                f"{self.connector.name} is an HTTP connector: it has a vendor to run its live "
+                f"scenario against (declared n/a: {live.reason})"
+            )
+            assert len(live.reason.split()) >= MIN_REASON_WORDS, live.reason
+        else:
+            assert live.record == issubclass(self.connector, HttpConnector), (
+                "an HTTP connector's live scenario is recorded, and only an HTTP connector's is"
+            )
+
+    def test_live_scenario_runs_on_the_test_backend(self) -> None:
+        """The scenario passes against the fixture's backend; an HTTP connector's recording of
+        it holds no form of the fixture's credential, and replays."""
+        fixture = self.fixture()
+        live = fixture.live
+        if not isinstance(live, LiveScenario):
+            assert isinstance(live, NotApplicable), "no live scenario declared"
+            return
+        with tempfile.TemporaryDirectory(prefix="reversi-live-") as directory:
+            outcome = anyio.run(
+                functools.partial(
+                    live_on_test_backend,
+                    self.connector,
+                    fixture,
+                    Path(directory),
+                    log=lambda _line: None,
+                )
+            )
+            assert outcome.runs, "the scenario started no run"
+            assert outcome.steps > 0, "the scenario made no call"
+            if not live.record:
+                assert outcome.cassette is None
+                return
+            assert outcome.cassette is not None
+            assert outcome.cassette.is_file()
+            assert outcome.exchanges, "nothing was recorded"
+            if fixture.credential is not None:
+                text = outcome.cassette.read_text(encoding="utf-8")
+                assert fixture.credential not in text, "the fixture's credential is in the cassette"
+                leaks = cassette_problems(
+                    outcome.cassette, [Secret("the fixture's credential", fixture.credential)]
+                )
+                assert leaks == [], leaks
+
+    def test_shipped_cassette_replays(self) -> None:
+        """The cassette shipped for the live scenario replays: every request it holds is sent
+        and matched, none other is; its credential headers hold placeholders only."""
+        live = self.fixture().live
+        folder = self.cassettes()
+        if not (isinstance(live, LiveScenario) and live.record):
+            shipped = sorted(p.name for p in folder.glob("*.yaml")) if folder.is_dir() else []
+            assert shipped == [], f"a scenario that records nothing ships no cassette: {shipped}"
+            return
+        path = folder / f"{live.name}.yaml"
+        assert path.is_file(), (
+            f"{self.connector.name} ships no cassette {path}: record it with `nox -s live -- "
+            f"{self.connector.name}` (the vendor) or `python scripts/live.py {self.connector.name} "
+            "--test-backend` (its fake)"
+        )
+        report = anyio.run(replay_cassette, self.connector, live, path)
+        assert report.exchanges > 0
+        assert len(report.sent) == report.exchanges
+        problems = cassette_problems(path, [], headers=credential_headers(self.connector))
+        assert problems == [], problems

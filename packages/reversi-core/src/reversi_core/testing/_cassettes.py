@@ -1,0 +1,606 @@
+"""Cassettes of live scenarios: recording with vcrpy, scrubbing credentials, strict replay.
+
+The cassette is vcrpy's YAML format (``interactions`` of ``request``/``response``,
+``version: 1``) with a ``metadata.reversi`` block (:data:`METADATA_KEY`): the connector,
+the scenario, what it was recorded against, the values of the scenario's variables a
+replay needs, the variables that were scrubbed, and the matching rules.
+
+How a replay matches a request (:data:`MATCH_ON`): the method, the path (exactly, as
+percent-encoded on the wire), the query (as a sorted list of decoded pairs: order does
+not matter) and the body (parsed when its ``Content-Type`` says JSON or form data, so
+key order does not matter; compared as bytes otherwise). Scheme, host and port are not
+compared (a cassette recorded against the vendor replays against any base URL), nor are
+headers (the credential in them is scrubbed; ``User-Agent`` carries a version). Each
+recorded exchange answers once; identical requests are answered in the order they were
+recorded. What differs between two runs is made equal before it reaches the wire: the
+scenario's names carry :attr:`LiveContext.suffix`, which is random when recording and
+replaced by :data:`SUFFIX_PLACEHOLDER` in the saved cassette, and a replay runs with that
+placeholder as its suffix; the runs' ids (``run_live_<suffix>_<n>``), and therefore every
+idempotency key the engine derives from them (``reversi-<run id>-<step>``, ``...-undo``),
+and the keys of the scenario's direct calls (``reversi-live-<suffix>-direct-<n>``) follow
+the suffix.
+
+Credentials (:func:`secrets_in`): the value of every secret setting of an
+:class:`~reversi_core.http.HttpConnector` (and of ``credential_env`` for any other
+connector), and the credential part of the authentication headers its scheme sends that
+holds no such value whole (HTTP basic's base64 of ``user:password``). Each is replaced
+by ``<VARIABLE>`` (or ``<Header-Name>``) wherever it appears in a request or an answer,
+raw and in its common encodings (:func:`secret_forms`: URL-encoded, form-encoded,
+base64, JSON-escaped), through vcrpy's ``filter_sensitive_data``; an authentication or
+cookie header that still holds no placeholder is replaced whole. After recording,
+:func:`cassette_problems` reads the file back and the recording is refused (the file is
+removed) if any form of any credential is still in it, if a basic-auth value in it
+decodes to one, if an answer is still compressed, or if no recorded request carried the
+credential at all (then the scrubbing was aimed at the wrong value).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import json
+import os
+import re
+import urllib.parse
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from ..__about__ import __version__
+from ..connector import (
+    Connector,
+)
+from ._live import (
+    REPLAY_CREDENTIAL,
+    SUFFIX_PLACEHOLDER,
+    CassetteMismatch,
+    CassetteRejected,
+    LiveContext,
+    LiveOutcome,
+    LiveScenario,
+    ReplayReport,
+    _new_suffix,
+    _perform,
+    _steps,
+    resolve_variables,
+    run_live,
+)
+
+if TYPE_CHECKING:
+    from ._certification import CertificationFixture
+
+__all__ = [
+    "CASSETTE_DIR",
+    "MATCH_ON",
+    "METADATA_KEY",
+    "Secret",
+    "cassette_problems",
+    "credential_headers",
+    "live_on_test_backend",
+    "record_live",
+    "replay_cassette",
+    "secret_forms",
+    "secrets_in",
+]
+
+MATCH_ON: tuple[str, ...] = ("method", "path", "query", "body")
+"""vcrpy matchers a replay compares each request with (see the module docstring)."""
+
+METADATA_KEY = "reversi"
+"""The key of the cassette's ``metadata`` block that Reversi writes."""
+
+
+
+CASSETTE_DIR = "cassettes"
+"""The folder, beside the package's tests, that holds its cassettes."""
+
+_MIN_SECRET = 4  # as reversi_core.redact: shorter values would match ordinary text
+_AUTH_HEADERS = frozenset({"authorization", "proxy-authorization", "cookie"})
+_BASIC = re.compile(r"Basic\s+([A-Za-z0-9+/_-]+=*)")
+_PLACEHOLDER = re.compile(r"<[^<>\s]+>")
+_PERCENT = re.compile(r"%[0-9A-F]{2}")
+_MAX_CONSEQUENCE = 300  # characters of a scenario's error shown after a request that did not match
+
+
+# -- credentials ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Secret:
+    """A credential to scrub: ``label`` names it (a variable, or a header), ``value`` is it."""
+
+    label: str
+    value: str
+
+    @property
+    def placeholder(self) -> str:
+        """What replaces it in a cassette: ``<label>``."""
+        return f"<{self.label}>"
+
+
+def secrets_in(cls: type[Connector], environ: Mapping[str, str]) -> list[Secret]:
+    """The credentials the connector built from ``environ`` sends (see the module docstring)."""
+    from ..http import HttpConnector
+
+    found: list[Secret] = []
+    if issubclass(cls, HttpConnector):
+        values: dict[str, str | None] = {s.option: environ.get(s.env) for s in cls.settings}
+        for setting in cls.settings:
+            value = values[setting.option]
+            if setting.secret and value and len(value) >= _MIN_SECRET:
+                found.append(Secret(setting.env, value))
+        if cls.auth is not None and all(values.get(s.option) for s in cls.settings if s.secret):
+            for header, value in cls.auth.headers(values).items():
+                _scheme, _, credential = value.partition(" ")
+                part = credential.strip() if credential.strip() else value
+                if not any(s.value in part for s in found):
+                    found.append(Secret(header, part))
+    elif cls.credential_env is not None:
+        value = environ.get(cls.credential_env)
+        if value and len(value) >= _MIN_SECRET:
+            found.append(Secret(cls.credential_env, value))
+    return found
+
+
+def secret_forms(value: str) -> dict[str, str]:
+    """``{form name: text}``: ``value`` raw and as it may be encoded on the wire or in YAML."""
+    raw = value.encode()
+    forms = {
+        "raw": value,
+        "URL-encoded": urllib.parse.quote(value, safe=""),
+        "URL-encoded, / kept": urllib.parse.quote(value),
+        "form-encoded": urllib.parse.quote_plus(value),
+        "base64": base64.b64encode(raw).decode(),
+        "base64url": base64.urlsafe_b64encode(raw).decode(),
+        "JSON-escaped": json.dumps(value)[1:-1],
+    }
+    for name in ("URL-encoded", "URL-encoded, / kept", "form-encoded"):
+        forms[f"{name} (lower-case hex)"] = _PERCENT.sub(lambda m: m[0].lower(), forms[name])
+    for name in ("base64", "base64url"):
+        forms[f"{name} unpadded"] = forms[name].rstrip("=")
+    unique: dict[str, str] = {}
+    for name, text in forms.items():
+        if len(text) >= _MIN_SECRET and text not in unique.values():
+            unique[name] = text
+    return unique
+
+
+def _scrub_pairs(secrets: Sequence[Secret], suffix: str | None) -> list[tuple[str, str]]:
+    """vcrpy's ``filter_sensitive_data`` pairs ``(placeholder, text)``, longest text first."""
+    pairs = [(s.placeholder, form) for s in secrets for form in secret_forms(s.value).values()]
+    if suffix is not None:
+        pairs.append((SUFFIX_PLACEHOLDER, suffix))
+    return sorted(pairs, key=lambda pair: len(pair[1]), reverse=True)
+
+
+def credential_headers(cls: type[Connector]) -> frozenset[str]:
+    """Lower-case names of the request headers that carry a credential.
+
+    ``Authorization``, ``Proxy-Authorization``, ``Cookie``, and the headers the
+    connector's auth scheme sends (GitLab's ``PRIVATE-TOKEN``).
+    """
+    from ..http import HttpConnector
+
+    names = set(_AUTH_HEADERS)
+    if issubclass(cls, HttpConnector) and cls.auth is not None:
+        names |= {h.lower() for h in cls.auth.headers({s.option: "x" for s in cls.settings})}
+    return frozenset(names)
+
+
+def _mask_headers(
+    names: frozenset[str], secrets: Sequence[Secret]
+) -> Callable[[Any, Any], tuple[Any, Any]]:
+    """A vcrpy save hook: a credential header holding no declared credential is replaced
+    whole (``<redacted>``: it is a credential nobody declared), and so is every cookie the
+    vendor sets. Declared credentials are left to ``filter_sensitive_data``, which runs next.
+    """
+    forms = [f for s in secrets for f in secret_forms(s.value).values()]
+
+    def hook(request: Any, response: Any) -> tuple[Any, Any]:
+        headers = request.headers
+        for name in list(headers.keys()):
+            if name.lower() in names:
+                value = str(headers[name])
+                if not any(f in value for f in forms):
+                    headers[name] = "<redacted>"
+        answer = response.get("headers", {})
+        for name in list(answer):
+            if name.lower() == "set-cookie":
+                answer[name] = ["<redacted>" for _ in answer[name]]
+        return request, response
+
+    return hook
+
+
+def _strings(value: Any, where: str) -> Iterator[tuple[str, str]]:
+    """Every string in a loaded cassette (keys included; bytes decoded), with where it is."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, bytes | bytearray):
+        yield where, bytes(value).decode("latin-1")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, f"{where} (a key)")
+            yield from _strings(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _strings(item, f"{where}[{index}]")
+
+
+def cassette_problems(
+    path: Path, secrets: Sequence[Secret], *, headers: frozenset[str] = frozenset()
+) -> list[str]:
+    """What makes the cassette at ``path`` unfit to keep; empty when it is fit.
+
+    A problem names the credential's label, the form it was found in and where, never
+    the value: any :func:`secret_forms` form of any secret in the file or in a string
+    of it; a ``Basic`` value in it that decodes to text holding a secret; a request
+    header named in ``headers`` (lower case; :func:`credential_headers`) whose value
+    holds no ``<placeholder>``; an answer still compressed (its body could hide a
+    credential from this check); a file that is not plain YAML data.
+    """
+    import yaml
+
+    text = path.read_text(encoding="utf-8")
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        return [f"the cassette is not plain YAML data ({type(exc).__name__}), so it cannot be checked"]
+    found: list[str] = []
+    strings = list(_strings(data, "cassette"))
+    for secret in secrets:
+        for form, shown in secret_forms(secret.value).items():
+            places = [where for where, s in strings if shown in s]
+            if places:
+                found += [f"{secret.label} ({form}) in {where}" for where in places]
+            elif shown in text:
+                found.append(f"{secret.label} ({form}) in the file's text")
+    for where, string in strings:
+        for blob in _BASIC.findall(string):
+            try:
+                decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), altchars=b"-_").decode("latin-1")
+            except ValueError:
+                continue
+            hits = [s.label for s in secrets if s.value in decoded]
+            found += [f"{label} (inside a basic-auth value) in {where}" for label in hits]
+    interactions = data.get("interactions", []) if isinstance(data, dict) else []
+    for index, interaction in enumerate(interactions):
+        sent = (interaction.get("request") or {}).get("headers") or {}
+        for name, values in sent.items():
+            if str(name).lower() in headers:
+                for value in values if isinstance(values, list) else [values]:
+                    if not _PLACEHOLDER.search(str(value)):
+                        found.append(
+                            f"interactions[{index}].request.headers.{name} holds a value that is "
+                            "not a placeholder"
+                        )
+        answer = (interaction.get("response") or {}).get("headers") or {}
+        for name, values in answer.items():
+            if str(name).lower() == "content-encoding" and values:
+                found.append(
+                    f"interactions[{index}].response is still {values} encoded: its body cannot be "
+                    "checked for credentials"
+                )
+    return found
+
+
+def _seen_in_requests(requests: Sequence[Any], secrets: Sequence[Secret]) -> set[str]:
+    """Labels of the secrets that some recorded request (not yet scrubbed) carries, in any form."""
+    seen: set[str] = set()
+    for request in requests:
+        texts = [request.uri, *(str(v) for v in request.headers.values())]
+        body = request.body
+        if isinstance(body, bytes | bytearray):
+            texts.append(bytes(body).decode("latin-1"))
+        elif isinstance(body, str):
+            texts.append(body)
+        for secret in secrets:
+            forms = secret_forms(secret.value).values()
+            if any(form in t for form in forms for t in texts):
+                seen.add(secret.label)
+    return seen
+
+
+# -- recording and replaying ------------------------------------------------------
+
+
+def _recorded_settings(cls: type[Connector], environ: Mapping[str, str]) -> dict[str, str]:
+    """The required, non-secret settings a replay must be given (a Jira site, an email)."""
+    from ..http import HttpConnector
+
+    if not issubclass(cls, HttpConnector):
+        return {}
+    return {
+        s.env: environ[s.env]
+        for s in cls.settings
+        if s.required and not s.secret and s.default is None and environ.get(s.env)
+    }
+
+
+def _vcr(record_mode: str, **options: Any) -> Any:
+    import vcr
+
+    return vcr.VCR(
+        serializer="yaml",
+        record_mode=record_mode,
+        match_on=MATCH_ON,
+        decode_compressed_response=True,
+        **options,
+    )
+
+
+async def record_live(
+    cls: type[Connector],
+    scenario: LiveScenario,
+    environ: Mapping[str, str],
+    cassette: Path,
+    *,
+    data_dir: Path,
+    against: str,
+    log: Callable[[str], None] = print,
+) -> LiveOutcome:
+    """Run ``scenario`` and record its HTTP exchanges into ``cassette``, credentials scrubbed.
+
+    The recording goes to a hidden file beside ``cassette``; it replaces ``cassette``
+    only once :func:`cassette_problems` finds nothing and :func:`replay_cassette` passes
+    on it. ``against`` says what was recorded (``"the vendor"``). Raises
+    :class:`MissingLiveVariables`, :class:`CassetteRejected` (the file is removed), or
+    what the scenario raised (nothing is written).
+    """
+    import vcr
+
+    from ..http import HttpConnector
+
+    if not issubclass(cls, HttpConnector):
+        raise TypeError(f"{cls.name} is not an HTTP connector: its live scenario cannot be recorded")
+    env = resolve_variables(cls, scenario, environ)
+    secrets = secrets_in(cls, environ)
+    suffix = _new_suffix()
+    cassette.parent.mkdir(parents=True, exist_ok=True)
+    partial = cassette.with_name(f".{cassette.stem}.recording.yaml")
+    partial.unlink(missing_ok=True)
+    metadata = {
+        "connector": cls.name,
+        "scenario": scenario.name,
+        "summary": scenario.summary,
+        "recorded_against": against,
+        "recorded_on": datetime.date.today().isoformat(),
+        "recorded_with": {"reversi-core": __version__, "vcrpy": vcr.__version__},
+        "variables": {**_recorded_settings(cls, environ), **env},
+        "scrubbed": [s.label for s in secrets],
+        "suffix": SUFFIX_PLACEHOLDER,
+        "match_on": list(MATCH_ON),
+    }
+    recorder = _vcr(
+        "all",
+        before_save_interaction=_mask_headers(credential_headers(cls), secrets),
+        filter_sensitive_data=_scrub_pairs(secrets, suffix),
+    )
+    connector = cls.from_env(environ)
+    context = LiveContext(connector, env=env, environ=environ, suffix=suffix, data_dir=data_dir, log=log)
+    try:
+        with recorder.use_cassette(str(partial)) as recording:
+            recording.get_metadata(METADATA_KEY, metadata)
+            await _perform(scenario, context)
+            exchanges = len(recording)
+            seen = _seen_in_requests(recording.requests, secrets)
+        outcome = LiveOutcome(
+            cls.name,
+            scenario.name,
+            [r.id for r in context.runs],
+            _steps(context),
+            exchanges=exchanges,
+            cassette=cassette,
+            scrubbed=[s.label for s in secrets],
+        )
+    except BaseException:
+        partial.unlink(missing_ok=True)
+        raise
+    finally:
+        await connector.aclose()
+        context.close()
+    problems: list[str] = []
+    if exchanges == 0:
+        problems.append("the scenario sent no HTTP request: there is nothing to record")
+    unseen = [s.label for s in secrets if s.label not in seen]
+    if secrets and len(unseen) == len(secrets):
+        problems.append(
+            f"no recorded request carried {', '.join(unseen)}: the credential in use is not the "
+            "one the connector declares, so scrubbing cannot be trusted"
+        )
+    if partial.is_file():
+        problems += cassette_problems(partial, secrets, headers=credential_headers(cls))
+    else:
+        problems.append("vcrpy wrote no file")
+    if not problems:
+        try:
+            await replay_cassette(cls, scenario, partial)
+        except CassetteMismatch as exc:
+            problems += [f"the recording does not replay: {p}" for p in exc.problems]
+    if problems:
+        partial.unlink(missing_ok=True)
+        raise CassetteRejected(cassette, problems)
+    os.replace(partial, cassette)
+    return outcome
+
+
+class _ReplayTransport(httpx.AsyncHTTPTransport):
+    """httpx's own transport (which vcrpy answers from the cassette), noting what is sent.
+
+    A request the cassette does not hold raises vcrpy's
+    ``CannotOverwriteExistingCassetteException`` here, before the connector can turn it
+    into a tool error; it is kept in :attr:`unmatched` so the replay can report it.
+    """
+
+    def __init__(self, unmatched_error: type[BaseException]) -> None:
+        super().__init__()
+        self.sent: list[str] = []
+        self.unmatched: list[Any] = []
+        self._unmatched_error = unmatched_error
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        self.sent.append(f"{request.method} {request.url.raw_path.decode('ascii', 'replace')}")
+        try:
+            return await super().handle_async_request(request)
+        except self._unmatched_error as exc:
+            self.unmatched.append(exc)
+            raise
+
+
+def _shown(request: Any) -> str:
+    query = request.parsed_uri.query
+    return f"{request.method} {request.path}" + (f"?{query}" if query else "")
+
+
+def _unmatched_problem(exc: Any) -> str:
+    """One line for a request the cassette does not hold, with the closest recorded one."""
+    request = exc.failed_request
+    text = f"the connector sent {_shown(request)}, which the cassette does not hold"
+    similar = getattr(exc, "similar_requests", None) or []
+    if similar:
+        recorded, _matched, failed = similar[0]
+        why = "; ".join(f"{name}: {message}" for name, message in failed)
+        text += f" (closest recorded: {_shown(recorded)}, differing in {why})"
+    return text.replace("\n", "\n    ")
+
+
+def _cassette_metadata(cassette: Path, scenario: LiveScenario) -> dict[str, Any]:
+    """The ``metadata.reversi`` block of a cassette of ``scenario``; :class:`CassetteMismatch` else."""
+    import yaml
+
+    if not cassette.is_file():
+        raise CassetteMismatch(cassette, [f"there is no cassette at {cassette}"])
+    try:
+        loaded = yaml.safe_load(cassette.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        raise CassetteMismatch(cassette, [f"it is not plain YAML data ({type(exc).__name__})"]) from None
+    block = loaded.get("metadata") if isinstance(loaded, dict) else None
+    meta = block.get(METADATA_KEY) if isinstance(block, dict) else None
+    if not isinstance(meta, dict) or meta.get("scenario") != scenario.name:
+        raise CassetteMismatch(
+            cassette,
+            [f"it is not a cassette of the live scenario {scenario.name!r} (metadata.{METADATA_KEY})"],
+        )
+    return meta
+
+
+async def replay_cassette(
+    cls: type[Connector],
+    scenario: LiveScenario,
+    cassette: Path,
+    *,
+    connector_class: type[Connector] | None = None,
+    data_dir: Path | None = None,
+) -> ReplayReport:
+    """Run ``scenario`` against the answers recorded in ``cassette``, offline (record mode ``none``).
+
+    The connector (``connector_class``, default ``cls``: a test passes a deliberately
+    changed subclass) is built with the values of the cassette's metadata and
+    :attr:`LiveScenario.replay_env` (or :data:`REPLAY_CREDENTIAL`) for its secrets;
+    requests are matched by :data:`MATCH_ON`. Raises :class:`CassetteMismatch` listing
+    every request the cassette does not hold, every recorded exchange that was not
+    requested, and the scenario's own failure; returns a :class:`ReplayReport` otherwise.
+    """
+    import tempfile
+
+    from vcr.errors import CannotOverwriteExistingCassetteException
+
+    from ..http import HttpConnector
+
+    builder = connector_class or cls
+    if not issubclass(builder, HttpConnector):
+        raise TypeError(f"{builder.name} is not an HTTP connector: there is no cassette to replay")
+    meta = _cassette_metadata(cassette, scenario)
+    environ = {str(k): str(v) for k, v in (meta.get("variables") or {}).items()}
+    for setting in builder.settings:
+        if setting.secret:
+            environ[setting.env] = scenario.replay_env.get(setting.env, REPLAY_CREDENTIAL)
+    env = {v.env: environ[v.env] for v in scenario.variables if v.env in environ}
+    # the placeholders of the recording become the replay's own credentials as the cassette
+    # is loaded (vcrpy's filter_sensitive_data, restoring): a credential a signer puts in
+    # the query then matches
+    restore = [(s.placeholder, s.value) for s in secrets_in(builder, environ)]
+    transport = _ReplayTransport(CannotOverwriteExistingCassetteException)
+    problems: list[str] = []
+    replayer = _vcr("none", filter_sensitive_data=restore)
+    with (
+        tempfile.TemporaryDirectory(prefix="reversi-replay-") as scratch,
+        replayer.use_cassette(str(cassette), allow_playback_repeats=False) as recorded,
+    ):
+        connector = builder.from_env(environ, transport=transport)
+        context = LiveContext(
+            connector,
+            env=env,
+            environ=environ,
+            suffix=SUFFIX_PLACEHOLDER,
+            data_dir=data_dir or Path(scratch),
+            replaying=True,
+        )
+        failure: BaseException | None = None
+        try:
+            await _perform(scenario, context)
+        except Exception as exc:  # reported below, after what the cassette says
+            failure = exc
+        finally:
+            await connector.aclose()
+            context.close()
+        problems += [_unmatched_problem(exc) for exc in transport.unmatched]
+        for index, (request, _response) in enumerate(recorded.data):
+            if recorded.play_counts[index] == 0:
+                problems.append(f"the connector never sent {_shown(request)} (recorded exchange {index + 1})")
+        exchanges = len(recorded)
+    if failure is not None:
+        said = f"{type(failure).__name__}: {failure}"
+        if transport.unmatched:  # a consequence of the requests above: its first line will do
+            said = said.split("\n", 1)[0][:_MAX_CONSEQUENCE] + " ..."
+        problems.append(f"the scenario failed: {said}")
+    if problems:
+        raise CassetteMismatch(cassette, problems)
+    return ReplayReport(cassette, exchanges, transport.sent)
+
+
+# -- against the certification fixture's backend ----------------------------------------------
+
+
+async def live_on_test_backend(
+    cls: type[Connector],
+    fixture: CertificationFixture[Any],
+    directory: Path,
+    *,
+    cassette: Path | None = None,
+    log: Callable[[str], None] = print,
+) -> LiveOutcome:
+    """Run the fixture's live scenario against its certification backend (the vendor's fake).
+
+    The environment is the fixture's ``command_line(handle)`` variables plus the
+    scenario's ``test_env(handle)``, nothing of the process's. A recording scenario is
+    recorded into ``cassette`` (default ``directory / <name>.yaml``), checked and
+    replayed (:func:`record_live`); another one just runs (:func:`run_live`).
+    ``directory`` holds the backend's scratch files and the journal. Raises
+    ``ValueError`` when the fixture declares no scenario, or no ``command_line``.
+    """
+    scenario = fixture.live
+    if not isinstance(scenario, LiveScenario):
+        raise ValueError(f"{cls.name} declares no live scenario")
+    if fixture.command_line is None:
+        raise ValueError(
+            f"{cls.name}'s fixture has no command_line: its backend cannot be reached from the environment"
+        )
+    backend_dir, data_dir = directory / "backend", directory / "journal"
+    backend_dir.mkdir(parents=True, exist_ok=True)
+    with fixture.backend(backend_dir) as handle:
+        if fixture.seed is not None:
+            fixture.seed(handle)
+        environ = dict(fixture.command_line(handle)[0])
+        if scenario.test_env is not None:
+            environ.update(scenario.test_env(handle))
+        against = "the test backend: " + (fixture.backend_summary or "the certification fixture's")
+        if scenario.record:
+            target = cassette or directory / f"{scenario.name}.yaml"
+            return await record_live(
+                cls, scenario, environ, target, data_dir=data_dir, against=against, log=log
+            )
+        return await run_live(cls, scenario, environ, data_dir=data_dir, log=log)
