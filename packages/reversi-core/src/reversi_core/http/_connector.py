@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 _WHITESPACE = re.compile(r"\s")
+_CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")  # what httpx's default context reads
 
 
 @dataclass(frozen=True)
@@ -271,7 +272,11 @@ class HttpConnector(Connector):
 
         An option named like a setting (``base_url``) wins over its variable; the options
         ``timeouts``, ``transport`` and ``verify`` are passed on; options meant for other
-        connectors (``root``, ``backup_dir``) are ignored. Raises
+        connectors (``root``, ``backup_dir``) are ignored. Unless ``verify`` is given,
+        ``SSL_CERT_FILE`` (else ``SSL_CERT_DIR``) in ``environ`` names the CA certificates
+        to trust, as httpx reads them from the process's own environment: a connector
+        built from a given environment trusts what one built in a process with that
+        environment would (``reversi-connectors serve``; a test's TLS fake). Raises
         :class:`~reversi_core.errors.ConfigurationError` naming the variable of a
         required setting that is missing or blank.
         """
@@ -291,6 +296,12 @@ class HttpConnector(Connector):
         for option in ("timeouts", "transport", "verify"):
             if options.get(option) is not None:
                 values[option] = options[option]
+        if "verify" not in values:
+            for variable in _CA_VARIABLES:
+                named = (environ.get(variable) or "").strip()
+                if named:
+                    values["verify"] = named
+                    break
         return cls(**values)
 
     def setting(self, option: str) -> str | None:
