@@ -58,6 +58,7 @@ from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
 from ._live import (
     REPLAY_CREDENTIAL,
     SUFFIX_PLACEHOLDER,
+    VOLATILE_PLACEHOLDER,
     CassetteMismatch,
     CassetteRejected,
     LiveCheckFailed,
@@ -93,6 +94,7 @@ __all__ = [
     "MIN_REASON_WORDS",
     "REPLAY_CREDENTIAL",
     "SUFFIX_PLACEHOLDER",
+    "VOLATILE_PLACEHOLDER",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
     "WRITE_METHODS",
