@@ -188,7 +188,7 @@ async def test_a_change_inside_the_restore_is_refused_by_the_precondition(
     with pytest.raises(ToolError) as refused:
         await aws.call("aws.restore_object", args)
     assert transport.fired
-    assert (refused.value.status, refused.value.code) == (412, "concurrent_change")
+    assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("doc") == OTHER
 
 
@@ -210,5 +210,5 @@ async def test_a_change_inside_the_undo_of_a_new_key_is_refused_by_the_precondit
     with pytest.raises(ToolError) as refused:
         await aws.call("aws.restore_object", args)
     assert transport.fired
-    assert (refused.value.status, refused.value.code) == (412, "concurrent_change")
+    assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("new") == OTHER

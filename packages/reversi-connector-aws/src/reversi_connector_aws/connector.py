@@ -14,7 +14,8 @@ between is answered 412 by S3: nothing is overwritten and the call fails saying 
 result carries the ETag the call left at the key; ``restore_object`` compares the key
 with it first and copies the backup back (or deletes the key that did not exist) only
 conditionally on it, so a change made by someone after the call is never restored over:
-the compensation fails naming what changed (see docs/engine.md for forcing the undo).
+the compensation fails naming what changed, unless a person let that step overwrite it
+(``CallContext.overwrite``: ``reversi rollback RUN --overwrite STEP``, docs/engine.md).
 
 Requests are signed with botocore's ``S3SigV4Auth`` and go to
 ``https://BUCKET.s3.REGION.amazonaws.com`` (virtual-hosted style), to
@@ -602,28 +603,27 @@ class AwsConnector(HttpConnector):
         (the key did not exist), deletes the key (DeleteObject with ``If-Match``,
         https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). A key that
         already matches the backup (or is already gone) is left alone: running it again
-        changes nothing. Returns
+        changes nothing. When a person allowed this step to overwrite a later change
+        (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md), the
+        comparison and the preconditions are skipped: the backup is copied back, or the
+        key deleted, whatever the key holds now. Returns
         ``{"bucket", "key", "action": "copied_back" | "deleted" | "none", "etag"}``. Raises
-        ``ToolError`` with code ``concurrent_change`` (412 when S3 refused the conditional
+        ``ToolError`` with code ``changed_since`` (412 when S3 refused the conditional
         request) naming the key's ETag now and the one expected, when someone else
         changed the key since the call; ``backup_missing`` when the backup is gone; 403
         ``forbidden``; ``EffectUncertainError`` when a write's answer was lost.
         """
         now = await self._head(ctx, args.bucket, args.key)
         current = now.etag if now is not None else None
+        insist = ctx.overwrite
         if args.backup_key is None:
             if now is None:
                 return self._restored(args, "none", None)
-            if not _same_etag(current, args.expected_etag):
+            if not insist and not _same_etag(current, args.expected_etag):
                 raise self._changed(args, current)
+            condition = {} if insist else {"If-Match": str(args.expected_etag)}
             try:
-                await self._send(
-                    ctx,
-                    "DELETE",
-                    args.bucket,
-                    args.key,
-                    headers={"If-Match": str(args.expected_etag)},
-                )
+                await self._send(ctx, "DELETE", args.bucket, args.key, headers=condition)
             except ToolError as exc:
                 if exc.status == 404:
                     return self._restored(args, "none", None)
@@ -641,13 +641,14 @@ class AwsConnector(HttpConnector):
             )
         if now is not None and _same_etag(current, backup.etag):
             return self._restored(args, "none", current)
-        if not _same_etag(current, args.expected_etag):
+        if not insist and not _same_etag(current, args.expected_etag):
             raise self._changed(args, current)
-        condition = (
-            {"If-Match": args.expected_etag}
-            if args.expected_etag is not None
-            else {"If-None-Match": "*"}
-        )
+        if insist:
+            condition = {}
+        elif args.expected_etag is not None:
+            condition = {"If-Match": args.expected_etag}
+        else:
+            condition = {"If-None-Match": "*"}
         try:
             etag = await self._copy(
                 ctx,
@@ -704,10 +705,11 @@ class AwsConnector(HttpConnector):
             )
         return ToolError(
             f"aws: the object s3://{args.bucket}/{args.key} changed since the call being undone "
-            f"(that call left {left}; {now}); the restore does not overwrite someone else's "
-            "change (see docs/engine.md to insist)",
+            f"(that call left {left}; {now}); it was not restored. The later change is kept: "
+            "undo it and roll back again, or let the rollback overwrite it (reversi rollback "
+            "RUN --overwrite STEP)",
             status=412 if refused else None,
-            code="concurrent_change",
+            code="changed_since",
         )
 
     def _restored(self, args: RestoreObjectArgs, action: str, etag: str | None) -> dict[str, Any]:

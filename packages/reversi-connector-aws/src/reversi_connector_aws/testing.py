@@ -26,7 +26,8 @@ that way. :class:`InterposingTransport` runs a callback just before a chosen req
 leaves: a second writer slipped into the gap between two of the connector's requests.
 
 :func:`certification_fixture` opts the connector into the certification suite
-(docs/certification-guide.md); every check applies.
+(docs/certification-guide.md); every check applies. It also declares :data:`LIVE`, the
+live scenario ``nox -s live -- aws`` runs against S3 itself.
 """
 
 from __future__ import annotations
@@ -40,20 +41,22 @@ from typing import Any
 
 import httpx
 
-import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import FakeS3, S3Object
 from ._keys import BACKUP_PREFIX
+from ._live import LIVE_BUCKET_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, LIVE_VOLATILE, live_scenario
 from .connector import AwsConnector
 
 __all__ = [
@@ -64,6 +67,7 @@ __all__ = [
     "EXAMPLES",
     "FAILURES",
     "LIMIT",
+    "LIVE",
     "REGION",
     "SECRET_KEY",
     "FakeS3",
@@ -296,26 +300,16 @@ FAILURES: Mapping[str, list[Failure]] = {
         ),
         Failure(
             _at("notes/hello.txt", backup_key=None, expected_etag='"not-what-is-there"'),
-            code="concurrent_change",
+            code="changed_since",
         ),
     ],
 }
 """Calls S3 turns down, each with the code (and status) the connector answers."""
 
 
-@dataclasses.dataclass(frozen=True)
-class _ConcurrentChange:
-    what: str
-    revert: Callable[[], None]
-
-
-ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
-"""``reversi_core.testing.ConcurrentChange`` (issue 21), or a stand-in of the same shape until it lands."""
-
-
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """Someone else changes, through the fake, the key a put_object or delete_object call wrote.
 
     Returns a ``ConcurrentChange`` whose ``what`` the compensation's refusal names and
@@ -343,12 +337,20 @@ def concurrent_change(
     return None
 
 
+LIVE = LiveScenario(
+    name="put-overwrite-delete",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_BUCKET_VARIABLE: BUCKET},
+    volatile=LIVE_VOLATILE,
+)
+"""aws's live scenario (:mod:`reversi_connector_aws._live`): ``nox -s live -- aws`` runs it
+against S3; against the fake it works in :data:`BUCKET`."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The aws connector's declaration for the certification suite (docs/certification-guide.md)."""
-    declared = {f.name for f in dataclasses.fields(CertificationFixture)}
-    race: dict[str, Any] = {}
-    if "concurrent_change" in declared:  # issue 21's check, once it is in the kit
-        race = {"concurrent_change": concurrent_change, "restores_nothing": {}}
     return CertificationFixture(
         backend_summary="its fake of the S3 REST API (SigV4 checked, conditional requests), faults included",
         command_line=lambda server: (
@@ -371,5 +373,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue={"aws.put_object": BACKUPS_REMAIN, "aws.delete_object": BACKUPS_REMAIN},
         credential=ACCESS_KEY,
         call_timeout=LIMIT,
-        **race,
+        concurrent_change=concurrent_change,
+        restores_nothing={},
+        live=LIVE,
     )
