@@ -596,17 +596,18 @@ class AwsConnector(HttpConnector):
         """Put a key back as it was before put_object or delete_object, unless someone changed it since.
 
         Reads the key (HeadObject) and compares it with ``expected_etag``, what the undone
-        call left there (null: no object). With a ``backup_key``, copies the backup back
-        (CopyObject with ``If-Match: expected_etag``, or ``If-None-Match: *`` where the
-        call left nothing,
+        call left there (null: no object). The write that follows is conditional on the
+        ETag read. With a ``backup_key``, copies the backup back (CopyObject with
+        ``If-Match``, or ``If-None-Match: *`` where the key holds nothing,
         https://docs.aws.amazon.com/AmazonS3/latest/API/API_CopyObject.html); without one
         (the key did not exist), deletes the key (DeleteObject with ``If-Match``,
         https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). A key that
         already matches the backup (or is already gone) is left alone: running it again
         changes nothing. When a person allowed this step to overwrite a later change
         (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md), the
-        comparison and the preconditions are skipped: the backup is copied back, or the
-        key deleted, whatever the key holds now. Returns
+        comparison is skipped: the backup is copied back, or the key deleted, whatever
+        the key holds now (still conditional on what was read, so a change made during
+        the restore is not overwritten unseen). Returns
         ``{"bucket", "key", "action": "copied_back" | "deleted" | "none", "etag"}``. Raises
         ``ToolError`` with code ``changed_since`` (412 when S3 refused the conditional
         request) naming the key's ETag now and the one expected, when someone else
@@ -621,9 +622,10 @@ class AwsConnector(HttpConnector):
                 return self._restored(args, "none", None)
             if not insist and not _same_etag(current, args.expected_etag):
                 raise self._changed(args, current)
-            condition = {} if insist else {"If-Match": str(args.expected_etag)}
             try:
-                await self._send(ctx, "DELETE", args.bucket, args.key, headers=condition)
+                await self._send(
+                    ctx, "DELETE", args.bucket, args.key, headers={"If-Match": now.etag}
+                )
             except ToolError as exc:
                 if exc.status == 404:
                     return self._restored(args, "none", None)
@@ -643,12 +645,7 @@ class AwsConnector(HttpConnector):
             return self._restored(args, "none", current)
         if not insist and not _same_etag(current, args.expected_etag):
             raise self._changed(args, current)
-        if insist:
-            condition = {}
-        elif args.expected_etag is not None:
-            condition = {"If-Match": args.expected_etag}
-        else:
-            condition = {"If-None-Match": "*"}
+        condition = {"If-Match": now.etag} if now is not None else {"If-None-Match": "*"}
         try:
             etag = await self._copy(
                 ctx,
