@@ -191,7 +191,7 @@ async def test_a_change_inside_the_restore_is_refused_by_the_precondition(
     with pytest.raises(ToolError) as refused:
         await gcp.call("gcp.restore_object", restore_args(made))
     assert transport.fired
-    assert (refused.value.status, refused.value.code) == (412, "concurrent_change")
+    assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("doc") == OTHER
 
 
@@ -207,7 +207,7 @@ async def test_a_change_inside_the_undo_of_a_new_object_is_refused_by_the_precon
     with pytest.raises(ToolError) as refused:
         await gcp.call("gcp.restore_object", restore_args(made))
     assert transport.fired
-    assert (refused.value.status, refused.value.code) == (412, "concurrent_change")
+    assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("new") == OTHER
 
 

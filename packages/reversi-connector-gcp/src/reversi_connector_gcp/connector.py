@@ -13,7 +13,8 @@ set to that generation, or ``0`` for a new object. Cloud Storage answers 412 to 
 writer who slipped in between: nothing is overwritten. The result carries the
 generation the call produced; ``restore_object`` compares the object with it first and
 writes back only conditionally on it, so a later change by someone else is never
-restored over (see docs/engine.md for forcing the undo).
+restored over, unless a person let that step overwrite it (``CallContext.overwrite``:
+``reversi rollback RUN --overwrite STEP``, docs/engine.md).
 
 Requests go to the JSON API at ``https://storage.googleapis.com`` (``GCP_STORAGE_URL``
 for an emulator) with ``Authorization: Bearer <GCP_ACCESS_TOKEN>``.
@@ -24,8 +25,8 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import hashlib
 import json
-import uuid
 from typing import Any
 
 from reversi_core.connector import CallContext, tool
@@ -304,9 +305,7 @@ class GcpConnector(HttpConnector):
     ) -> HttpResponse:
         """A multipart upload (objects.insert, https://cloud.google.com/storage/docs/uploading-objects)
         with ``ifGenerationMatch``: the name travels in the JSON part, never in the URL."""
-        boundary = f"reversi-{uuid.uuid4().hex}"
-        while boundary.encode() in data:
-            boundary = f"reversi-{uuid.uuid4().hex}"
+        boundary = _boundary(data)
         meta = json.dumps({"name": name, "contentType": content_type})
         body = (
             (
@@ -564,17 +563,21 @@ class GcpConnector(HttpConnector):
         already holds the backup's content (same size, CRC32C and MD5), or is already
         gone, is left alone: running it again changes nothing. Returns ``{"bucket",
         "key", "action": "copied_back" | "deleted" | "none", "generation"}``. Raises
-        ``ToolError`` with code ``concurrent_change`` (status 412 when Cloud Storage
+        ``ToolError`` with code ``changed_since`` (status 412 when Cloud Storage
         refused the conditional request) naming the generation now and the one expected;
         ``backup_missing`` when the backup is gone; 403 ``forbidden``;
-        ``EffectUncertainError`` when a write's answer was lost.
+        ``EffectUncertainError`` when a write's answer was lost. When a person allowed
+        this step to overwrite a later change (``ctx.overwrite``, ``reversi rollback RUN
+        --overwrite STEP``; docs/engine.md), the comparison is skipped: the backup is
+        copied back, or the object deleted, whatever it holds now (still conditional on
+        the generation read).
         """
         now = await self._meta(ctx, args.bucket, args.key)
         current = now.generation if now is not None else None
         if args.backup_key is None:
             if now is None:
                 return _restored(args, "none", None)
-            if not _as_left(now, args):
+            if not ctx.overwrite and not _as_left(now, args):
                 raise _changed(args, current)
             try:
                 await self.request(
@@ -600,7 +603,7 @@ class GcpConnector(HttpConnector):
             )
         if now is not None and now.same_content(backup):
             return _restored(args, "none", current)
-        if not _as_left(now, args):
+        if not ctx.overwrite and not _as_left(now, args):
             raise _changed(args, current)
         try:
             made = await self._rewrite(
@@ -631,6 +634,17 @@ def _as_left(now: _Meta | None, args: RestoreObjectArgs) -> bool:
     return now.generation == args.expected_generation or now.holds(
         args.expected_crc32c, args.expected_md5
     )
+
+
+def _boundary(data: bytes) -> str:
+    """A multipart boundary that ``data`` does not contain, derived from it (the same bytes
+    make the same request, as a recorded exchange is replayed)."""
+    for attempt in range(1_000):
+        digest = hashlib.sha256(attempt.to_bytes(2, "big") + data).hexdigest()[:32]
+        boundary = f"reversi-{digest}"
+        if boundary.encode() not in data:
+            return boundary
+    raise ToolError("gcp: no multipart boundary is absent from the content", code="invalid_content")
 
 
 def _decode(content: str, encoding: str) -> bytes:
@@ -685,10 +699,10 @@ def _changed(args: RestoreObjectArgs, current: str | None, *, refused: bool = Fa
         )
     return ToolError(
         f"gcp: the object gs://{args.bucket}/{args.key} changed since the call being undone (that call "
-        f"left {left}; {now}); the restore does not overwrite someone else's change (see "
-        "docs/engine.md to insist)",
+        f"left {left}; {now}); it was not restored. The later change is kept: undo it and roll "
+        "back again, or let the rollback overwrite it (reversi rollback RUN --overwrite STEP)",
         status=412 if refused else None,
-        code="concurrent_change",
+        code="changed_since",
     )
 
 

@@ -20,13 +20,14 @@ with generations and the preconditions Cloud Storage checks (``ifGenerationMatch
 
 :class:`InterposingTransport` runs a callback just before a chosen request leaves: a
 second writer slipped into the gap between two of the connector's requests.
-:func:`certification_fixture` opts the connector into the certification suite.
+:func:`certification_fixture` opts the connector into the certification suite; it also
+declares :data:`LIVE`, the live scenario ``nox -s live -- gcp`` runs against Cloud
+Storage itself.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,19 +35,21 @@ from typing import Any
 
 import httpx
 
-import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import FakeGCS, GcsObject, crc32c
+from ._live import LIVE_BUCKET_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, LIVE_VOLATILE, live_scenario
 from ._names import BACKUP_PREFIX
 from .connector import GcpConnector
 
@@ -56,6 +59,7 @@ __all__ = [
     "EXAMPLES",
     "FAILURES",
     "LIMIT",
+    "LIVE",
     "TOKEN",
     "FakeGCS",
     "GcsObject",
@@ -275,26 +279,16 @@ FAILURES: Mapping[str, list[Failure]] = {
                 expected_crc32c="AAAAAA==",
                 expected_md5=None,
             ),
-            code="concurrent_change",
+            code="changed_since",
         ),
     ],
 }
 """Calls Cloud Storage turns down, each with the code (and status) the connector answers."""
 
 
-@dataclasses.dataclass(frozen=True)
-class _ConcurrentChange:
-    what: str
-    revert: Callable[[], None]
-
-
-ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
-"""``reversi_core.testing.ConcurrentChange`` (issue 21), or a stand-in of the same shape until it lands."""
-
-
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """Someone else changes, through the fake, the object a put_object or delete_object call wrote.
 
     ``revert`` puts back exactly what the call left (the same generation), as a person
@@ -321,12 +315,20 @@ def concurrent_change(
     return None
 
 
+LIVE = LiveScenario(
+    name="put-overwrite-delete",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_BUCKET_VARIABLE: BUCKET},
+    volatile=LIVE_VOLATILE,
+)
+"""gcp's live scenario (:mod:`reversi_connector_gcp._live`): ``nox -s live -- gcp`` runs it
+against Cloud Storage; against the fake it works in :data:`BUCKET`."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The gcp connector's declaration for the certification suite (docs/certification-guide.md)."""
-    declared = {f.name for f in dataclasses.fields(CertificationFixture)}
-    race: dict[str, Any] = {}
-    if "concurrent_change" in declared:  # issue 21's check, once it is in the kit
-        race = {"concurrent_change": concurrent_change, "restores_nothing": {}}
     return CertificationFixture(
         backend_summary="its fake of the Cloud Storage JSON API (generations, preconditions), faults included",
         command_line=lambda server: (
@@ -344,5 +346,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue={"gcp.put_object": BACKUPS_REMAIN, "gcp.delete_object": BACKUPS_REMAIN},
         credential=TOKEN,
         call_timeout=LIMIT,
-        **race,
+        concurrent_change=concurrent_change,
+        restores_nothing={},
+        live=LIVE,
     )
