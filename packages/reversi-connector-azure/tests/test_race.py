@@ -193,7 +193,7 @@ async def test_a_change_inside_the_restore_is_refused_by_the_precondition(
     with pytest.raises(ToolError) as refused:
         await azure.call("azure.restore_blob", restore_args(made))
     assert transport.fired
-    assert (refused.value.status, refused.value.code) == (412, "concurrent_change")
+    assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("doc") == OTHER
 
 
@@ -209,5 +209,5 @@ async def test_a_change_inside_the_undo_of_a_new_blob_is_refused_by_the_precondi
     with pytest.raises(ToolError) as refused:
         await azure.call("azure.restore_blob", restore_args(made))
     assert transport.fired
-    assert (refused.value.status, refused.value.code) == (412, "concurrent_change")
+    assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("new") == OTHER

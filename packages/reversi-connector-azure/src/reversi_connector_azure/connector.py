@@ -14,7 +14,8 @@ with ``If-Match``. A writer who slipped in between gets the call refused (412, o
 ``BlobAlreadyExists``): nothing is overwritten. The result carries the ETag and
 Content-MD5 the call produced; ``restore_blob`` compares the blob with them first and
 writes back only conditionally on the ETag it read, so a later change by someone else is
-never restored over (see docs/engine.md for forcing the undo).
+never restored over, unless a person let that step overwrite it (``CallContext.overwrite``:
+``reversi rollback RUN --overwrite STEP``, docs/engine.md).
 
 Requests go to ``https://ACCOUNT.blob.core.windows.net`` (``AZURE_STORAGE_BLOB_ENDPOINT``
 for another endpoint, Azurite's ``https://127.0.0.1:10000/devstoreaccount1``), HTTPS only,
@@ -535,16 +536,19 @@ class AzureConnector(HttpConnector):
         that already holds the backup's content (same size and Content-MD5), or is
         already gone, is left alone: running it again changes nothing. Returns
         ``{"container", "blob", "action": "copied_back" | "deleted" | "none", "etag"}``.
-        Raises ``ToolError`` with code ``concurrent_change`` (status 412 or 409 when the
+        Raises ``ToolError`` with code ``changed_since`` (status 412 or 409 when the
         service refused the conditional request) naming what changed;
         ``backup_missing``; 403 ``forbidden``; ``EffectUncertainError`` when a write's
-        answer was lost.
+        answer was lost. When a person allowed this step to overwrite a later change
+        (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md),
+        the comparison is skipped: the backup is copied back, or the blob deleted,
+        whatever it holds now (still conditional on the ETag read).
         """
         now = await self._props(ctx, args.container, args.blob)
         if args.backup_blob is None:
             if now is None:
                 return _restored(args, "none", None)
-            if not _as_left(now, args):
+            if not ctx.overwrite and not _as_left(now, args):
                 raise _changed(args, now)
             try:
                 await self._send(
@@ -574,7 +578,7 @@ class AzureConnector(HttpConnector):
             and (now.content_md5, now.size) == (backup.content_md5, backup.size)
         ):
             return _restored(args, "none", now.etag)
-        if not _as_left(now, args):
+        if not ctx.overwrite and not _as_left(now, args):
             raise _changed(args, now)
         condition = {"If-Match": now.etag} if now is not None else {"If-None-Match": "*"}
         try:
@@ -645,9 +649,10 @@ def _changed(args: RestoreBlobArgs, now: _Props | None, *, refused: int | None =
         said = f"it now holds ETag {now.etag}" if now is not None else "it now holds no blob"
     return ToolError(
         f"azure: the blob {args.container}/{args.blob} changed since the call being undone (that call left "
-        f"{left}; {said}); the restore does not overwrite someone else's change (see docs/engine.md to insist)",
+        f"{left}; {said}); it was not restored. The later change is kept: undo it and roll back again, "
+        "or let the rollback overwrite it (reversi rollback RUN --overwrite STEP)",
         status=refused,
-        code="concurrent_change",
+        code="changed_since",
     )
 
 

@@ -20,13 +20,13 @@ change on every write, and the conditions the service checks. Serve it over HTTP
 
 :class:`InterposingTransport` runs a callback just before a chosen request leaves (a
 second writer in a gap). :func:`certification_fixture` opts the connector into the
-certification suite.
+certification suite; it also declares :data:`LIVE`, the live scenario ``nox -s live --
+azure`` runs against Blob Storage itself.
 """
 
 from __future__ import annotations
 
 import base64
-import dataclasses
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -34,19 +34,21 @@ from typing import Any
 
 import httpx
 
-import reversi_core.testing as kit
 from reversi_core.http import Timeouts
 from reversi_core.testing import (
     CertificationFixture,
+    ConcurrentChange,
     Dependency,
     Example,
     ExampleContext,
     Failure,
     FakeServer,
+    LiveScenario,
     Residue,
 )
 
 from ._fake import FakeBlob, FakeBlobStorage
+from ._live import LIVE_CONTAINER_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, LIVE_VOLATILE, live_scenario
 from ._names import BACKUP_PREFIX
 from .connector import AzureConnector
 
@@ -57,6 +59,7 @@ __all__ = [
     "EXAMPLES",
     "FAILURES",
     "LIMIT",
+    "LIVE",
     "TOKEN",
     "FakeBlob",
     "FakeBlobStorage",
@@ -273,26 +276,16 @@ FAILURES: Mapping[str, list[Failure]] = {
         ),
         Failure(
             _at("notes/hello.txt", backup_blob=None, expected_etag='"0x1"', expected_md5=None),
-            code="concurrent_change",
+            code="changed_since",
         ),
     ],
 }
 """Calls Blob Storage turns down, each with the code (and status) the connector answers."""
 
 
-@dataclasses.dataclass(frozen=True)
-class _ConcurrentChange:
-    what: str
-    revert: Callable[[], None]
-
-
-ConcurrentChange: Any = getattr(kit, "ConcurrentChange", _ConcurrentChange)
-"""``reversi_core.testing.ConcurrentChange`` (issue 21), or a stand-in of the same shape until it lands."""
-
-
 def concurrent_change(
     server: FakeServer, tool: str, args: Mapping[str, Any], result: Mapping[str, Any]
-) -> Any:
+) -> ConcurrentChange | None:
     """Someone else changes, through the fake, the blob a put_blob or delete_blob call wrote.
 
     ``revert`` puts back exactly what the call left (the same ETag); ``None`` for a tool
@@ -319,12 +312,20 @@ def concurrent_change(
     return None
 
 
+LIVE = LiveScenario(
+    name="put-overwrite-delete",
+    summary=LIVE_SUMMARY,
+    run=live_scenario,
+    variables=LIVE_VARIABLES,
+    test_env=lambda server: {LIVE_CONTAINER_VARIABLE: CONTAINER},
+    volatile=LIVE_VOLATILE,
+)
+"""azure's live scenario (:mod:`reversi_connector_azure._live`): ``nox -s live -- azure``
+runs it against Blob Storage; against the fake it works in :data:`CONTAINER`."""
+
+
 def certification_fixture() -> CertificationFixture[FakeServer]:
     """The azure connector's declaration for the certification suite (docs/certification-guide.md)."""
-    declared = {f.name for f in dataclasses.fields(CertificationFixture)}
-    race: dict[str, Any] = {}
-    if "concurrent_change" in declared:  # issue 21's check, once it is in the kit
-        race = {"concurrent_change": concurrent_change, "restores_nothing": {}}
     return CertificationFixture(
         backend_summary="its fake of the Blob service REST API over HTTPS (ETags, conditions), faults included",
         command_line=lambda server: (
@@ -347,5 +348,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         residue={"azure.put_blob": BACKUPS_REMAIN, "azure.delete_blob": BACKUPS_REMAIN},
         credential=TOKEN,
         call_timeout=LIMIT,
-        **race,
+        concurrent_change=concurrent_change,
+        restores_nothing={},
+        live=LIVE,
     )
