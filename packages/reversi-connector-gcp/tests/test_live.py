@@ -14,7 +14,14 @@ import pytest
 
 from reversi_connector_gcp import GcpConnector
 from reversi_connector_gcp.connector import _Meta
-from reversi_connector_gcp.testing import BUCKET, LIVE, TOKEN, FakeGCS, seed_example, without_backups
+from reversi_connector_gcp.testing import (
+    BUCKET,
+    LIVE,
+    TOKEN,
+    FakeGCS,
+    seed_example,
+    without_backups,
+)
 from reversi_core.connector import CallContext
 from reversi_core.http import HttpResponse
 from reversi_core.testing import CassetteMismatch, FakeServer, replay_cassette, run_live

@@ -48,7 +48,13 @@ from reversi_core.testing import (
 )
 
 from ._fake import FakeBlob, FakeBlobStorage
-from ._live import LIVE_CONTAINER_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, LIVE_VOLATILE, live_scenario
+from ._live import (
+    LIVE_CONTAINER_VARIABLE,
+    LIVE_SUMMARY,
+    LIVE_VARIABLES,
+    LIVE_VOLATILE,
+    live_scenario,
+)
 from ._names import BACKUP_PREFIX
 from .connector import AzureConnector
 
