@@ -15,6 +15,7 @@ an ``mcpServers`` configuration file (``--config``), once from a command line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shlex
@@ -224,6 +225,7 @@ def test_inspector_writes_a_file_through_the_gateway_and_it_rolls_back(tmp_path:
         "backup": None,
         "size": len(content.encode()),
         "mode": called["structuredContent"]["mode"],
+        "sha256": hashlib.sha256(content.encode()).hexdigest(),
     }
     assert json.loads(called["content"][0]["text"]) == called["structuredContent"]
     meta = called["_meta"]

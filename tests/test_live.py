@@ -74,14 +74,19 @@ def test_github_recorded_against_its_fake_holds_no_credential_and_replays(tmp_pa
     proc = live("github", "--test-backend", "--cassettes", str(tmp_path))
     assert proc.returncode == 0, proc.stdout + proc.stderr
     cassette = tmp_path / f"{LIVE.name}.yaml"
-    assert f"recorded 14 exchanges into {cassette}: free of every form of GITHUB_TOKEN" in proc.stdout
     text = cassette.read_text()
+    recorded = len(yaml.safe_load(text)["interactions"])
+    assert recorded > 10  # the four calls, the reads they need, the four undos
+    assert (
+        f"recorded {recorded} exchanges into {cassette}: free of every form of GITHUB_TOKEN"
+        in proc.stdout
+    )
     for form in secret_forms(CERTIFICATION_TOKEN).values():
         assert form not in text
-    assert text.count("Bearer <GITHUB_TOKEN>") == 14
+    assert text.count("Bearer <GITHUB_TOKEN>") == recorded  # every request, scrubbed
     assert sorted(p.name for p in tmp_path.iterdir()) == [cassette.name]  # no partial file left
     report = anyio.run(replay_cassette, GithubConnector, LIVE, cassette)
-    assert report.exchanges == 14
+    assert report.exchanges == recorded
 
 
 def test_against_the_vendor_the_environment_names_it_records_or_keeps_the_journal(

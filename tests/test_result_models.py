@@ -71,5 +71,5 @@ def test_a_typo_in_a_real_connectors_result_source_is_refused_at_load() -> None:
     assert str(info.value) == (
         "fs.write_file: compensation fs.restore_file: argument_map['backup'] = 'result.bakup' "
         "is not in the output schema of fs.write_file: result has no property 'bakup' "
-        "(it declares: backup, existed, mode, path, size)"
+        "(it declares: backup, existed, mode, path, sha256, size)"
     )

@@ -89,7 +89,7 @@ class TrustsItsLabels(GithubConnector):
 @pytest.mark.anyio
 async def test_the_shipped_cassette_replays_offline() -> None:
     report = await replay_cassette(GithubConnector, LIVE, CASSETTE)
-    assert report.exchanges == 14
+    assert report.exchanges == 17
     assert report.sent[0] == "POST /repos/octo/hello/issues"
     assert report.sent.count("DELETE /repos/octo/hello/git/refs/heads/reversi-live/cassette00") == 2
 
@@ -102,7 +102,7 @@ async def test_a_changed_path_fails_the_replay() -> None:
         "the connector sent PATCH /repos/octo/hello/issues/3/state, which the cassette does not "
         "hold (closest recorded: PATCH /repos/octo/hello/issues/3, differing in path"
     ), failed.value.problems
-    assert "the connector never sent PATCH /repos/octo/hello/issues/3 (recorded exchange 11)" in (
+    assert "the connector never sent PATCH /repos/octo/hello/issues/3 (recorded exchange 14)" in (
         failed.value.problems
     )
 

@@ -24,7 +24,7 @@ naming the tool, any set in which a rollback could not work end to end:
 Each message names the tool, the compensation or requirement, and the source, such as
 ``fs.write_file: compensation fs.restore_file: argument_map['backup'] = 'result.bakup' is
 not in the output schema of fs.write_file: result has no property 'bakup' (it declares:
-backup, existed, mode, path, size)``.
+backup, existed, mode, path, sha256, size)``.
 """
 
 from __future__ import annotations
