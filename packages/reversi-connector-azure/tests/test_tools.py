@@ -89,7 +89,7 @@ async def test_every_tool_addresses_exactly_the_key_given(backend: Backend, key:
         ("\ud800", "lone surrogate"),
     ],
 )
-async def test_keys_s3_cannot_hold_or_the_backups_are_refused_before_any_request(
+async def test_names_the_store_cannot_hold_or_the_backups_are_refused_before_any_request(
     fake_backend: Backend, key: str, why: str
 ) -> None:
     azure = fake_backend.connector()

@@ -254,15 +254,23 @@ def test_the_base_url_comes_from_the_variable_or_the_option_with_its_suffix() ->
         option.setting("token")
 
 
+class NarrowWidget(WidgetConnector):
+    """A connector whose own constructor takes no ``verify`` (as github's takes only its settings)."""
+
+    def __init__(self, token: str, base_url: str | None = None) -> None:
+        super().__init__(token=token, base_url=base_url)
+
+
 async def test_from_env_trusts_the_ca_certificates_its_environment_names(fake: FakeWidget) -> None:
     """SSL_CERT_FILE in the environment given, as httpx would read it from the process's."""
     with FakeServer(fake, tls=True) as server:
         environ = {"WIDGET_TOKEN": TOKEN, "WIDGET_BASE_URL": server.url}
-        trusting = WidgetConnector.from_env({**environ, "SSL_CERT_FILE": str(server.ca_path)})
-        try:
-            assert await trusting.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
-        finally:
-            await trusting.aclose()
+        for cls in (WidgetConnector, NarrowWidget):
+            trusting = cls.from_env({**environ, "SSL_CERT_FILE": str(server.ca_path)})
+            try:
+                assert await trusting.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
+            finally:
+                await trusting.aclose()
         strict = WidgetConnector.from_env(environ)
         try:
             with pytest.raises(ToolError, match="certificate"):

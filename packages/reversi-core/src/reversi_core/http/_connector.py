@@ -296,13 +296,13 @@ class HttpConnector(Connector):
         for option in ("timeouts", "transport", "verify"):
             if options.get(option) is not None:
                 values[option] = options[option]
+        made = cls(**values)
         if "verify" not in values:
-            for variable in _CA_VARIABLES:
-                named = (environ.get(variable) or "").strip()
-                if named:
-                    values["verify"] = named
-                    break
-        return cls(**values)
+            # set after construction: a connector's own __init__ may not take verify
+            named = [v for v in ((environ.get(n) or "").strip() for n in _CA_VARIABLES) if v]
+            if named:
+                made._verify = named[0]
+        return made
 
     def setting(self, option: str) -> str | None:
         """The resolved value of a non-secret setting (``None`` when unset)."""
