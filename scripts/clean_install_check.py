@@ -62,6 +62,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 from reversi_core.connector import available_connectors, load_connector_class
+from reversi_core.manifest import Compensation, MappingFailed, evaluate_argument_map
 from reversi_core.testing import ExampleCalls, load_fixture
 
 BIN = Path(sys.executable).parent
@@ -271,17 +272,6 @@ def closed_port(env: Mapping[str, str]) -> dict[str, str]:
     return out
 
 
-def resolve(path: str, args: dict[str, Any], result: dict[str, Any]) -> Any:
-    """A manifest argument_map source (``args.path``, ``result.backup``) to its value."""
-    head, _, rest = path.partition(".")
-    expect(head in ("args", "result"), f"argument_map source {path!r} is not args.* or result.*")
-    value: Any = args if head == "args" else result
-    for part in rest.split("."):
-        expect(isinstance(value, dict) and part in value, f"{path!r} not found in {value!r}")
-        value = value[part]
-    return value
-
-
 def compensation_call(tool: str, args: dict[str, Any], step_number: int = 1) -> str:
     return json.dumps(
         {
@@ -427,7 +417,10 @@ def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], probe
     step(f"serve {name}: {tool} through MCP succeeded and changed the backend")
     compensation = {m["name"]: m for m in manifests}[tool]["compensation"]
     undo = compensation["tool"]
-    undo_args = {k: resolve(v, args, result) for k, v in compensation["argument_map"].items()}
+    try:  # core's own mapping, as the engine computes it at rollback
+        undo_args = evaluate_argument_map(Compensation.model_validate(compensation), args, result)
+    except MappingFailed as exc:
+        raise ProbeFailure(str(exc)) from exc
     residue = fixture.residue.get(tool)
     normalise = residue.normalise if residue is not None else (lambda value: value)
     for attempt in ("", " again (idempotent)"):

@@ -162,6 +162,22 @@ def test_a_line_that_is_not_json_is_answered_and_the_session_goes_on(peer: Peer)
     assert "refused a message from the client: Parse error" in peer.stderr()
 
 
+def test_a_line_nested_too_deeply_to_parse_is_answered(peer: Peer) -> None:
+    """Valid JSON nested deeper than the parser recurses (10 KB here) is a parse error too."""
+    peer.initialize()
+    depth = 5000
+    line = (
+        '{"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "fs.list_dir", '
+        '"arguments": {"path": ' + "[" * depth + "]" * depth + "}}}\n"
+    )
+    peer.send_raw(line.encode())
+    assert_error(peer.recv(), None, -32700, "too deeply")
+    assert_read(peer, 4)
+    peer.send({"jsonrpc": "2.0", "id": 1.5, "method": "ping"})
+    assert_error(peer.recv(), None, -32600, "not a number with a fraction")
+    assert peer.close() == 0
+
+
 def test_a_batch_and_other_non_objects_are_answered(peer: Peer) -> None:
     peer.initialize()
     peer.send([{"jsonrpc": "2.0", "id": 1, "method": "ping"}])
@@ -169,7 +185,7 @@ def test_a_batch_and_other_non_objects_are_answered(peer: Peer) -> None:
     peer.send_raw(b"42\n")
     assert_error(peer.recv(), None, -32600, "not a number")
     peer.send({"jsonrpc": "2.0", "id": [1], "method": "ping"})
-    assert_error(peer.recv(), None, -32600, "id must be a string or a number")
+    assert_error(peer.recv(), None, -32600, "id must be a string or an integer")
     assert_read(peer, 2)
     assert peer.close() == 0
 

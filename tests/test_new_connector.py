@@ -168,6 +168,16 @@ def test_a_new_http_connector_is_certified_and_documented_with_no_other_file_edi
     for suite in ("tests/test_docs.py", "packages/reversi-connector-widget/tests"):
         proc = pytest_in_copy(suite)
         assert proc.returncode == 0, suite + proc.stdout[-3000:] + proc.stderr[-2000:]
+    # `nox -s lint` runs `ruff check .` with the repository's configuration: the new package
+    # passes it as generated (the template itself is excluded from ruff, so only this shows it)
+    linted = subprocess.run(
+        [sys.executable, "-m", "ruff", "check", "packages/reversi-connector-widget"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert linted.returncode == 0, linted.stdout[-3000:] + linted.stderr[-2000:]
 
 
 def test_the_new_package_ships_the_licence_and_names_its_urls(tmp_path: Path) -> None:

@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+
 from reversi_connector___connector__ import __Connector__Connector
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 
 
 def test_manifests_form_a_valid_registry() -> None:

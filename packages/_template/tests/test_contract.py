@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from reversi_core.testing import ConnectorContract
-
 from reversi_connector___connector__ import __Connector__Connector
+from reversi_core.testing import ConnectorContract
 
 
 class Test__Connector__Contract(ConnectorContract):

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
-from reversi_core.testing import FakeServer
 
 from reversi_connector___connector__ import __Connector__Connector
 from reversi_connector___connector__.testing import CERTIFICATION_TOKEN, Fake__Connector__
+from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.testing import FakeServer
 
 
 @pytest.mark.anyio

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from reversi_core.connector import CallContext, Connector, tool
 from reversi_core.errors import ToolError
 from reversi_core.manifest import Compensation, Effect

@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from reversi_core.connector import CallContext, tool
 from reversi_core.errors import ToolError
 from reversi_core.http import (
@@ -171,7 +172,7 @@ class __Connector__Connector(HttpConnector):
             if exc.status != 412:
                 raise
             raise ToolError(
-                f"__connector__.delete_note: the note's text changed since the call (HTTP 412); "
+                "__connector__.delete_note: the note's text changed since the call (HTTP 412); "
                 "it was not deleted. Undo that change and roll back again, or let the rollback "
                 "overwrite it (reversi rollback RUN --overwrite STEP)",
                 status=412,

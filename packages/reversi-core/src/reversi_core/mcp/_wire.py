@@ -102,15 +102,23 @@ def _valid_id(rid: Any) -> bool:
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
-    return {list: "an array", str: "a string", bool: "a boolean", dict: "an object"}.get(
-        type(value), "a number"
-    )
+    return {
+        list: "an array",
+        str: "a string",
+        bool: "a boolean",
+        dict: "an object",
+        float: "a number with a fraction or an exponent",
+    }.get(type(value), "a number")
 
 
 def screen(line: bytes) -> dict[str, Any] | Mistake:
     """The message on ``line`` as parsed JSON, or the :class:`Mistake` it makes."""
     try:
         message = loads(line)
+    except RecursionError:  # valid JSON maybe, but nested deeper than the parser goes
+        return Mistake(
+            None, PARSE_ERROR, "Parse error: the line nests arrays or objects too deeply to read"
+        )
     except ValueError as exc:
         what = str(exc).split(":")[0] if not isinstance(exc, UnicodeDecodeError) else "not UTF-8"
         return Mistake(None, PARSE_ERROR, f"Parse error: the line is not JSON ({what})")
@@ -135,7 +143,7 @@ def screen(line: bytes) -> dict[str, Any] | Mistake:
         return Mistake(
             None,
             INVALID_REQUEST,
-            f"Invalid Request: id must be a string or a number, not {_kind(rid)}",
+            f"Invalid Request: id must be a string or an integer, not {_kind(rid)}",
         )
     method = message["method"]
     if type(method) is not str:
