@@ -261,6 +261,41 @@ def test_the_base_url_comes_from_the_variable_or_the_option_with_its_suffix() ->
         option.setting("token")
 
 
+class NarrowWidget(WidgetConnector):
+    """A connector whose own constructor takes no ``verify`` (as github's takes only its settings)."""
+
+    def __init__(self, token: str, base_url: str | None = None) -> None:
+        super().__init__(token=token, base_url=base_url)
+
+
+async def test_from_env_trusts_the_ca_certificates_its_environment_names(fake: FakeWidget) -> None:
+    """SSL_CERT_FILE in the environment given, as httpx would read it from the process's."""
+    with FakeServer(fake, tls=True) as server:
+        environ = {"WIDGET_TOKEN": TOKEN, "WIDGET_BASE_URL": server.url}
+        for cls in (WidgetConnector, NarrowWidget):
+            trusting = cls.from_env({**environ, "SSL_CERT_FILE": str(server.ca_path)})
+            try:
+                assert await trusting.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
+            finally:
+                await trusting.aclose()
+        strict = WidgetConnector.from_env(environ)
+        try:
+            with pytest.raises(ToolError, match="certificate"):
+                await strict.call("widget.find", {"shelf": "s"})
+        finally:
+            await strict.aclose()
+        given = WidgetConnector.from_env(
+            {**environ, "SSL_CERT_FILE": "/nonexistent/ca.pem"}, verify=server.client_ssl_context()
+        )
+        try:  # a verify option wins over the variable
+            assert await given.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
+        finally:
+            await given.aclose()
+    missing = WidgetConnector.from_env({"WIDGET_TOKEN": TOKEN, "SSL_CERT_FILE": "/nonexistent/ca.pem"})
+    with pytest.raises(ConfigurationError, match="no CA certificate file"):
+        await missing.call("widget.find", {"shelf": "s"})
+
+
 @pytest.mark.parametrize(
     "url", ["", "ftp://w.corp", "https://user:pw-secret-1234@w.corp", "https://w.corp?x=1", "https://w.corp:99999"]
 )

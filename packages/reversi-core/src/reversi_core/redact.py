@@ -59,6 +59,17 @@ class Redactor:
                 text = text.replace(secret, REDACTED)
         return text
 
+    def scrub_bytes(self, data: bytes) -> bytes:
+        """Return ``data`` with the UTF-8 bytes of every registered secret replaced by ``[REDACTED]``."""
+        if not self._secrets:
+            return data
+        with self._lock:
+            secrets = [s.encode("utf-8", "surrogatepass") for s in self._secrets]
+        for secret in secrets:
+            if secret in data:
+                data = data.replace(secret, REDACTED.encode())
+        return data
+
     def scrub_json(self, value: Any) -> Any:
         """Return a copy of a JSON value (dict, list, str, number, bool, None) with strings scrubbed.
 

@@ -90,13 +90,16 @@ class HttpResponse:
 
     ``headers`` is case-insensitive (``resp.headers["etag"]``). ``json`` is the parsed
     body, or ``None`` when the body is empty or not JSON; ``text`` is the body decoded
-    (charset from ``Content-Type``, else UTF-8).
+    (charset from ``Content-Type``, else UTF-8); ``content`` the body's bytes, for a
+    vendor that serves binary data (an object store), with every registered credential's
+    UTF-8 bytes replaced as in ``text``.
     """
 
     status: int
     headers: Mapping[str, str]
     json: Any
     text: str
+    content: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -325,6 +328,7 @@ class HttpClient:
         idempotency_key: str | None = None,
         ok_statuses: Collection[int] = (),
         timeouts: Timeouts | None = None,
+        base_url: str | None = None,
     ) -> HttpResponse:
         """Send one request and return its answer, or raise a core exception.
 
@@ -340,7 +344,10 @@ class HttpClient:
         in the client's ``idempotency_methods``; ignored when the client has no
         idempotency header). ``ok_statuses`` are non-2xx statuses to return instead of
         raising (``{404}`` for an undo whose target is already gone). ``timeouts``
-        replaces the client's for this call.
+        replaces the client's for this call. ``base_url`` sends this one request to
+        another API root than the client's (a vendor that names a resource in the host,
+        such as an S3 bucket in ``https://BUCKET.s3.REGION.amazonaws.com``); it is checked
+        as the client's is, and ``path`` is appended to it the same way.
 
         Raises :class:`~reversi_core.errors.ToolError` (``status`` and the vendor's
         ``code`` for an HTTP error; ``code`` ``"connect"``, ``"timeout"``,
@@ -359,6 +366,10 @@ class HttpClient:
                 f"{self.vendor}: {shown}: the path must be relative to base_url and start with one /"
             )
         limits = timeouts if timeouts is not None else self.timeouts
+        target = path
+        if base_url is not None:
+            root = check_base_url(base_url, vendor=self.vendor, scrub=self._scrub).rstrip("/")
+            target = root + path
         send_headers = dict(headers or {})
         header = self._idempotency_header
         if (
@@ -372,7 +383,7 @@ class HttpClient:
         try:
             req = self._client.build_request(
                 method,
-                path,
+                target,
                 params=params,
                 json=json,
                 data=data,
@@ -432,6 +443,7 @@ class HttpClient:
             headers=httpx.Headers([(k, self._scrub(v)) for k, v in response.headers.multi_items()]),
             json=self._scrub_json(body),
             text=self._scrub(text),
+            content=self._redactor.scrub_bytes(response.content),
         )
 
     def _http_error(self, response: httpx.Response, shown: str) -> ToolError:

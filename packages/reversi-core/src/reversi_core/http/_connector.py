@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 _WHITESPACE = re.compile(r"\s")
+_CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")  # what httpx's default context reads
 
 
 @dataclass(frozen=True)
@@ -282,7 +283,11 @@ class HttpConnector(Connector):
 
         An option named like a setting (``base_url``) wins over its variable; the options
         ``timeouts``, ``transport`` and ``verify`` are passed on; options meant for other
-        connectors (``root``, ``backup_dir``) are ignored. Raises
+        connectors (``root``, ``backup_dir``) are ignored. Unless ``verify`` is given,
+        ``SSL_CERT_FILE`` (else ``SSL_CERT_DIR``) in ``environ`` names the CA certificates
+        to trust, as httpx reads them from the process's own environment: a connector
+        built from a given environment trusts what one built in a process with that
+        environment would (``reversi-connectors serve``; a test's TLS fake). Raises
         :class:`~reversi_core.errors.ConfigurationError` naming the variable of a
         required setting that is missing or blank.
         """
@@ -302,7 +307,13 @@ class HttpConnector(Connector):
         for option in ("timeouts", "transport", "verify"):
             if options.get(option) is not None:
                 values[option] = options[option]
-        return cls(**values)
+        made = cls(**values)
+        if "verify" not in values:
+            # set after construction: a connector's own __init__ may not take verify
+            named = [v for v in ((environ.get(n) or "").strip() for n in _CA_VARIABLES) if v]
+            if named:
+                made._verify = named[0]
+        return made
 
     def setting(self, option: str) -> str | None:
         """The resolved value of a non-secret setting (``None`` when unset)."""
@@ -381,6 +392,7 @@ class HttpConnector(Connector):
         headers: Mapping[str, str] | None = None,
         write: bool | None = None,
         ok_statuses: Collection[int] = (),
+        base_url: str | None = None,
     ) -> HttpResponse:
         """Send one request for the call ``ctx`` and return the answer, or raise.
 
@@ -413,6 +425,7 @@ class HttpConnector(Connector):
                 idempotency_key=key,
                 ok_statuses=ok_statuses,
                 timeouts=client.timeouts.capped_at(ctx.timeout),
+                base_url=base_url,
             )
             refused = self.refusal_in(resp) if resp.ok else None
             if refused is not None:

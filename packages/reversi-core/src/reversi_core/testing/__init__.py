@@ -58,6 +58,7 @@ from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
 from ._live import (
     REPLAY_CREDENTIAL,
     SUFFIX_PLACEHOLDER,
+    VOLATILE_PLACEHOLDER,
     CassetteMismatch,
     CassetteRejected,
     LiveCheckFailed,
@@ -95,6 +96,7 @@ __all__ = [
     "SUFFIX_PLACEHOLDER",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
+    "VOLATILE_PLACEHOLDER",
     "WRITE_METHODS",
     "ArgsBuilder",
     "ArmedFault",
