@@ -277,3 +277,20 @@ def test_requests_in_flight_when_the_client_closes_stdin_are_each_answered(peer:
         else:
             assert a["result"]["structuredContent"]["content"] == "hello", a
     assert peer.proc.wait(timeout=60) == 0
+
+
+def test_blank_lines_are_skipped_whatever_their_whitespace(peer: Peer) -> None:
+    # an empty line, and the empty line of a client ending its lines with CRLF, are nothing
+    peer.initialize()
+    peer.send_raw(b"\n   \n\r\n\t \r\n")
+    peer.ping("after-blank-lines")  # the next line out is the ping's answer, not an error
+    assert "refused" not in peer.stderr()
+
+
+def test_a_message_with_neither_method_nor_result_is_answered(peer: Peer) -> None:
+    peer.initialize()
+    peer.send({"jsonrpc": "2.0", "id": 7})
+    assert_error(peer.recv(), 7, -32600, "needs a method")
+    peer.send({"jsonrpc": "2.0", "id": [1], "params": {}})
+    assert_error(peer.recv(), None, -32600, "needs a method")
+    assert_read(peer, 8)

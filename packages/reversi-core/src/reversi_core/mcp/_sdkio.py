@@ -194,6 +194,8 @@ class _Reader:
 
     def on_line(self, line: bytes) -> None:
         checked = screen(line)
+        if checked is None:  # a blank line
+            return
         if isinstance(checked, Mistake):
             self.refuse(checked)
             return
