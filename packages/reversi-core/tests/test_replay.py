@@ -249,7 +249,7 @@ async def test_the_replay_command_maps_exit_statuses_to_outcomes(tmp_path: Path)
     seen = await CommandReplayer(echo)("ledger.add", {"amount": 3}, ctx)
     assert seen == {"seen": {"tool": "ledger.add", "args": {"amount": 3},
                              "idempotency_key": "reversi-run_1-2", "run_id": "run_1", "step": 2,
-                             "overwrite": False}}
+                             "overwrite": False, "timeout": 96.0}}
     for status, raised in ((3, ToolError), (1, EffectUncertainError), (2, EffectUncertainError)):
         cmd = _script(tmp_path, f"import sys; sys.stderr.write('why {status}\\n'); sys.exit({status})")
         with pytest.raises(raised, match=f"why {status}"):

@@ -21,6 +21,7 @@ import contextlib
 import json
 import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 from .connector import CallContext, CompensationCall
@@ -75,7 +76,9 @@ class CommandCompensator(_Command):
         non-zero, cannot be started, or exceeds the time limit (the child is killed).
         A child that exits without reading its stdin is judged by its exit status alone.
         """
-        code, stdout, reason = await _run_once(self.argv, call, self.timeout, self.env, "compensator")
+        code, stdout, reason = await _run_once(
+            self.argv, _within(call, self.timeout), self.timeout, self.env, "compensator"
+        )
         if code is None:
             raise ToolError(reason, code=stdout or "spawn")
         if code != 0:
@@ -113,8 +116,12 @@ class CommandReplayer(_Command):
         """
         if not (ctx.idempotency_key and ctx.run_id and ctx.step is not None):
             raise EffectUncertainError("a replay needs the step's run, number and key; nothing was sent")
-        call = CompensationCall(tool, args, ctx.idempotency_key, ctx.run_id, ctx.step)
-        code, stdout, reason = await _run_once(self.argv, call, self.timeout, self.env, "replay command")
+        call = CompensationCall(
+            tool, args, ctx.idempotency_key, ctx.run_id, ctx.step, timeout=ctx.timeout
+        )
+        code, stdout, reason = await _run_once(
+            self.argv, _within(call, self.timeout), self.timeout, self.env, "replay command"
+        )
         if code == EXIT_NOT_APPLIED:
             raise ToolError(reason, code="not_applied")
         if code != 0:
@@ -128,6 +135,19 @@ class CommandReplayer(_Command):
                 f"the replay command {self.argv[0]} succeeded but printed no JSON object result"
             )
         return value
+
+
+CHILD_SHARE = 0.8
+"""The share of the command's time limit its tool is given (``"timeout"`` on its stdin):
+the command needs the rest to start and to answer, so that its own requests give up, and
+it says why, before it is killed."""
+
+
+def _within(call: CompensationCall, limit: float) -> CompensationCall:
+    """``call`` with a ``timeout`` the command can keep: the smaller of the call's own and
+    :data:`CHILD_SHARE` of ``limit`` (the seconds before the command is killed)."""
+    share = limit * CHILD_SHARE
+    return replace(call, timeout=share if call.timeout is None else min(call.timeout, share))
 
 
 async def _run_once(

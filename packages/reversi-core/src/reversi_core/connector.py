@@ -108,7 +108,9 @@ class CompensationCall:
     """One compensation to run: the JSON object a compensator process reads on stdin.
 
     ``overwrite`` is true when a person allowed this step's compensation to overwrite a
-    change made since the call (:attr:`CallContext.overwrite`).
+    change made since the call (:attr:`CallContext.overwrite`). ``timeout`` is how long
+    the call may take, in seconds (``None``: no limit given); it reaches the tool as
+    :attr:`CallContext.timeout`, so that its requests give up within it.
     """
 
     tool: str
@@ -117,10 +119,12 @@ class CompensationCall:
     run_id: str
     step: int
     overwrite: bool = False
+    timeout: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}``."""
-        return {
+        """``{"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}``, and
+        ``"timeout"`` (seconds) when there is one."""
+        data: dict[str, Any] = {
             "tool": self.tool,
             "args": self.args,
             "idempotency_key": self.idempotency_key,
@@ -128,13 +132,17 @@ class CompensationCall:
             "step": self.step,
             "overwrite": self.overwrite,
         }
+        if self.timeout is not None:
+            data["timeout"] = self.timeout
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> CompensationCall:
         """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field.
 
         ``overwrite`` may be missing (an engine older than it), which means false; when
-        present it must be a boolean.
+        present it must be a boolean. ``timeout`` may be missing (no limit) or null; when
+        present it is a positive number of seconds.
         """
         if not isinstance(data, dict):
             raise InvalidArgumentsError("compensation call must be a JSON object")
@@ -152,6 +160,13 @@ class CompensationCall:
                 problems.append(f"{key}: expected {kind.__name__}")
         if not isinstance(data.get("overwrite", False), bool):
             problems.append("overwrite: expected bool")
+        timeout = data.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < float("inf")
+        ):
+            problems.append("timeout: expected a positive number of seconds")
         if problems:
             raise InvalidArgumentsError(
                 "invalid compensation call: " + "; ".join(problems), problems=problems
@@ -163,6 +178,7 @@ class CompensationCall:
             run_id=data["run_id"],
             step=data["step"],
             overwrite=data.get("overwrite", False),
+            timeout=float(timeout) if timeout is not None else None,
         )
 
 
@@ -482,7 +498,7 @@ def connector_schema_hashes(connector: Connector | type[Connector]) -> dict[str,
 def compensator_for(connectors: Iterable[Connector]) -> Compensator:
     """An in-process :data:`Compensator` that dispatches each call to its connector.
 
-    The call's idempotency key, and its ``overwrite``, reach the tool in
+    The call's idempotency key, its ``overwrite`` and its ``timeout`` reach the tool in
     :class:`CallContext`. A tool of a connector that is not in ``connectors`` fails with
     :class:`ConfigurationError` naming the connector (its credential is probably not
     set); a tool that is not idempotent (so cannot be a compensation) fails with
@@ -507,6 +523,7 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
             idempotency_key=call.idempotency_key,
             compensation=True,
             overwrite=call.overwrite,
+            timeout=call.timeout,
         )
         return await connector.call(call.tool, call.args, ctx)
 
@@ -556,7 +573,11 @@ def replayer_for(connectors: Iterable[Connector]) -> Compensator:
                 "would carry the call out again"
             )
         ctx = CallContext(
-            run_id=call.run_id, step=call.step, idempotency_key=call.idempotency_key, replay=True
+            run_id=call.run_id,
+            step=call.step,
+            idempotency_key=call.idempotency_key,
+            replay=True,
+            timeout=call.timeout,
         )
         return await connector.call(call.tool, call.args, ctx)
 
