@@ -320,7 +320,7 @@ def _cmd_serve(args: Any) -> int:
         raise CliError(str(exc), EXIT_USAGE) from None
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", EXIT_USAGE)
-    if sys.stderr.isatty():
+    if sys.stdin.isatty() and sys.stderr.isatty():  # a person typing, not a client's pipe
         print(
             f"{PROG}: serving the {args.name} connector over MCP on stdin/stdout: this is meant "
             "for an MCP client (or reversi-gateway) to start, not to type into. "
