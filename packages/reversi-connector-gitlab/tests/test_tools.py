@@ -151,6 +151,19 @@ async def test_a_project_that_could_change_the_path_is_refused_before_any_reques
         ("gitlab.create_issue", at(title="x", description="Found it.\n/close")),
         ("gitlab.add_note", at(issue_iid=1, body="/label ~bug")),
         ("gitlab.add_note", at(issue_iid=1, body="  /assign @alice please")),
+        # GitLab matches command names case-insensitively, strips every carriage return and
+        # allows whitespace after the name (lib/gitlab/quick_actions/extractor.rb)
+        ("gitlab.add_note", at(issue_iid=1, body="/Close")),
+        ("gitlab.add_note", at(issue_iid=1, body="/CLOSE")),
+        ("gitlab.add_note", at(issue_iid=1, body="hello\r\n/close\r\nbye")),
+        ("gitlab.add_note", at(issue_iid=1, body="/close\r")),
+        ("gitlab.add_note", at(issue_iid=1, body="/clo\rse")),
+        ("gitlab.add_note", at(issue_iid=1, body="/close \t")),
+        ("gitlab.add_note", at(issue_iid=1, body="/close\t\nbye")),
+        ("gitlab.add_note", at(issue_iid=1, body="/Label ~bug")),
+        ("gitlab.add_note", at(issue_iid=1, body="/copy_metadata #2")),
+        ("gitlab.add_note", at(issue_iid=1, body="/h1")),
+        ("gitlab.create_issue", at(title="x", description="Found it.\r\n/CLOSE\r\n")),
         ("gitlab.add_note", at(issue_iid=0, body="x")),
     ],
 )
@@ -165,7 +178,7 @@ async def test_arguments_gitlab_would_misread_are_refused_before_any_request(
 async def test_text_that_only_mentions_a_slash_command_is_posted(
     gitlab: GitlabConnector, fake: FakeGitLab
 ) -> None:
-    body = "Paths: /usr/bin/python and `/close` in a code span; 50/50."
+    body = "Paths: /usr/bin/python and `/close` in a code span; 50/50.\r\n/Users/alice/notes"
     made = await gitlab.call("gitlab.add_note", at(issue_iid=1, body=body))
     assert made["body"] == body
     assert fake.project(PROJECT).issues[1].note(made["id"]) is not None

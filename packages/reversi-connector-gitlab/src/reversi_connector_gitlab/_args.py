@@ -7,10 +7,10 @@ and group paths; it goes into the request path as one segment, encoded as GitLab
 value can add a segment, a query or a fragment. Branch names are checked as git checks
 them and also travel as one encoded segment.
 
-Text that starts a line with a quick action (``/close``, ``/label ~bug``) is refused:
-GitLab runs quick actions written in a description or a note
-(https://docs.gitlab.com/user/project/quick_actions/), and deleting the note or closing
-the issue would not undo what they did.
+Text that starts a line with a quick action (``/close``, ``/label ~bug``, in any case,
+``\r\n`` line ends included) is refused: GitLab runs quick actions written in a
+description or a note (https://docs.gitlab.com/user/project/quick_actions/), and deleting
+the note or closing the issue would not undo what they did.
 """
 
 from __future__ import annotations
@@ -33,7 +33,11 @@ __all__ = [
 ]
 
 _SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$|^\.[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-_QUICK_ACTION = re.compile(r"(?m)^[ \t]*/[a-z][a-z_]*(?=[ \t]|$)")
+# GitLab's extractor (lib/gitlab/quick_actions/extractor.rb) deletes every "\r" first, then
+# runs a command named at a line's start, its name matched case-insensitively, followed by a
+# space and arguments, or by nothing but whitespace to the line's end. This refuses a little
+# more (spaces or tabs before the "/", any such name, not only the commands GitLab knows).
+_QUICK_ACTION = re.compile(r"^[ \t]*/[a-z][a-z0-9_]*(?=\s|$)", re.MULTILINE | re.IGNORECASE)
 
 
 def check_project(value: int | str) -> int | str:
@@ -86,7 +90,7 @@ def check_branch(name: str) -> str:
 
 
 def _no_quick_actions(text: str | None) -> str | None:
-    if text is not None and _QUICK_ACTION.search(text):
+    if text is not None and _QUICK_ACTION.search(text.replace("\r", "")):
         raise ValueError(
             "a line starts with a GitLab quick action (such as '/close'); GitLab would run it, "
             "and no undo could take it back: remove it, or put the line in a code span"
