@@ -54,8 +54,12 @@ class FakeGitLab(VendorFake):
     write with one gets 403 ``{"error": "insufficient_scope", ...}``, the OAuth shape. A
     request without ``PRIVATE-TOKEN``, or with an unknown one, gets 401 ``{"message": "401
     Unauthorized"}`` (https://docs.gitlab.com/api/rest/authentication/). A path no route
-    serves gets 404 ``{"error": "404 Not Found"}``; a missing project, issue, note or branch
-    404 ``{"message": "404 ... Not Found"}`` (https://docs.gitlab.com/api/rest/troubleshooting/).
+    serves gets 404 ``{"error": "404 Not Found"}``; a missing project or branch 404
+    ``{"message": "404 Project Not Found"}``, ``"404 Branch Not Found"``
+    (https://docs.gitlab.com/api/rest/troubleshooting/); a missing issue, and a missing note,
+    404 ``{"message": "404 Not found"}``, as GitLab answers the ``RecordNotFound`` of its
+    finders (lib/api/api.rb): on the notes routes a missing issue and a missing note look
+    alike.
     A project is found by its numeric ID or by its full path, encoded as one segment
     (``group%2Fproject``); a path sent with raw slashes matches no route, as on GitLab.
 
@@ -382,8 +386,10 @@ class FakeGitLab(VendorFake):
     )
     def create_note(self, request: FakeRequest) -> FakeResponse:
         """201; 400 ``{"error": "body is missing"}`` or ``{"message": {"note": ["can't be
-        blank"]}}``; 404 ``404 Issue Not Found``."""
-        found = self._issue_of(request, "404 Issue Not Found")
+        blank"]}}``; 404 ``404 Not found`` for a missing issue (GitLab's NotesFinder looks it
+        up with ``find_by!``; ``404 Issue Not Found`` is its answer for an issue whose notes
+        the user cannot read, which the fake does not model)."""
+        found = self._issue_of(request, "404 Not found")
         if isinstance(found, FakeResponse):
             return found
         project, issue = found
@@ -400,7 +406,7 @@ class FakeGitLab(VendorFake):
     def _note_of(
         self, request: FakeRequest
     ) -> tuple[FakeProject, FakeIssue, FakeNote] | FakeResponse:
-        found = self._issue_of(request, "404 Issue Not Found")
+        found = self._issue_of(request, "404 Not found")
         if isinstance(found, FakeResponse):
             return found
         project, issue = found
