@@ -128,6 +128,10 @@ async def test_a_nested_path_and_a_branch_with_slashes_are_one_segment_each(
         -1,
         True,
         "acme%2Fbackend",  # already encoded: it would be encoded twice
+        "\u0664\u0662",  # ARABIC-INDIC 42: str.isdigit() takes it, GitLab reads it as a path
+        "\uff14\uff12",  # FULLWIDTH 42
+        "acme/backend\n",  # a regular expression's "$" matches before a final newline
+        "acme\n/backend",
     ],
 )
 async def test_a_project_that_could_change_the_path_is_refused_before_any_request(
@@ -136,6 +140,31 @@ async def test_a_project_that_could_change_the_path_is_refused_before_any_reques
     with pytest.raises(InvalidArgumentsError):
         await gitlab.call("gitlab.get_issue", {"project": project, "issue_iid": 1})
     assert server.requests == []
+
+
+def arabic_indic(number: int) -> str:
+    """``number`` in ARABIC-INDIC digits, which str.isdigit() and int() take as digits."""
+    return "".join(chr(0x660 + int(d)) for d in str(number))
+
+
+@pytest.mark.parametrize("where", ["project", "issue", "note"])
+async def test_the_fake_reads_ids_in_ascii_digits_only(
+    fake: FakeGitLab, server: FakeServer, where: str
+) -> None:
+    ids = {"project": PROJECT_ID, "issue": 1, "note": BOT_NOTE_ID}
+
+    def path(**written: str) -> str:
+        shown = {k: written.get(k, str(v)) for k, v in ids.items()}
+        return f"/projects/{shown['project']}/issues/{shown['issue']}/notes/{shown['note']}"
+
+    async with httpx.AsyncClient(base_url=f"{fake.base_url(server)}/api/v4") as client:
+        read = await client.get(path(), headers={"PRIVATE-TOKEN": TOKEN})
+        other = path(**{where: arabic_indic(ids[where])})
+        answer = await client.get(other, headers={"PRIVATE-TOKEN": TOKEN})
+    assert read.status_code == 200
+    assert answer.status_code == 404
+    expected = "404 Project Not Found" if where == "project" else "404 Not found"
+    assert answer.json() == {"message": expected}
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,8 @@ __all__ = [
     "check_project",
 ]
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$|^\.[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
+# matched with fullmatch: "$" would also match before a final "\n" ("acme/backend\n")
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\.[A-Za-z0-9_-][A-Za-z0-9_.-]*")
 # GitLab's extractor (lib/gitlab/quick_actions/extractor.rb) deletes every "\r" first, then
 # runs a command named at a line's start, its name matched case-insensitively, followed by a
 # space and arguments, or by nothing but whitespace to the line's end. This refuses a little
@@ -41,7 +42,7 @@ _QUICK_ACTION = re.compile(r"^[ \t]*/[a-z][a-z0-9_]*(?=\s|$)", re.MULTILINE | re
 
 
 def check_project(value: int | str) -> int | str:
-    """A project ID (a positive integer, or its digits) or a full path; ``ValueError`` otherwise.
+    """A project ID (a positive integer, or its ASCII digits) or a full path; ``ValueError`` otherwise.
 
     A path has at least two ``/``-separated parts (namespace and project); each part has
     letters, digits, ``_``, ``-`` and ``.`` only, does not start with ``-``, is not ``.``
@@ -54,7 +55,9 @@ def check_project(value: int | str) -> int | str:
         if value < 1:
             raise ValueError("a project ID is a positive integer")
         return value
-    if value.isdigit() and value[0] != "0" and len(value) <= 19:
+    # ASCII digits only: str.isdigit() also takes other scripts' digits ("٤٢"), which GitLab
+    # reads as a path (its numeric-ID pattern is Ruby's ASCII \d), not as project 42
+    if value.isascii() and value.isdigit() and value[0] != "0" and len(value) <= 19:
         return value
     parts = value.split("/")
     if len(parts) < 2 or len(parts) > 21 or len(value) > 1000:
@@ -63,7 +66,7 @@ def check_project(value: int | str) -> int | str:
             "'group/project' or 'group/sub/project'"
         )
     for part in parts:
-        if part in (".", "..") or not _SEGMENT.match(part) or part.endswith((".git", ".atom")):
+        if part in (".", "..") or not _SEGMENT.fullmatch(part) or part.endswith((".git", ".atom")):
             raise ValueError(
                 f"{part!r} is not a valid part of a GitLab path: letters, digits, '_', '-' and "
                 "'.' only, not starting with '-', not ending in '.git' or '.atom'"

@@ -42,6 +42,16 @@ def _invalid(**problems: list[str]) -> FakeResponse:
     return FakeResponse(400, json={"message": problems})
 
 
+def _number(raw: str) -> int | None:
+    """``raw`` as a number when it is ASCII digits, else ``None``.
+
+    GitLab tells a project's numeric ID from its path with Ruby's ``\\d``, which is ASCII
+    only; ``str.isdigit()`` and ``int()`` would also read other scripts' digits (``"٤٢"``
+    as 42), so ``/projects/٤٢`` is a path here too, and no project has it (404).
+    """
+    return int(raw) if raw.isascii() and raw.isdigit() else None
+
+
 def _may_change(project: FakeProject, note: FakeNote) -> bool:
     """Whether the token user may edit or delete ``note``: its own, or anyone's as Maintainer."""
     return not note.system and (note.author == BOT or project.may("maintainer"))
@@ -262,8 +272,9 @@ class FakeGitLab(VendorFake):
     # -- finding things ----------------------------------------------------------------
 
     def _find(self, ref: str) -> FakeProject | None:
-        if ref.isdigit():
-            return self.projects.get(int(ref))
+        number = _number(ref)
+        if number is not None:
+            return self.projects.get(number)
         return next((p for p in self.projects.values() if p.path.lower() == ref.lower()), None)
 
     def _project_of(self, request: FakeRequest) -> FakeProject | FakeResponse:
@@ -277,7 +288,8 @@ class FakeGitLab(VendorFake):
         if isinstance(project, FakeResponse):
             return project
         raw = request.path_params["iid"]
-        issue = project.issues.get(int(raw)) if raw.isdigit() else None
+        number = _number(raw)
+        issue = project.issues.get(number) if number is not None else None
         return (project, issue) if issue is not None else self.error(404, missing)
 
     def _params(self, request: FakeRequest) -> dict[str, Any]:
@@ -411,7 +423,8 @@ class FakeGitLab(VendorFake):
             return found
         project, issue = found
         raw = request.path_params["note"]
-        note = issue.note(int(raw)) if raw.isdigit() else None
+        number = _number(raw)
+        note = issue.note(number) if number is not None else None
         return (project, issue, note) if note is not None else self.error(404, "404 Not found")
 
     @vendor_route(
