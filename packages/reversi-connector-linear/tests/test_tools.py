@@ -314,6 +314,10 @@ def test_no_compensation_restores_a_prior_state() -> None:
         ("linear.create_issue", {"team_id": "ENG", "title": "x"}),
         ("linear.create_issue", {"team_id": TEAM_ID, "title": "x", "priority": 5}),
         ("linear.delete_comment", {"id": "ENG-1"}),
+        # Linear's own spelling only (lower-case UUIDs, upper-case identifiers): the run's edges
+        # compare arguments as given
+        ("linear.delete_comment", {"id": "5E1C2B9A-0000-4000-8000-00000000BEEF"}),
+        ("linear.get_issue", {"id": "eng-1"}),
         ("linear.add_comment", {"issue_id": SEEDED_ISSUE, "body": "x", "extra": 1}),
     ],
 )
