@@ -109,6 +109,31 @@ async def test_a_child_branch_that_cannot_be_deleted_keeps_its_base(
         assert {"agent/base", "agent/child"}.isdisjoint(fake.project(PROJECT).branches)
 
 
+async def test_a_note_on_an_issue_the_token_lost_is_not_reported_compensated(
+    gitlab: GitlabConnector, fake: FakeGitLab, tmp_path: Path
+) -> None:
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = start(gitlab, journal)
+        issue_step, issue = await run.call("gitlab.create_issue", at(title="Flaky test"))
+        note_step, note = await run.call(
+            "gitlab.add_note", at(issue_iid=issue["iid"], body="Mine.")
+        )
+        issues = fake.project(PROJECT).issues
+        with fake.lock:  # the issue is hidden from the token (made confidential, say)
+            hidden = issues.pop(issue["iid"])
+        first = await run.rollback(compensate=compensator_for([gitlab]))
+        by_seq = {s.seq: s for s in first.steps}
+        assert by_seq[note_step].rollback_state is RollbackState.COMPENSATION_FAILED
+        assert by_seq[issue_step].rollback_state is RollbackState.DEFERRED
+        assert hidden.note(note["id"]) is not None
+        with fake.lock:
+            issues[issue["iid"]] = hidden
+        second = await run.rollback(compensate=compensator_for([gitlab]))
+        assert second.complete, second.to_json()
+        assert hidden.note(note["id"]) is None
+        assert hidden.state == "closed"
+
+
 @pytest.mark.parametrize(
     ("tool", "args", "what"),
     [

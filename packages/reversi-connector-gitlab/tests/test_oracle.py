@@ -180,7 +180,7 @@ STEPS: list[Step] = [
         "a note on a missing issue",
         lambda gl: _project()(gl).issues.get(999, lazy=True).notes.create({"body": "x"}),
         _nothing,
-        (gle.GitlabCreateError, 404, "404 Issue Not Found"),
+        (gle.GitlabCreateError, 404, "404 Not found"),
     ),
     Step(
         "someone else's note",

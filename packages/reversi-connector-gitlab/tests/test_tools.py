@@ -128,6 +128,10 @@ async def test_a_nested_path_and_a_branch_with_slashes_are_one_segment_each(
         -1,
         True,
         "acme%2Fbackend",  # already encoded: it would be encoded twice
+        "\u0664\u0662",  # ARABIC-INDIC 42: str.isdigit() takes it, GitLab reads it as a path
+        "\uff14\uff12",  # FULLWIDTH 42
+        "acme/backend\n",  # a regular expression's "$" matches before a final newline
+        "acme\n/backend",
     ],
 )
 async def test_a_project_that_could_change_the_path_is_refused_before_any_request(
@@ -136,6 +140,31 @@ async def test_a_project_that_could_change_the_path_is_refused_before_any_reques
     with pytest.raises(InvalidArgumentsError):
         await gitlab.call("gitlab.get_issue", {"project": project, "issue_iid": 1})
     assert server.requests == []
+
+
+def arabic_indic(number: int) -> str:
+    """``number`` in ARABIC-INDIC digits, which str.isdigit() and int() take as digits."""
+    return "".join(chr(0x660 + int(d)) for d in str(number))
+
+
+@pytest.mark.parametrize("where", ["project", "issue", "note"])
+async def test_the_fake_reads_ids_in_ascii_digits_only(
+    fake: FakeGitLab, server: FakeServer, where: str
+) -> None:
+    ids = {"project": PROJECT_ID, "issue": 1, "note": BOT_NOTE_ID}
+
+    def path(**written: str) -> str:
+        shown = {k: written.get(k, str(v)) for k, v in ids.items()}
+        return f"/projects/{shown['project']}/issues/{shown['issue']}/notes/{shown['note']}"
+
+    async with httpx.AsyncClient(base_url=f"{fake.base_url(server)}/api/v4") as client:
+        read = await client.get(path(), headers={"PRIVATE-TOKEN": TOKEN})
+        other = path(**{where: arabic_indic(ids[where])})
+        answer = await client.get(other, headers={"PRIVATE-TOKEN": TOKEN})
+    assert read.status_code == 200
+    assert answer.status_code == 404
+    expected = "404 Project Not Found" if where == "project" else "404 Not found"
+    assert answer.json() == {"message": expected}
 
 
 @pytest.mark.parametrize(
@@ -151,6 +180,19 @@ async def test_a_project_that_could_change_the_path_is_refused_before_any_reques
         ("gitlab.create_issue", at(title="x", description="Found it.\n/close")),
         ("gitlab.add_note", at(issue_iid=1, body="/label ~bug")),
         ("gitlab.add_note", at(issue_iid=1, body="  /assign @alice please")),
+        # GitLab matches command names case-insensitively, strips every carriage return and
+        # allows whitespace after the name (lib/gitlab/quick_actions/extractor.rb)
+        ("gitlab.add_note", at(issue_iid=1, body="/Close")),
+        ("gitlab.add_note", at(issue_iid=1, body="/CLOSE")),
+        ("gitlab.add_note", at(issue_iid=1, body="hello\r\n/close\r\nbye")),
+        ("gitlab.add_note", at(issue_iid=1, body="/close\r")),
+        ("gitlab.add_note", at(issue_iid=1, body="/clo\rse")),
+        ("gitlab.add_note", at(issue_iid=1, body="/close \t")),
+        ("gitlab.add_note", at(issue_iid=1, body="/close\t\nbye")),
+        ("gitlab.add_note", at(issue_iid=1, body="/Label ~bug")),
+        ("gitlab.add_note", at(issue_iid=1, body="/copy_metadata #2")),
+        ("gitlab.add_note", at(issue_iid=1, body="/h1")),
+        ("gitlab.create_issue", at(title="x", description="Found it.\r\n/CLOSE\r\n")),
         ("gitlab.add_note", at(issue_iid=0, body="x")),
     ],
 )
@@ -165,7 +207,7 @@ async def test_arguments_gitlab_would_misread_are_refused_before_any_request(
 async def test_text_that_only_mentions_a_slash_command_is_posted(
     gitlab: GitlabConnector, fake: FakeGitLab
 ) -> None:
-    body = "Paths: /usr/bin/python and `/close` in a code span; 50/50."
+    body = "Paths: /usr/bin/python and `/close` in a code span; 50/50.\r\n/Users/alice/notes"
     made = await gitlab.call("gitlab.add_note", at(issue_iid=1, body=body))
     assert made["body"] == body
     assert fake.project(PROJECT).issues[1].note(made["id"]) is not None
@@ -268,6 +310,107 @@ async def test_a_branch_someone_pushed_to_is_not_deleted(
     fake.add_branch(PROJECT_ID, "agent/b", made["sha"])
     assert (await gitlab.call("gitlab.delete_branch", undo, UNDO))["deleted"] is True
     assert (await gitlab.call("gitlab.delete_branch", undo, UNDO))["deleted"] is False  # 404: done
+
+
+# -- a 404 is "already gone" only for the note or the branch itself --------------------------
+
+
+async def test_a_note_gone_is_told_from_its_issue_gone_by_reading_the_issue(
+    gitlab: GitlabConnector, fake: FakeGitLab, server: FakeServer
+) -> None:
+    """GitLab answers a missing note and a missing (or hidden) issue alike: 404 Not found."""
+    made = await gitlab.call("gitlab.add_note", at(issue_iid=1, body="Looking into it."))
+    undo = at(issue_iid=1, note_id=made["id"], expected_body=made["body"])
+    issues = fake.project(PROJECT).issues
+    with fake.lock:
+        hidden = issues.pop(1)  # the token can no longer see the issue: its note still stands
+    for args in (undo, {**undo, "expected_body": None}):
+        server.clear_requests()
+        with pytest.raises(ToolError) as caught:
+            await gitlab.call("gitlab.delete_note", args, UNDO)
+        assert (caught.value.status, caught.value.code) == (404, "not_found")
+        assert f"note {made['id']} may still stand" in str(caught.value)
+        assert server.requests[-1].target == "/api/v4/projects/acme%2Fbackend/issues/1"
+    with fake.lock:
+        issues[1] = hidden
+    assert hidden.note(made["id"]) is not None
+    assert (await gitlab.call("gitlab.delete_note", undo, UNDO))["deleted"] is True
+    server.clear_requests()
+    assert (await gitlab.call("gitlab.delete_note", undo, UNDO))["deleted"] is False
+    assert [(r.method, r.target.rsplit("/", 2)[-2:]) for r in server.requests] == [
+        ("GET", ["notes", str(made["id"])]),
+        ("GET", ["issues", "1"]),  # the issue is there: the note is what is gone
+    ]
+
+
+async def test_a_project_the_token_cannot_see_is_not_a_note_or_branch_already_gone(
+    gitlab: GitlabConnector, fake: FakeGitLab
+) -> None:
+    note = await gitlab.call("gitlab.add_note", at(issue_iid=1, body="Looking into it."))
+    branch = await gitlab.call("gitlab.create_branch", at(branch="agent/d", ref="main"))
+    undos = [
+        ("gitlab.delete_note", at(issue_iid=1, note_id=note["id"], expected_body=note["body"])),
+        ("gitlab.delete_note", at(issue_iid=1, note_id=note["id"])),
+        ("gitlab.delete_branch", at(branch="agent/d", expected_sha=branch["sha"])),
+        ("gitlab.delete_branch", at(branch="agent/d")),
+    ]
+    with fake.lock:
+        hidden = fake.projects.pop(PROJECT_ID)  # GitLab answers a hidden project as a missing one
+    for tool, args in undos:
+        with pytest.raises(ToolError) as caught:
+            await gitlab.call(tool, args, UNDO)
+        assert (caught.value.status, caught.value.code) == (404, "project_not_found"), tool
+        assert "may still stand" in str(caught.value)
+    with fake.lock:
+        fake.projects[PROJECT_ID] = hidden
+    assert hidden.issues[1].note(note["id"]) is not None
+    assert "agent/d" in hidden.branches
+    for tool, args in undos[::2]:
+        assert (await gitlab.call(tool, args, UNDO))["deleted"] is True
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "method", "answer", "gone"),
+    [
+        # GitLab's answer for a note that exists but that the token cannot read
+        (
+            "gitlab.delete_note",
+            at(issue_iid=1, note_id=BOT_NOTE_ID, expected_body="x"),
+            "GET",
+            {"message": "404 Note Not Found"},
+            False,
+        ),
+        # the notes route found no readable issue
+        (
+            "gitlab.delete_note",
+            at(issue_iid=1, note_id=BOT_NOTE_ID),
+            "DELETE",
+            {"message": "404 Issue Not Found"},
+            False,
+        ),
+        # a route GitLab does not have (a proxy, a wrong base URL): not the branch's answer
+        ("gitlab.delete_branch", at(branch="dev"), "DELETE", {"error": "404 Not Found"}, False),
+        # the branch found, then deleted by someone else before this delete ran
+        ("gitlab.delete_branch", at(branch="dev"), "DELETE", {"message": "No such branch"}, True),
+    ],
+)
+async def test_only_gitlabs_404_for_the_object_itself_counts_as_already_gone(
+    gitlab: GitlabConnector,
+    server: FakeServer,
+    tool: str,
+    args: dict[str, Any],
+    method: str,
+    answer: dict[str, Any],
+    gone: bool,
+) -> None:
+    server.faults.add(Fault.status(404, json=answer), method=method, times=1)
+    if gone:
+        assert (await gitlab.call(tool, args, UNDO))["deleted"] is False
+        return
+    with pytest.raises(ToolError) as caught:
+        await gitlab.call(tool, args, UNDO)
+    assert caught.value.status == 404
+    assert "may still stand" in str(caught.value)
 
 
 async def test_a_protected_branch_refusal_names_the_role_needed(

@@ -31,7 +31,11 @@ RATE_LIMITED = 429
 """A status no operation of the description declares, though Jira answers it to every one
 (https://developer.atlassian.com/cloud/jira/platform/rate-limiting/): its answer is not
 checked against the description."""
-_JIRA_DATE_TIME = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})$")
+_JIRA_DATE_TIME = re.compile(
+    r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:?\d{2})\Z", re.ASCII
+)
+"""Jira's timestamps (``2021-01-17T12:34:00.000+0000``), in ASCII digits: ``re.ASCII``, since
+Python's ``\\d`` would take any script's digits."""
 
 
 @functools.cache

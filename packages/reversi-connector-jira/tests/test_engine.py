@@ -10,7 +10,8 @@ from reversi_connector_jira import JiraConnector
 from reversi_connector_jira.testing import FakeJira, concurrent_change
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 from reversi_core.engine import StepRecord
-from reversi_core.journal import RollbackState
+from reversi_core.errors import InvalidArgumentsError
+from reversi_core.journal import RollbackState, StepState
 from reversi_core.testing import FakeServer
 
 pytestmark = pytest.mark.anyio
@@ -138,4 +139,27 @@ async def test_a_comment_transition_and_subtask_on_the_runs_issue_are_undone_bef
     after = fake.snapshot()
     assert after["issues"] == before["issues"]
     assert after["comments"] == before["comments"]
+    journal.close()
+
+
+async def test_a_key_in_lower_case_is_refused_since_it_would_not_be_linked(
+    jira: JiraConnector, server: FakeServer, tmp_path: Path
+) -> None:
+    """Edges compare the arguments as given; 'proj-5' would not match the created 'PROJ-5'."""
+    run, journal = _run(jira, tmp_path)
+    issue_seq, made = await run.call("jira.create_issue", {"project": "PROJ", "summary": "New"})
+    lower = made["key"].lower()
+    server.clear_requests()
+    for tool, args in [
+        ("jira.add_comment", {"issue": lower, "body": "On it."}),
+        ("jira.transition_issue", {"issue": lower, "transition": "Start Progress"}),
+        ("jira.create_issue", {"project": "PROJ", "summary": "Part", "parent": lower}),
+        ("jira.get_issue", {"issue": lower}),
+    ]:
+        outcome = await run.attempt(tool, args)
+        assert outcome.state is StepState.REJECTED, tool
+        assert isinstance(outcome.error, InvalidArgumentsError)
+    assert server.requests == []
+    seq, _ = await run.call("jira.add_comment", {"issue": made["key"], "body": "On it."})
+    assert journal.get_step(run.id, seq).requires == [issue_seq]
     journal.close()

@@ -159,6 +159,15 @@ def test_the_oracle_accepts_what_jira_documents() -> None:
             {"id": "1", "created": "yesterday"},
             "date-time",
         ),
+        # one in digits of another script (ARABIC-INDIC)
+        (
+            "GET",
+            "/rest/api/3/issue/A-1/comment/1",
+            None,
+            200,
+            {"id": "1", "created": "\u0662\u0660\u0662\u0661-01-17T12:34:00.000+0000"},
+            "date-time",
+        ),
         # a query parameter value the description does not allow
         ("DELETE", "/rest/api/3/issue/A-1?deleteSubtasks=maybe", None, 204, None, "deleteSubtasks"),
     ],

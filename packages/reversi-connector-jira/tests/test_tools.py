@@ -251,6 +251,27 @@ async def test_delete_issue_refuses_an_issue_with_subtasks(
     assert (await jira.call("jira.delete_issue", {"issue": "PROJ-2"}))["deleted"] is False
 
 
+@pytest.mark.parametrize(
+    ("messages", "code"),
+    [
+        (["The issue 'PROJ-1' has subtasks.  You must specify the 'deleteSubtasks' ..."], "has_subtasks"),
+        (["Issue key 'PROJ-1' is not valid for this operation."], "bad_request"),
+        ([], "bad_request"),
+    ],
+)
+async def test_only_jiras_subtasks_refusal_is_labelled_has_subtasks(
+    jira: JiraConnector, server: FakeServer, messages: list[str], code: str
+) -> None:
+    answer = {"errorMessages": messages, "errors": {}}
+    server.faults.add(Fault.status(400, json=answer), method="DELETE", times=1)
+    with pytest.raises(ToolError) as caught:
+        await jira.call("jira.delete_issue", {"issue": "PROJ-1"})
+    assert (caught.value.status, caught.value.code) == (400, code)
+    assert ("it has subtasks" in str(caught.value)) is (code == "has_subtasks")
+    for message in messages:
+        assert message in str(caught.value)  # Jira's own words are kept
+
+
 async def test_delete_comment_of_a_comment_gone_is_done(
     jira: JiraConnector, fake: FakeJira
 ) -> None:

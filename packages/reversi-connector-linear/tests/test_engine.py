@@ -10,7 +10,9 @@ from reversi_connector_linear import LinearConnector
 from reversi_connector_linear.testing import TEAM_ID, FakeLinear
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 from reversi_core.engine import StepRecord
-from reversi_core.journal import RollbackState
+from reversi_core.errors import InvalidArgumentsError
+from reversi_core.journal import RollbackState, StepState
+from reversi_core.testing import FakeServer
 
 pytestmark = pytest.mark.anyio
 
@@ -45,4 +47,24 @@ async def test_a_comment_on_an_issue_the_run_created_is_undone_before_the_issue(
     assert archived is not None
     assert archived["archivedAt"] is not None
     assert set(fake.snapshot()["comments"]) == set(before["comments"])
+    journal.close()
+
+
+async def test_an_issue_named_in_another_case_is_refused_since_it_would_not_be_linked(
+    linear: LinearConnector, server: FakeServer, tmp_path: Path
+) -> None:
+    """Edges compare the arguments as given; 'eng-2' would not match the created 'ENG-2'."""
+    journal = SQLiteJournal.open(tmp_path / "data")
+    run = Run.start(journal, registry_for([linear]), executor=executor_for([linear]))
+    issue_step, made = await run.call("linear.create_issue", {"team_id": TEAM_ID, "title": "New"})
+    server.clear_requests()
+    for spelled in (made["identifier"].lower(), made["identifier"].title()):
+        outcome = await run.attempt("linear.add_comment", {"issue_id": spelled, "body": "On it."})
+        assert outcome.state is StepState.REJECTED, spelled
+        assert isinstance(outcome.error, InvalidArgumentsError)
+    assert server.requests == []
+    comment_step, _ = await run.call(
+        "linear.add_comment", {"issue_id": made["identifier"], "body": "On it."}
+    )
+    assert journal.get_step(run.id, comment_step).requires == [issue_step]
     journal.close()

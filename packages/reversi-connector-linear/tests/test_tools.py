@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from reversi_connector_linear import LinearConnector
+from reversi_connector_linear._operation import parse_operation
 from reversi_connector_linear.testing import (
     EXAMPLES,
     RESTORES_NOTHING,
@@ -35,6 +36,24 @@ MISSING = "5e1c2b9a-0000-4000-8000-00000000beef"
 def sent(server: FakeServer) -> list[dict[str, Any]]:
     """The GraphQL bodies the server received, in order."""
     return [json.loads(r.body) for r in server.requests]
+
+
+# -- the fake's GraphQL reader ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "document",
+    [
+        'query {\u00a0issue(id: "x") { id } }',  # NO-BREAK SPACE is not GraphQL whitespace
+        'query {\u3000issue(id: "x") { id } }',  # nor IDEOGRAPHIC SPACE
+        "query { issues(first: \u0665) { nodes { id } } }",  # ARABIC-INDIC DIGIT FIVE
+    ],
+)
+def test_the_fakes_reader_takes_graphql_whitespace_and_digits_only(document: str) -> None:
+    ascii_only = document.replace("\u00a0", " ").replace("\u3000", " ").replace("\u0665", "5")
+    assert parse_operation(ascii_only).root.name in ("issue", "issues")
+    with pytest.raises(ValueError, match="Unexpected character"):
+        parse_operation(document)
 
 
 # -- one endpoint, reads and writes told apart -------------------------------------------
@@ -295,6 +314,10 @@ def test_no_compensation_restores_a_prior_state() -> None:
         ("linear.create_issue", {"team_id": "ENG", "title": "x"}),
         ("linear.create_issue", {"team_id": TEAM_ID, "title": "x", "priority": 5}),
         ("linear.delete_comment", {"id": "ENG-1"}),
+        # Linear's own spelling only (lower-case UUIDs, upper-case identifiers): the run's edges
+        # compare arguments as given
+        ("linear.delete_comment", {"id": "5E1C2B9A-0000-4000-8000-00000000BEEF"}),
+        ("linear.get_issue", {"id": "eng-1"}),
         ("linear.add_comment", {"issue_id": SEEDED_ISSUE, "body": "x", "extra": 1}),
     ],
 )

@@ -1,7 +1,8 @@
 """Slack's own Web API description as an oracle: requests the connector sends, answers the fake gives.
 
 The description is Slack's OpenAPI 2 file (``vendor/slack/``, MIT, see its README). Two
-vendor habits are handled here, and nothing else is changed:
+vendor habits and one difference of regular expressions are handled here, and nothing else
+is changed:
 
 - ``"items": [A, B]`` means "one of A or B" in Slack's file; a JSON Schema validator
   reads a list there as tuple validation, so each such list becomes ``anyOf``
@@ -11,6 +12,9 @@ vendor habits are handled here, and nothing else is changed:
   list more today. :data:`AMENDMENTS` adds, per method, only the codes the fake answers
   with that the file lacks, each with the method page that lists it; a code the fake
   invents is still caught.
+- The file's patterns (``defs_ts``: ``^\\d{10}\\.\\d{6}$``) are JSON Schema's, ECMA-262,
+  where ``\\d`` is ``[0-9]``; Python's ``re``, which ``jsonschema`` uses, would also match
+  other scripts' digits, so ``\\d`` is read as ``[0-9]`` (:func:`ascii_patterns`).
 
 A request is checked against its method's parameters (``formData`` for a POST, ``query``
 for a GET): no parameter the method does not declare, every required one present, each
@@ -35,6 +39,7 @@ import jsonschema
 __all__ = [
     "AMENDMENTS",
     "SPEC_FILE",
+    "ascii_patterns",
     "fix_items",
     "request_problems",
     "response_problems",
@@ -64,9 +69,9 @@ AMENDMENTS: Mapping[str, Mapping[str, str]] = {
 }
 """Error codes Slack's current method pages list and the 2020 file lacks: ``{method: {code: page}}``."""
 
-_BOOLEAN = re.compile(r"^(true|false|1|0)$")
-_INTEGER = re.compile(r"^-?\d+$")
-_NUMBER = re.compile(r"^-?\d+(\.\d+)?$")
+_INTEGER = re.compile(r"^-?[0-9]+\Z")
+_NUMBER = re.compile(r"^-?[0-9]+(\.[0-9]+)?\Z")
+_BOOLEAN = re.compile(r"^(true|false|1|0)\Z")
 
 
 def fix_items(node: Any) -> Any:
@@ -83,10 +88,26 @@ def fix_items(node: Any) -> Any:
     return [fix_items(v) for v in node] if isinstance(node, list) else node
 
 
+def ascii_patterns(node: Any) -> Any:
+    """Every ``pattern`` in ``node`` with ``\\d`` as ``[0-9]``, the meaning JSON Schema gives it.
+
+    JSON Schema patterns are ECMA-262 regular expressions, where ``\\d`` is ``[0-9]``;
+    ``jsonschema`` runs them with Python's ``re``, whose ``\\d`` also matches other scripts'
+    digits (``defs_ts`` would take ``１７１２…``).
+    """
+    if isinstance(node, dict):
+        return {
+            k: v.replace("\\d", "[0-9]") if k == "pattern" and isinstance(v, str) else ascii_patterns(v)
+            for k, v in node.items()
+        }
+    return [ascii_patterns(v) for v in node] if isinstance(node, list) else node
+
+
 @cache
 def spec() -> dict[str, Any]:
-    """Slack's description, list-valued ``items`` made ``anyOf``."""
-    return fix_items(json.loads(SPEC_FILE.read_text(encoding="utf-8")))  # type: ignore[no-any-return]
+    """Slack's description, list-valued ``items`` made ``anyOf``, ``\\d`` read as ``[0-9]``."""
+    loaded = json.loads(SPEC_FILE.read_text(encoding="utf-8"))
+    return fix_items(ascii_patterns(loaded))  # type: ignore[no-any-return]
 
 
 def _operation(method: str) -> dict[str, Any]:

@@ -17,6 +17,7 @@ See docs/connectors/slack.md ("The second oracle").
 from __future__ import annotations
 
 import dataclasses
+import functools
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -221,6 +222,17 @@ class TsAsNumber(FakeSlack):
         return answer
 
 
+class TsInWideDigits(FakeSlack):
+    """chat.postMessage answers the new message's ts in full-width digits (Unicode, not [0-9])."""
+
+    def post_message(self, request: FakeRequest) -> FakeResponse:
+        answer = super().post_message(request)
+        if isinstance(answer.json, dict) and answer.json.get("ok"):
+            wide = answer.json["ts"].translate({ord(d): 0xFF10 + int(d) for d in "0123456789"})
+            return dataclasses.replace(answer, json={**answer.json, "ts": wide})
+        return answer
+
+
 class InventedCode(FakeSlack):
     """chat.delete refuses someone else's message with a code Slack does not use."""
 
@@ -271,6 +283,15 @@ def test_a_fake_that_drifts_from_slack_fails_the_description(
     assert any(words in problem for problem in problems), problems
 
 
+def test_a_timestamp_in_other_digits_fails_the_description() -> None:
+    """The description's ``\\d`` is ECMA-262's ``[0-9]``, not Python's Unicode digit."""
+    post = functools.partial(_run, WRITES[:1], fake_class=TsInWideDigits)
+    problems, _ = problems_of(anyio.run(post))
+    assert len(problems) == 1, problems
+    assert problems[0].startswith("chat.postMessage -> 200: ts: '\uff11\uff17\uff11\uff12")
+    assert problems[0].endswith("does not match '^[0-9]{10}\\\\.[0-9]{6}$'")
+
+
 def test_a_request_slack_would_not_take_fails_the_description() -> None:
     """The request half: parameters the method lacks, a missing one, a wrong type, the token."""
     problems = request_problems(
@@ -286,6 +307,17 @@ def test_a_request_slack_would_not_take_fails_the_description() -> None:
         "POST chat.delete: 'message' is not a parameter of chat.delete",
         "POST chat.delete: ts='yesterday' is not a number",
     ]
+    wide = "\uff11\uff17\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18.000200"
+    for ts in (wide, "1712345000.00010\u0967"):  # digits, but not ASCII ones
+        assert request_problems(
+            "chat.delete",
+            "POST",
+            {"authorization": f"Bearer {TOKEN}"},
+            {},
+            {"channel": GENERAL, "ts": ts},
+            "application/x-www-form-urlencoded",
+            TOKEN,
+        ) == [f"POST chat.delete: ts={ts!r} is not a number"]
     assert request_problems(
         "chat.postMessage", "POST", {}, {"token": TOKEN}, {"text": "x"}, "text/plain", TOKEN
     ) == [

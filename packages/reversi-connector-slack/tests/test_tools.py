@@ -5,6 +5,7 @@ from __future__ import annotations
 import urllib.parse
 from typing import Any
 
+import httpx
 import pytest
 
 from reversi_connector_slack import SlackConnector
@@ -31,6 +32,24 @@ UNDO = CallContext(idempotency_key="reversi-run-1-undo", compensation=True)
 
 
 # -- list_channels ------------------------------------------------------------------------
+
+
+async def test_the_fake_reads_a_limit_in_ascii_digits_only(
+    fake: FakeSlack, server: FakeServer
+) -> None:
+    async with httpx.AsyncClient(base_url=fake.base_url(server)) as client:
+        pages = [
+            await client.get(
+                "/conversations.list",
+                params={"limit": limit},
+                headers={"authorization": f"Bearer {TOKEN}"},
+            )
+            for limit in ("1", "\u0661", "x")  # ARABIC-INDIC DIGIT ONE: int() reads it as 1
+        ]
+    one, arabic_one, not_a_number = [[c["id"] for c in p.json()["channels"]] for p in pages]
+    assert one == [GENERAL]
+    assert arabic_one == not_a_number  # the default page
+    assert len(not_a_number) > 1
 
 
 async def test_list_channels_reads_one_page_and_gives_the_next_cursor(
@@ -141,6 +160,9 @@ async def test_a_reply_goes_into_the_thread_given(
         {"thread_ts": "1712345000"},
         {"thread_ts": "p1712345000000100"},  # a permalink's form
         {"thread_ts": "1712345000.000100 "},
+        # digits, but not ASCII ones: Slack's timestamps are [0-9] (pydantic-core's \d is Unicode)
+        {"thread_ts": "\uff11\uff17\uff11\uff12\uff13\uff14\uff15\uff16\uff17\uff18.000200"},
+        {"thread_ts": "1712345678.\u0660\u0660\u0660\u0662\u0660\u0660"},
         {"channel": "#general"},
         {"channel": "general"},
         {"channel": "c0general01"},
@@ -166,6 +188,11 @@ async def test_timestamps_and_channels_are_checked_for_every_tool(
 ) -> None:
     calls = [
         ("slack.delete_message", {"channel": GENERAL, "ts": "1712345000"}),
+        ("slack.delete_message", {"channel": GENERAL, "ts": "171234500\u0660.000100"}),
+        (
+            "slack.add_reaction",
+            {"channel": GENERAL, "timestamp": "1712345000.00010\u0967", "name": "eyes"},
+        ),
         ("slack.add_reaction", {"channel": GENERAL, "timestamp": "now", "name": "eyes"}),
         (
             "slack.add_reaction",

@@ -7,10 +7,10 @@ and group paths; it goes into the request path as one segment, encoded as GitLab
 value can add a segment, a query or a fragment. Branch names are checked as git checks
 them and also travel as one encoded segment.
 
-Text that starts a line with a quick action (``/close``, ``/label ~bug``) is refused:
-GitLab runs quick actions written in a description or a note
-(https://docs.gitlab.com/user/project/quick_actions/), and deleting the note or closing
-the issue would not undo what they did.
+Text that starts a line with a quick action (``/close``, ``/label ~bug``, in any case,
+``\r\n`` line ends included) is refused: GitLab runs quick actions written in a
+description or a note (https://docs.gitlab.com/user/project/quick_actions/), and deleting
+the note or closing the issue would not undo what they did.
 """
 
 from __future__ import annotations
@@ -32,12 +32,17 @@ __all__ = [
     "check_project",
 ]
 
-_SEGMENT = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$|^\.[A-Za-z0-9_-][A-Za-z0-9_.-]*$")
-_QUICK_ACTION = re.compile(r"(?m)^[ \t]*/[a-z][a-z_]*(?=[ \t]|$)")
+# matched with fullmatch: "$" would also match before a final "\n" ("acme/backend\n")
+_SEGMENT = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\.[A-Za-z0-9_-][A-Za-z0-9_.-]*")
+# GitLab's extractor (lib/gitlab/quick_actions/extractor.rb) deletes every "\r" first, then
+# runs a command named at a line's start, its name matched case-insensitively, followed by a
+# space and arguments, or by nothing but whitespace to the line's end. This refuses a little
+# more (spaces or tabs before the "/", any such name, not only the commands GitLab knows).
+_QUICK_ACTION = re.compile(r"^[ \t]*/[a-z][a-z0-9_]*(?=\s|$)", re.MULTILINE | re.IGNORECASE)
 
 
 def check_project(value: int | str) -> int | str:
-    """A project ID (a positive integer, or its digits) or a full path; ``ValueError`` otherwise.
+    """A project ID (a positive integer, or its ASCII digits) or a full path; ``ValueError`` otherwise.
 
     A path has at least two ``/``-separated parts (namespace and project); each part has
     letters, digits, ``_``, ``-`` and ``.`` only, does not start with ``-``, is not ``.``
@@ -50,7 +55,9 @@ def check_project(value: int | str) -> int | str:
         if value < 1:
             raise ValueError("a project ID is a positive integer")
         return value
-    if value.isdigit() and value[0] != "0" and len(value) <= 19:
+    # ASCII digits only: str.isdigit() also takes other scripts' digits ("٤٢"), which GitLab
+    # reads as a path (its numeric-ID pattern is Ruby's ASCII \d), not as project 42
+    if value.isascii() and value.isdigit() and value[0] != "0" and len(value) <= 19:
         return value
     parts = value.split("/")
     if len(parts) < 2 or len(parts) > 21 or len(value) > 1000:
@@ -59,7 +66,7 @@ def check_project(value: int | str) -> int | str:
             "'group/project' or 'group/sub/project'"
         )
     for part in parts:
-        if part in (".", "..") or not _SEGMENT.match(part) or part.endswith((".git", ".atom")):
+        if part in (".", "..") or not _SEGMENT.fullmatch(part) or part.endswith((".git", ".atom")):
             raise ValueError(
                 f"{part!r} is not a valid part of a GitLab path: letters, digits, '_', '-' and "
                 "'.' only, not starting with '-', not ending in '.git' or '.atom'"
@@ -86,7 +93,7 @@ def check_branch(name: str) -> str:
 
 
 def _no_quick_actions(text: str | None) -> str | None:
-    if text is not None and _QUICK_ACTION.search(text):
+    if text is not None and _QUICK_ACTION.search(text.replace("\r", "")):
         raise ValueError(
             "a line starts with a GitLab quick action (such as '/close'); GitLab would run it, "
             "and no undo could take it back: remove it, or put the line in a code span"

@@ -114,6 +114,7 @@ ERRORS = GitlabErrors(
         ("404 project not found", "project_not_found"),
         ("404 issue not found", "issue_not_found"),
         ("404 branch not found", "branch_not_found"),
+        ("no such branch", "branch_not_found"),  # a delete that raced another (404)
         ("404 note not found", "note_not_found"),
         ("404", "not_found"),
         ("401", "unauthorized"),

@@ -42,6 +42,16 @@ def _invalid(**problems: list[str]) -> FakeResponse:
     return FakeResponse(400, json={"message": problems})
 
 
+def _number(raw: str) -> int | None:
+    """``raw`` as a number when it is ASCII digits, else ``None``.
+
+    GitLab tells a project's numeric ID from its path with Ruby's ``\\d``, which is ASCII
+    only; ``str.isdigit()`` and ``int()`` would also read other scripts' digits (``"٤٢"``
+    as 42), so ``/projects/٤٢`` is a path here too, and no project has it (404).
+    """
+    return int(raw) if raw.isascii() and raw.isdigit() else None
+
+
 def _may_change(project: FakeProject, note: FakeNote) -> bool:
     """Whether the token user may edit or delete ``note``: its own, or anyone's as Maintainer."""
     return not note.system and (note.author == BOT or project.may("maintainer"))
@@ -54,8 +64,12 @@ class FakeGitLab(VendorFake):
     write with one gets 403 ``{"error": "insufficient_scope", ...}``, the OAuth shape. A
     request without ``PRIVATE-TOKEN``, or with an unknown one, gets 401 ``{"message": "401
     Unauthorized"}`` (https://docs.gitlab.com/api/rest/authentication/). A path no route
-    serves gets 404 ``{"error": "404 Not Found"}``; a missing project, issue, note or branch
-    404 ``{"message": "404 ... Not Found"}`` (https://docs.gitlab.com/api/rest/troubleshooting/).
+    serves gets 404 ``{"error": "404 Not Found"}``; a missing project or branch 404
+    ``{"message": "404 Project Not Found"}``, ``"404 Branch Not Found"``
+    (https://docs.gitlab.com/api/rest/troubleshooting/); a missing issue, and a missing note,
+    404 ``{"message": "404 Not found"}``, as GitLab answers the ``RecordNotFound`` of its
+    finders (lib/api/api.rb): on the notes routes a missing issue and a missing note look
+    alike.
     A project is found by its numeric ID or by its full path, encoded as one segment
     (``group%2Fproject``); a path sent with raw slashes matches no route, as on GitLab.
 
@@ -258,8 +272,9 @@ class FakeGitLab(VendorFake):
     # -- finding things ----------------------------------------------------------------
 
     def _find(self, ref: str) -> FakeProject | None:
-        if ref.isdigit():
-            return self.projects.get(int(ref))
+        number = _number(ref)
+        if number is not None:
+            return self.projects.get(number)
         return next((p for p in self.projects.values() if p.path.lower() == ref.lower()), None)
 
     def _project_of(self, request: FakeRequest) -> FakeProject | FakeResponse:
@@ -273,7 +288,8 @@ class FakeGitLab(VendorFake):
         if isinstance(project, FakeResponse):
             return project
         raw = request.path_params["iid"]
-        issue = project.issues.get(int(raw)) if raw.isdigit() else None
+        number = _number(raw)
+        issue = project.issues.get(number) if number is not None else None
         return (project, issue) if issue is not None else self.error(404, missing)
 
     def _params(self, request: FakeRequest) -> dict[str, Any]:
@@ -382,8 +398,10 @@ class FakeGitLab(VendorFake):
     )
     def create_note(self, request: FakeRequest) -> FakeResponse:
         """201; 400 ``{"error": "body is missing"}`` or ``{"message": {"note": ["can't be
-        blank"]}}``; 404 ``404 Issue Not Found``."""
-        found = self._issue_of(request, "404 Issue Not Found")
+        blank"]}}``; 404 ``404 Not found`` for a missing issue (GitLab's NotesFinder looks it
+        up with ``find_by!``; ``404 Issue Not Found`` is its answer for an issue whose notes
+        the user cannot read, which the fake does not model)."""
+        found = self._issue_of(request, "404 Not found")
         if isinstance(found, FakeResponse):
             return found
         project, issue = found
@@ -400,12 +418,13 @@ class FakeGitLab(VendorFake):
     def _note_of(
         self, request: FakeRequest
     ) -> tuple[FakeProject, FakeIssue, FakeNote] | FakeResponse:
-        found = self._issue_of(request, "404 Issue Not Found")
+        found = self._issue_of(request, "404 Not found")
         if isinstance(found, FakeResponse):
             return found
         project, issue = found
         raw = request.path_params["note"]
-        note = issue.note(int(raw)) if raw.isdigit() else None
+        number = _number(raw)
+        note = issue.note(number) if number is not None else None
         return (project, issue, note) if note is not None else self.error(404, "404 Not found")
 
     @vendor_route(

@@ -4,7 +4,8 @@ Seven tools. One reads (``gitlab.get_issue``); three change a project and are ea
 by a compensation (``gitlab.create_issue`` by ``gitlab.close_issue``, ``gitlab.add_note``
 by ``gitlab.delete_note``, ``gitlab.create_branch`` by ``gitlab.delete_branch``); the
 three compensations are idempotent: a closed issue closes again, a note or a branch
-already gone (404) counts as done.
+already gone counts as done (only GitLab's 404 for the note or the branch itself, never one
+for a project or an issue the token cannot see).
 
 The connector is written on the HTTP kit (:class:`reversi_core.http.HttpConnector`):
 every request goes to ``base_url`` (``https://gitlab.com/api/v4``; for a self-hosted
@@ -27,7 +28,7 @@ leaves behind, the token scopes and the project role each tool needs are in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from reversi_core.connector import CallContext, tool
@@ -278,9 +279,10 @@ class GitlabConnector(HttpConnector):
         requires=[_on("gitlab.create_issue", Match(this="args.issue_iid", earlier="result.iid"))],
         summary="Comment on an issue; undone by deleting the note, unless someone edited it since.",
         docs=f"{_DOCS}/notes/#create-new-issue-note",
-        details="Returns ``{project, issue_iid, id, body}``. 404 ``issue_not_found`` or "
-        "``project_not_found``; 400 ``validation_failed``; 403 ``forbidden`` (a locked issue "
-        "too) or ``insufficient_scope``.",
+        details="Returns ``{project, issue_iid, id, body}``. 404 ``not_found`` (no such issue, "
+        "or one the token cannot see), ``issue_not_found`` or ``project_not_found``; 400 "
+        "``validation_failed``; 403 ``forbidden`` (a locked issue too) or "
+        "``insufficient_scope``.",
         body=("body",),
         echo=("project", "issue_iid"),
         keep=_note_made,
@@ -335,18 +337,27 @@ class GitlabConnector(HttpConnector):
         output=DeleteNoteResult,
     )
     async def delete_note(self, args: DeleteNoteArgs, ctx: CallContext) -> dict[str, Any]:
-        """Delete a note of an issue; one already gone (404) counts as success.
+        """Delete a note of an issue; one already gone counts as success.
 
         With ``expected_body`` (the undo of gitlab.add_note passes the body it set) the note
         is read first (``GET /projects/{project}/issues/{issue_iid}/notes/{note_id}``,
         https://docs.gitlab.com/api/notes/#get-single-issue-note) and left alone when its
         body is no longer that: someone edited it after the call, and deleting it would
-        throw their edit away (``ctx.overwrite``, a person's decision, skips the read). Then ``DELETE`` the same path
-        (https://docs.gitlab.com/api/notes/#delete-an-issue-note). Returns ``{project,
-        issue_iid, note_id, deleted}``; ``deleted`` is false after a 404. Raises
-        ``ToolError(code="changed_since")`` naming the change, ``ToolError`` naming the
-        status otherwise (403 ``forbidden``: only the author, or a Maintainer, may delete a
-        note); ``EffectUncertainError`` when the delete's answer was lost.
+        throw their edit away (``ctx.overwrite``, a person's decision, skips the read). Then
+        ``DELETE`` the same path (https://docs.gitlab.com/api/notes/#delete-an-issue-note).
+
+        GitLab answers a missing note and a missing (or hidden) issue alike, 404 ``{"message":
+        "404 Not found"}`` (the notes API finds both with ``find``/``find_by!``, whose
+        ``RecordNotFound`` lib/api/api.rb answers so). After that answer the issue is read
+        (``GET /projects/{project}/issues/{issue_iid}``): only when it can be read is the note
+        gone. Returns ``{project, issue_iid, note_id, deleted}``; ``deleted`` is false for a
+        note already gone. Raises ``ToolError`` with status 404 when the issue cannot be read,
+        for ``project_not_found``, ``issue_not_found`` and ``note_not_found`` (GitLab's answer
+        for a note the token cannot read): the note may still stand, so the undo is not
+        counted as done. Also ``ToolError(code="changed_since")`` naming the change,
+        ``ToolError`` naming the status otherwise (403 ``forbidden``: only the author, or a
+        Maintainer, may delete a note); ``EffectUncertainError`` when the delete's answer was
+        lost.
         """
         path = url_path(
             "/projects/{project}/issues/{iid}/notes/{note}",
@@ -364,8 +375,27 @@ class GitlabConnector(HttpConnector):
                 f"deleted. {_KEPT}"
             )
 
+        issue_path = url_path(
+            "/projects/{project}/issues/{iid}", project=args.project, iid=args.issue_iid
+        )
+
+        async def gone(exc: ToolError) -> bool:
+            if exc.code != "not_found":
+                return False  # the project, the issue, or a note the token cannot read
+            try:  # "404 Not found": the note, or the issue; the issue answers which
+                await self.request(ctx, "GET", issue_path)
+            except ToolError as unreadable:
+                raise ToolError(
+                    f"{exc}; and issue #{args.issue_iid} cannot be read either ({unreadable}), "
+                    f"so note {args.note_id} may still stand: not counted as already gone "
+                    "(has the token lost access to the project?)",
+                    status=unreadable.status,
+                    code=unreadable.code,
+                ) from None
+            return True
+
         deleted = await self._delete(
-            ctx, path, "note", changed if args.expected_body is not None else None
+            ctx, path, "note", changed if args.expected_body is not None else None, gone
         )
         return {
             "project": args.project,
@@ -381,7 +411,7 @@ class GitlabConnector(HttpConnector):
         output=DeleteBranchResult,
     )
     async def delete_branch(self, args: DeleteBranchArgs, ctx: CallContext) -> dict[str, Any]:
-        """Delete a branch; one already gone (404) counts as success.
+        """Delete a branch; one already gone counts as success.
 
         With ``expected_sha`` (the undo of gitlab.create_branch passes the commit it made the
         branch at) the branch is read first (``GET
@@ -391,7 +421,10 @@ class GitlabConnector(HttpConnector):
         take their commits off every branch (``ctx.overwrite``, a person's decision, skips
         the read). Then ``DELETE`` the same path
         (https://docs.gitlab.com/api/branches/#delete-repository-branch). Returns
-        ``{project, branch, deleted}``; ``deleted`` is false after a 404. Raises
+        ``{project, branch, deleted}``; ``deleted`` is false after GitLab's 404 for the
+        branch itself (``404 Branch Not Found``, or ``No such branch`` from a delete that
+        raced another: ``branch_not_found``). Any other 404 (``project_not_found``: a project
+        missing or hidden from the token) is raised, since the branch may still stand. Raises
         ``ToolError(code="changed_since")`` naming both commits; 400 ``protected_branch``
         (deleting a protected branch takes the Maintainer role, and the message says so) or
         ``default_branch``; 403 ``forbidden``; ``EffectUncertainError`` when the delete's
@@ -417,7 +450,12 @@ class GitlabConnector(HttpConnector):
                 f"deleted. {_KEPT}"
             )
 
-        deleted = await self._delete(ctx, path, "branch", changed if expected is not None else None)
+        async def gone(exc: ToolError) -> bool:
+            return exc.code == "branch_not_found"
+
+        deleted = await self._delete(
+            ctx, path, "branch", changed if expected is not None else None, gone
+        )
         return {"project": args.project, "branch": args.branch, "deleted": deleted}
 
     async def _delete(
@@ -426,21 +464,35 @@ class GitlabConnector(HttpConnector):
         path: str,
         what: str,
         changed: Callable[[dict[str, Any]], str | None] | None,
+        gone: Callable[[ToolError], Awaitable[bool]],
     ) -> bool:
-        """``DELETE path``; false when GitLab answers 404 (already gone).
+        """``DELETE path``; false when the object is already gone.
 
-        With ``changed`` the object is read first (``GET path``): a 404 is already gone, and
-        when ``changed(answer)`` gives a reason (someone changed the object after the forward
-        call), nothing is deleted and ``ToolError(code="changed_since")`` says why. A person's
-        decision to overwrite (``ctx.overwrite``: ``reversi rollback RUN --overwrite STEP``,
-        docs/engine.md) skips the read and deletes.
+        With ``changed`` the object is read first (``GET path``); when ``changed(answer)``
+        gives a reason (someone changed the object after the forward call), nothing is
+        deleted and ``ToolError(code="changed_since")`` says why. A person's decision to
+        overwrite (``ctx.overwrite``: ``reversi rollback RUN --overwrite STEP``,
+        docs/engine.md) skips the read and deletes. A 404 to either request is "already
+        gone" only when ``gone(error)`` says it is GitLab's answer for the object itself;
+        any other 404 (a project or an issue the token cannot see) is raised, saying that
+        the object may still stand.
         """
-        if changed is not None and not ctx.overwrite:
-            found = await self.request(ctx, "GET", path, ok_statuses=frozenset({404}))
-            if found.status == 404:
+        try:
+            if changed is not None and not ctx.overwrite:
+                found = await self.request(ctx, "GET", path)
+                reason = changed(self.expect_object(found, what, wrote=False))
+                if reason is not None:
+                    raise ToolError(reason, code=CHANGED_SINCE)
+            await self.request(ctx, "DELETE", path)
+        except ToolError as exc:
+            if exc.status != 404:
+                raise
+            if await gone(exc):
                 return False
-            reason = changed(self.expect_object(found, what, wrote=False))
-            if reason is not None:
-                raise ToolError(reason, code=CHANGED_SINCE)
-        resp = await self.request(ctx, "DELETE", path, ok_statuses=frozenset({404}))
-        return resp.status != 404
+            raise ToolError(
+                f"{exc}; that is not GitLab's answer for a {what} already gone, so the {what} "
+                "may still stand: not counted as done (has the token lost access?)",
+                status=exc.status,
+                code=exc.code,
+            ) from None
+        return True

@@ -215,7 +215,7 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure({"project": "acme/missing", "title": "x"}, code="project_not_found", status=404),
         Failure(_at(title="   "), code="validation_failed", status=400),
     ],
-    "gitlab.add_note": [Failure(_at(issue_iid=999, body="x"), code="issue_not_found", status=404)],
+    "gitlab.add_note": [Failure(_at(issue_iid=999, body="x"), code="not_found", status=404)],
     "gitlab.create_branch": [
         Failure(_at(branch="dev", ref="main"), code="branch_exists", status=400),
         Failure(_at(branch="agent/x", ref="no-such-ref"), code="invalid_reference", status=400),

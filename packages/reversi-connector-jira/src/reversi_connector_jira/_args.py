@@ -4,6 +4,13 @@ Every model refuses fields it does not declare. Issues and comments go into URL 
 so they are checked before any request: an issue is its numeric id or its key
 (``PROJ-123``), a comment its numeric id; nothing else can add a path segment, a query
 or a fragment (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/).
+
+An issue key is taken only in upper case, as Jira writes keys (a project key's letters are
+upper case). Jira would find ``proj-2`` too, but the run links a comment, a transition or
+a subtask to the step that created its issue by comparing the arguments as given with that
+step's result (``requires``, compared exactly), so ``proj-2`` would not be linked to the
+issue created as ``PROJ-2``; refusing it, rather than rewriting it, keeps the journaled
+arguments the ones sent.
 """
 
 from __future__ import annotations
@@ -25,8 +32,10 @@ __all__ = [
 IssueRef = Annotated[
     str,
     Field(
-        pattern=r"^(?:[0-9]{1,18}|[A-Za-z][A-Za-z0-9_]{0,254}-[0-9]{1,18})$",
-        description="The issue: its key, such as 'PROJ-123', or its numeric id, such as '10042'.",
+        pattern=r"^(?:[0-9]{1,18}|[A-Z][A-Z0-9_]{0,254}-[0-9]{1,18})$",
+        description="The issue: its key in upper case, as Jira writes it, such as 'PROJ-123' "
+        "(another spelling would not be linked to the step of this run that created the "
+        "issue, so it is refused), or its numeric id, such as '10042'.",
     ),
 ]
 CommentId = Annotated[

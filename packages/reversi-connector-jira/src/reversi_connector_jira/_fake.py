@@ -395,9 +395,10 @@ class FakeJira(VendorFake):
             return issue
         children = [i for i in self.issues.values() if i["parent"] == issue["id"]]
         if children and request.query.get("deleteSubtasks") != "true":
-            return self.error(
+            return self.error(  # Jira's words, as its own REST tests expect them
                 400,
-                f"The issue {issue['key']} has subtasks; delete them, or delete it with deleteSubtasks=true.",
+                f"The issue '{issue['key']}' has subtasks.  You must specify the "
+                "'deleteSubtasks' parameter to delete this issue and all its subtasks.",
             )
         for gone in [*children, issue]:
             del self.issues[gone["id"]]

@@ -39,7 +39,7 @@ from ._args import (
     RestoreStatusArgs,
     TransitionIssueArgs,
 )
-from ._errors import ERRORS
+from ._errors import ERRORS, HAS_SUBTASKS
 from ._results import (
     AddCommentResult,
     CreateIssueResult,
@@ -448,7 +448,8 @@ class JiraConnector(HttpConnector):
         ``DELETE /rest/api/3/issue/{issueIdOrKey}`` without ``deleteSubtasks``
         (https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/#api-rest-api-3-issue-issueidorkey-delete):
         Jira answers 400 for an issue that has subtasks, which this tool reports with
-        code ``has_subtasks``. Deleting cannot be undone and the key's number is not
+        code ``has_subtasks`` when Jira's message says so (any other 400 is
+        ``bad_request`` with Jira's own message). Deleting cannot be undone and the key's number is not
         given again. Needs *Browse projects* and *Delete issues*; it is idempotent only so
         that it can undo create_issue: keep ``jira:issues:delete`` out of the agent's
         scope (the default scope leaves it out).
@@ -489,12 +490,12 @@ class JiraConnector(HttpConnector):
                 ctx, "DELETE", self._issue_path(args.issue), ok_statuses={404}
             )
         except ToolError as exc:
-            if exc.status != 400:
-                raise
+            if exc.code != HAS_SUBTASKS:
+                raise  # any other 400 keeps Jira's own message and bad_request
             raise ToolError(
                 f"{exc} (Jira refuses to delete {args.issue}: it has subtasks; delete them first)",
-                status=400,
-                code="has_subtasks",
+                status=exc.status,
+                code=HAS_SUBTASKS,
             ) from None
         return {"issue": args.issue, "deleted": resp.status != 404}
 

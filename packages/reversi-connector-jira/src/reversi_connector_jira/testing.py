@@ -187,7 +187,7 @@ def _on_new(field: str, which: str, **more: Any) -> Callable[[ExampleContext[Any
 
 
 EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
-    "jira.get_issue": [{"issue": "PROJ-1"}, {"issue": "proj-2"}],
+    "jira.get_issue": [{"issue": "PROJ-1"}, {"issue": "PROJ-2"}],
     "jira.create_issue": [
         {
             "project": "PROJ",

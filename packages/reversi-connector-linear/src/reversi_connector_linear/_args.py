@@ -4,6 +4,12 @@ Every model refuses fields it does not declare. Identifiers travel in GraphQL va
 never in a URL, and are checked before any request: a Linear id is a UUID; an issue may
 also be named by its identifier (``ENG-123``), which Linear accepts wherever it takes an
 issue (https://linear.app/developers/graphql).
+
+Both are taken only as Linear writes them: a UUID in lower case, an identifier in upper
+case. The run links a comment to the step that created its issue by comparing the
+arguments as given with that step's result (``requires``, compared exactly), so
+``eng-2`` would not be linked to the issue created as ``ENG-2``; refusing it, rather than
+rewriting it, keeps the journaled arguments the ones sent.
 """
 
 from __future__ import annotations
@@ -20,18 +26,24 @@ __all__ = [
     "GetIssueArgs",
 ]
 
-UUID_PATTERN = r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-"""A Linear id: a UUID (Linear generates version 4 UUIDs)."""
+UUID_PATTERN = r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"
+"""A Linear id: a UUID in lower case, as Linear gives it (Linear generates version 4 UUIDs)."""
 
-IDENTIFIER_PATTERN = r"[A-Za-z][A-Za-z0-9_]{0,9}-[0-9]{1,9}"
-"""An issue's identifier: its team's key, a dash and its number (``ENG-123``)."""
+IDENTIFIER_PATTERN = r"[A-Z][A-Z0-9_]{0,9}-[0-9]{1,9}"
+"""An issue's identifier in upper case, as Linear writes it: its team's key, a dash and its
+number (``ENG-123``)."""
 
-Uuid = Annotated[str, Field(pattern=f"^{UUID_PATTERN}$")]
+Uuid = Annotated[
+    str,
+    Field(pattern=f"^{UUID_PATTERN}$", description="A Linear id: a UUID, in lower case."),
+]
 IssueRef = Annotated[
     str,
     Field(
         pattern=f"^(?:{UUID_PATTERN}|{IDENTIFIER_PATTERN})$",
-        description="The issue: its id (a UUID) or its identifier, such as 'ENG-123'.",
+        description="The issue: its id (a UUID, in lower case) or its identifier in upper case, "
+        "such as 'ENG-123', as Linear writes them (another spelling would not be linked to the "
+        "step of this run that created the issue, so it is refused).",
     ),
 ]
 

@@ -20,11 +20,14 @@ from typing import Any
 
 __all__ = ["Field", "Operation", "parse_operation", "select"]
 
+# GraphQL's ignored tokens are tab, space, line ends, commas and the BOM, its digits 0-9
+# (https://spec.graphql.org/October2021/#sec-Language.Source-Text): spelt out, since
+# Python's \s and \d would also take other Unicode spaces and digits.
 _TOKEN = re.compile(
-    r"""(?P<skip>[\s,]+|\#[^\n]*)
+    r"""(?P<skip>[\t\n\r ,\ufeff]+|\#[^\n\r]*)
       | (?P<name>[_A-Za-z][_0-9A-Za-z]*)
       | (?P<string>"(?:[^"\\\n]|\\.)*")
-      | (?P<number>-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+      | (?P<number>-?[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?)
       | (?P<punct>\.\.\.|[{}()\[\]:$!=@])""",
     re.VERBOSE,
 )

@@ -154,7 +154,7 @@ async def _on_new_issue_by_identifier(ctx: ExampleContext[Any]) -> Mapping[str, 
 
 
 EXAMPLES: Mapping[str, list[Example]] = {  # the first example of each tool is its main one
-    "linear.get_issue": [{"id": SEEDED_ISSUE}, {"id": "eng-1"}],
+    "linear.get_issue": [{"id": SEEDED_ISSUE}],
     "linear.create_issue": [
         {"team_id": TEAM_ID, "title": "Found by the agent", "description": "Steps:\n\n1. run"},
         {"team_id": TEAM_ID, "title": "Urgent", "priority": 1},

@@ -31,8 +31,11 @@ __all__ = [
 CHANNEL_PATTERN = r"^[CGD][A-Z0-9]{8,20}$"
 """A conversation ID: ``C``, ``G`` or ``D`` and 8 to 20 capitals or digits (Slack's ``defs_channel``)."""
 
-TS_PATTERN = r"^\d{10}\.\d{6}$"
-"""A message timestamp, ``0123456789.012345`` (Slack's ``defs_ts``)."""
+TS_PATTERN = r"^[0-9]{10}\.[0-9]{6}$"
+"""A message timestamp, ``0123456789.012345`` (Slack's ``defs_ts``, ``^\\d{10}\\.\\d{6}$``).
+
+ASCII digits only: the description's ``\\d`` is JSON Schema's (ECMA-262, ``[0-9]``), while
+pydantic-core's ``\\d`` would also take other scripts' digits (``１７１２…``)."""
 
 EMOJI_PATTERN = r"^[a-z0-9_+'-]{1,100}(::skin-tone-[2-6])?$"
 """A reaction name without colons, optionally with a skin tone (``thumbsup::skin-tone-3``)."""

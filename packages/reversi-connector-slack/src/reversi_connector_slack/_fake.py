@@ -350,7 +350,8 @@ class FakeSlack(VendorFake):
         if refused is not None:
             return refused
         limit_text = str(args.get("limit") or "100")
-        limit = min(int(limit_text), 1000) if limit_text.isdigit() and int(limit_text) > 0 else 100
+        digits = limit_text.isascii() and limit_text.isdigit()  # int() also reads "١٠"
+        limit = min(int(limit_text), 1000) if digits and int(limit_text) > 0 else 100
         after = None
         if args.get("cursor"):
             after = _after_cursor(str(args["cursor"]))
