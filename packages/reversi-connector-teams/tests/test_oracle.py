@@ -15,13 +15,23 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 import pytest
-from _graph_oracle import ROUTES, Route, problems, route_of, validator
+from _graph_oracle import (
+    DIFFERENCES,
+    FORMATS,
+    ROUTES,
+    SCHEMAS,
+    Route,
+    problems,
+    route_of,
+    validator,
+)
 from _teams_support import APP_TOKEN, SCOPELESS_TOKEN, TOKEN, connector_for
 
 from reversi_connector_teams.testing import (
@@ -148,6 +158,56 @@ def test_the_schemas_refuse_what_graph_does_not_allow() -> None:
         assert list(validator("chatMessage").iter_errors(wrong)), wrong
     assert list(validator("odataError").iter_errors({"error": {"code": "NotFound"}}))
     assert list(validator("channel").iter_errors({"id": "19:x", "displayName": None}))
+
+
+def _formats(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        own = {node["format"]} if isinstance(node.get("format"), str) else set()
+        return own.union(*(_formats(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_formats(v) for v in node))
+    return set()
+
+
+def test_the_oracle_checks_every_format_the_schemas_name_itself() -> None:
+    named = _formats(json.loads(SCHEMAS.read_text(encoding="utf-8")))
+    assert named == {"base64url", "date-time", "int32", "int64"}
+    assert named | {d.format for d in DIFFERENCES} == set(FORMATS.checkers)
+
+
+def test_date_times_are_checked_whatever_else_is_installed() -> None:
+    def refused(name: str, body: dict[str, Any]) -> bool:
+        return any(e.validator == "format" for e in validator(name).iter_errors(body))
+
+    def message(created: str) -> dict[str, Any]:
+        return {"createdDateTime": created}
+
+    assert not refused("chatMessage", message("2026-12-01T16:44:58Z"))
+    assert not refused("chatMessage", message("2026-12-01T16:44:58.123+01:00"))
+    for wrong in ("2026-12-01T16:44:58", "2026-02-30T10:00:00Z", "2026-12-01T24:00:00Z", "2026-12-01"):
+        assert refused("chatMessage", message(wrong)), wrong
+
+    def error(date: str) -> dict[str, Any]:
+        return {"error": {"code": "NotFound", "message": "m", "innerError": {"date": date}}}
+
+    # the documented difference: Graph's errors give their date without an offset
+    assert not refused("odataError", error("2026-12-01T16:44:58"))
+    assert not refused("odataError", error("2026-12-01T16:44:58Z"))
+    for wrong in ("2026-02-30T16:44:58", "yesterday", "2026-12-01 16:44:58"):
+        assert refused("odataError", error(wrong)), wrong
+
+
+def test_the_other_formats_are_checked() -> None:
+    assert FORMATS.conforms(2**31 - 1, "int32")
+    assert not FORMATS.conforms(2**31, "int32")
+    assert FORMATS.conforms(-(2**63), "int64")
+    assert not FORMATS.conforms(2**63, "int64")
+    assert FORMATS.conforms("aGk_-w", "base64url")
+    assert FORMATS.conforms("aGk=", "base64url")
+    assert not FORMATS.conforms("aGk+/w==", "base64url")
+    assert not FORMATS.conforms("a", "base64url")
+    hosted = {"hostedContents": [{"contentBytes": "not base64!"}]}
+    assert any(e.validator == "format" for e in validator("chatMessage").iter_errors(hosted))
 
 
 # -- a fake that drifted from Graph fails the oracle ---------------------------------------
