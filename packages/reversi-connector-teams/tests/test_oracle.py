@@ -35,11 +35,11 @@ from _graph_oracle import (
 from _teams_support import APP_TOKEN, SCOPELESS_TOKEN, TOKEN, connector_for
 
 from reversi_connector_teams.testing import (
-    DELETED_ID,
     EXAMPLES,
     FAILURES,
     GENERAL,
     TEAM_ID,
+    WELCOME_ID,
     FakeGraph,
     seed_example,
 )
@@ -95,8 +95,8 @@ def _exhausted(fake: FakeGraph, server: FakeServer) -> None:
 
 def _softdelete_answers_404(fake: FakeGraph, server: FakeServer) -> None:
     gone = {"error": {"code": "NotFound", "message": "Message was deleted."}}
-    path = f"/v1.0/teams/{TEAM_ID}/channels/{GENERAL}/messages/{DELETED_ID}/softDelete"
-    server.faults.add(Fault.status(404, json=gone), path=path, times=1)
+    path = f"/v1.0/teams/{TEAM_ID}/channels/{GENERAL}/messages/{WELCOME_ID}/softDelete"
+    server.faults.add(Fault.status(404, json=gone, apply=True), path=path, times=1)
 
 
 async def _drive() -> list[Exchange]:
@@ -109,7 +109,7 @@ async def _drive() -> list[Exchange]:
         made += await _run(_main_calls(), token=token)
     made += await _run(_main_calls(), prepare=_exhausted)
     made += await _run(
-        [("teams.delete_message", {"team_id": TEAM_ID, "channel_id": GENERAL, "message_id": DELETED_ID})],
+        [("teams.delete_message", {"team_id": TEAM_ID, "channel_id": GENERAL, "message_id": WELCOME_ID})],
         prepare=_softdelete_answers_404,
     )
     return made
@@ -283,7 +283,7 @@ DRIFTS = [
     ),
     pytest.param(
         (ROUTES[3], 204, _a_body_on_no_content),
-        ("teams.delete_message", {**_POST_AT, "message_id": DELETED_ID}),
+        ("teams.delete_message", {**_POST_AT, "message_id": WELCOME_ID}),
         "POST /teams/{team-id}/channels/{channel-id}/messages/{message-id}/softDelete -> 204: a 204 with a body",
         id="soft-delete-with-a-body",
     ),

@@ -5,7 +5,7 @@ teams.delete_message with that digest, reads the message first and keeps one its
 edited since (``changed_since``). Each test edits the message in the fake itself, as the
 sender would in Teams, then undoes the post with the arguments the manifest's map
 computes, directly or through a real engine; ``ctx.overwrite`` (a person's decision)
-skips the read.
+skips the comparison.
 """
 
 from __future__ import annotations
@@ -88,15 +88,17 @@ async def test_a_message_its_sender_edited_is_not_deleted_until_the_edit_is_take
     assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
 
 
-async def test_overwrite_soft_deletes_the_edited_message_without_reading_it(
+async def test_overwrite_soft_deletes_the_edited_message_without_comparing_it(
     teams: TeamsConnector, fake: FakeGraph, server: FakeServer
 ) -> None:
     posted, undo = await _post(teams)
     fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="Deploying at 6")
     before = len(server.requests)
     assert (await teams.call("teams.delete_message", undo, OVERWRITE))["already_deleted"] is False
-    assert _sent(server, before) == ["POST softDelete"]
+    assert _sent(server, before) == [f"GET {posted['id']}", "POST softDelete"]
     assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
+    again = await teams.call("teams.delete_message", undo, OVERWRITE)
+    assert again["already_deleted"] is True  # the read still tells a deleted message apart
 
 
 async def test_a_message_someone_soft_deleted_already_is_done_after_the_read(
@@ -117,8 +119,8 @@ async def test_without_the_digest_delete_message_soft_deletes_whatever_the_messa
     fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="edited")
     before = len(server.requests)
     del undo["content_sha256"]
-    await teams.call("teams.delete_message", undo)
-    assert _sent(server, before) == ["POST softDelete"]
+    assert (await teams.call("teams.delete_message", undo))["already_deleted"] is False
+    assert _sent(server, before) == [f"GET {posted['id']}", "POST softDelete"]
 
 
 async def test_through_the_engine_the_edited_post_is_compensation_failed_until_reverted(

@@ -263,18 +263,29 @@ async def test_delete_soft_deletes_and_a_second_delete_succeeds(
     assert fake.message(TEAM_ID, GENERAL, WELCOME_ID).deleted is not None
     assert server.requests[-1].body == b""  # softDelete takes no body
     assert server.requests[-1].target == _softdelete(WELCOME_ID).replace(":", "%3A").replace("@", "%40")
+    assert [r.method for r in server.requests] == ["GET", "POST"]
     again = await teams.call("teams.delete_message", args)
-    assert again["already_deleted"] is False  # Graph's 204 does not tell
+    assert again == {**args, "already_deleted": True}  # the read before the softDelete tells
+    assert [r.method for r in server.requests] == ["GET", "POST", "GET"]  # nothing sent again
+
+
+async def test_a_message_seeded_soft_deleted_is_reported_already_deleted(
+    teams: TeamsConnector, server: FakeServer
+) -> None:
+    done = await teams.call("teams.delete_message", _in(message_id=DELETED_ID))
+    assert done["already_deleted"] is True
+    assert [r.method for r in server.requests] == ["GET"]
 
 
 async def test_a_404_for_a_message_already_soft_deleted_is_success(
     teams: TeamsConnector, server: FakeServer
 ) -> None:
     gone = {"error": {"code": "NotFound", "message": "Message was deleted."}}
-    server.faults.add(Fault.status(404, json=gone), path=_softdelete(DELETED_ID), times=1)
-    done = await teams.call("teams.delete_message", _in(message_id=DELETED_ID))
+    # soft-deleted by someone between the read and the softDelete, which Graph answers 404
+    server.faults.add(Fault.status(404, json=gone, apply=True), path=_softdelete(WELCOME_ID), times=1)
+    done = await teams.call("teams.delete_message", _in(message_id=WELCOME_ID))
     assert done["already_deleted"] is True
-    assert [r.method for r in server.requests] == ["POST", "GET"]  # read back to be sure
+    assert [r.method for r in server.requests] == ["GET", "POST", "GET"]  # read back to be sure
 
 
 async def test_a_404_for_a_message_that_stands_is_an_error(

@@ -88,9 +88,9 @@ class PostMessageArgs(_Args):
 class DeleteMessageArgs(_Args):
     """Arguments of teams.delete_message; ``content_sha256`` comes from teams.post_message.
 
-    Without ``content_sha256`` the message is soft-deleted whatever it holds. With it (the
-    undo of post_message), it is read first and soft-deleted only while its subject and
-    body are still what the post left.
+    The message is read first (one soft-deleted already is done). Without
+    ``content_sha256`` it is then soft-deleted whatever it holds; with it (the undo of
+    post_message), only while its subject and body are still what the post left.
     """
 
     team_id: TeamId

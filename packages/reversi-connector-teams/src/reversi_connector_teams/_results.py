@@ -71,7 +71,8 @@ class DeleteMessageResult(_Result):
     channel_id: str = Field(description=_CHANNEL)
     message_id: str = Field(description="The message, as given.")
     already_deleted: bool = Field(
-        description="True when Graph reported the message soft-deleted already (nothing "
-        "changed); false when it accepted the soft-delete, which it also does for a message "
-        "deleted before."
+        description="True when the connector's read of the message (before the soft-delete, or "
+        "after a 404 answer to it) showed a deletedDateTime: it was soft-deleted already and "
+        "this call changed nothing; false when this call soft-deleted a message the read "
+        "showed standing."
     )

@@ -288,22 +288,26 @@ class TeamsConnector(HttpConnector):
         no body, 204 (https://learn.microsoft.com/en-us/graph/api/chatmessage-softdelete?view=graph-rest-1.0).
         Needs a delegated token with ``ChannelMessage.ReadWrite``, and the signed-in user
         must be allowed to delete the message. The message is not purged: Teams shows a
-        "message deleted" placeholder and compliance exports keep it. Graph's documentation
-        does not say what softDelete answers for a message already soft-deleted; when it
-        answers 404, the connector reads the message
+        "message deleted" placeholder and compliance exports keep it.
+
+        Graph tells a soft-deleted message apart by its ``deletedDateTime`` (null while it
+        stands), but its documentation does not say what softDelete answers for a message
+        already soft-deleted. So the connector reads the message first
         (``GET .../messages/{message-id}``,
-        https://learn.microsoft.com/en-us/graph/api/chatmessage-get?view=graph-rest-1.0)
-        and counts a ``deletedDateTime`` as done. With ``content_sha256`` (the undo of
-        post_message) it reads the message first: one soft-deleted already is done; one
-        whose subject and body no longer have that digest (someone edited it since) is
-        kept, and the call fails with code ``changed_since``; ``ctx.overwrite`` (a
-        person's decision for this step, docs/engine.md) skips the read. Returns
-        ``{"team_id", "channel_id", "message_id", "already_deleted"}`` (true when Graph
-        showed it soft-deleted already). Raises ``ToolError`` naming the status and
-        Graph's code (404 ``NotFound`` for a message that does not exist or cannot be
-        seen, 403 ``Forbidden``, 401, ``rate_limited``) or with code ``changed_since``;
-        ``EffectUncertainError`` when the answer was lost or did not come in time
-        (running it again is safe).
+        https://learn.microsoft.com/en-us/graph/api/chatmessage-get?view=graph-rest-1.0):
+        one with a ``deletedDateTime`` is done, and nothing is sent. With
+        ``content_sha256`` (the undo of post_message), one whose subject and body no
+        longer have that digest (someone edited it since) is kept, and the call fails with
+        code ``changed_since``; ``ctx.overwrite`` (a person's decision for this step,
+        docs/engine.md) skips that comparison. When softDelete answers 404, the message is
+        read again and a ``deletedDateTime`` counts as done. Returns ``{"team_id",
+        "channel_id", "message_id", "already_deleted"}``: ``already_deleted`` is true when
+        one of those reads showed the message soft-deleted, false when this call's
+        softDelete was accepted on a message the read showed standing. Raises
+        ``ToolError`` naming the status and Graph's code (404 ``NotFound`` for a message
+        that does not exist or cannot be seen, 403 ``Forbidden``, 401, ``rate_limited``)
+        or with code ``changed_since``; ``EffectUncertainError`` when the answer was lost
+        or did not come in time (running it again is safe).
         """
         segments = {"team": args.team_id, "channel": args.channel_id, "message": args.message_id}
         message_path = url_path("/teams/{team}/channels/{channel}/messages/{message}", **segments)
@@ -312,11 +316,11 @@ class TeamsConnector(HttpConnector):
             "channel_id": args.channel_id,
             "message_id": args.message_id,
         }
+        resp = await self.request(ctx, "GET", message_path)
+        message = self.expect_object(resp, "chatMessage", wrote=False)
+        if message.get("deletedDateTime"):
+            return {**done, "already_deleted": True}
         if args.content_sha256 is not None and not ctx.overwrite:
-            resp = await self.request(ctx, "GET", message_path)
-            message = self.expect_object(resp, "chatMessage", wrote=False)
-            if message.get("deletedDateTime"):
-                return {**done, "already_deleted": True}
             subject, content = _stored(message)
             if content is None or content_digest(subject, content) != args.content_sha256:
                 edited = message.get("lastEditedDateTime")
