@@ -86,19 +86,27 @@ class PostMessageArgs(_Args):
 
 
 class DeleteMessageArgs(_Args):
-    """Arguments of teams.delete_message; ``content_sha256`` comes from teams.post_message.
+    """Arguments of teams.delete_message; the digests come from teams.post_message.
 
-    The message is read first (one soft-deleted already is done). Without
-    ``content_sha256`` it is then soft-deleted whatever it holds; with it (the undo of
-    post_message), only while its subject and body are still what the post left.
+    The message is read first (one soft-deleted already is done). Without digests it is
+    then soft-deleted whatever it holds; with ``subject_sha256`` and ``content_sha256``
+    (the undo of post_message), only while the fields given are still what the post left.
     """
 
     team_id: TeamId
     channel_id: ChannelId
     message_id: MessageId
+    subject_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The digest of the message's subject as the post left it "
+        "(teams.post_message's 'subject_sha256'): a message whose subject someone changed "
+        "since is kept.",
+    )
     content_sha256: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{64}$",
-        description="The digest of the message's subject and body as the post left them "
-        "(teams.post_message's 'content_sha256'): a message someone edited since is kept.",
+        description="The digest of the message's body as the post left it "
+        "(teams.post_message's 'content_sha256'): a message whose body someone edited "
+        "since is kept.",
     )

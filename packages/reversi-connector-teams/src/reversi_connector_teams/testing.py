@@ -183,6 +183,7 @@ def _undo_args(posted: Mapping[str, Any]) -> dict[str, Any]:
         "team_id": posted["team_id"],
         "channel_id": posted["channel_id"],
         "message_id": posted["id"],
+        "subject_sha256": posted["subject_sha256"],
         "content_sha256": posted["content_sha256"],
     }
 
