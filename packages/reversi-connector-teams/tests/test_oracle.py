@@ -34,6 +34,7 @@ from _graph_oracle import (
 )
 from _teams_support import APP_TOKEN, SCOPELESS_TOKEN, TOKEN, connector_for
 
+from reversi_connector_teams._args import PostMessageArgs
 from reversi_connector_teams.testing import (
     EXAMPLES,
     FAILURES,
@@ -43,6 +44,7 @@ from reversi_connector_teams.testing import (
     FakeGraph,
     seed_example,
 )
+from reversi_core.connector import CallContext
 from reversi_core.errors import EffectUncertainError, ToolError
 from reversi_core.testing import (
     Example,
@@ -99,6 +101,23 @@ def _softdelete_answers_404(fake: FakeGraph, server: FakeServer) -> None:
     server.faults.add(Fault.status(404, json=gone, apply=True), path=path, times=1)
 
 
+async def _refused_blank_post() -> list[Exchange]:
+    """A blank post, which the connector's arguments refuse, sent past them: FakeGraph's 400."""
+    fake = FakeGraph(token=TOKEN)
+    seed_example(fake)
+    with FakeServer(fake) as server:
+        teams = connector_for(fake, server, TOKEN)
+        blank = PostMessageArgs.model_construct(**{**_POST_AT, "content": "  ", "content_type": "text",
+                                                   "subject": None, "importance": None})
+        try:
+            with pytest.raises(ToolError) as caught:
+                await teams.post_message(blank, CallContext())
+        finally:
+            await teams.aclose()
+        assert (caught.value.status, caught.value.code) == (400, "BadRequest")
+        return server.exchanges
+
+
 async def _drive() -> list[Exchange]:
     made: list[Exchange] = []
     for tool, examples in sorted(EXAMPLES.items()):
@@ -112,6 +131,7 @@ async def _drive() -> list[Exchange]:
         [("teams.delete_message", {"team_id": TEAM_ID, "channel_id": GENERAL, "message_id": WELCOME_ID})],
         prepare=_softdelete_answers_404,
     )
+    made += await _refused_blank_post()
     return made
 
 

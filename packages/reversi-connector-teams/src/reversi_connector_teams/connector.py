@@ -44,7 +44,7 @@ from reversi_core.http import (
 )
 from reversi_core.manifest import Compensation, Effect
 
-from ._args import DeleteMessageArgs, ListChannelsArgs, PostMessageArgs
+from ._args import DeleteMessageArgs, ListChannelsArgs, PostMessageArgs, encode_body
 from ._errors import ERRORS
 from ._results import DeleteMessageResult, ListChannelsResult, PostMessageResult
 
@@ -240,7 +240,10 @@ class TeamsConnector(HttpConnector):
 
         ``POST /teams/{team-id}/channels/{channel-id}/messages`` with a chatMessage body
         ``{"body": {"contentType", "content"}, "subject"?, "importance"?}``
-        (https://learn.microsoft.com/en-us/graph/api/channel-post-messages?view=graph-rest-1.0).
+        (https://learn.microsoft.com/en-us/graph/api/channel-post-messages?view=graph-rest-1.0),
+        sent as the compact UTF-8 JSON whose size the arguments were checked on (at most
+        :data:`~reversi_connector_teams._args.MAX_BODY_BYTES` bytes; a blank body is refused
+        before any request, as Graph would answer it 400).
         Needs a delegated token with ``ChannelMessage.Send``. Returns ``{"team_id",
         "channel_id", "id", "content_type", "web_url", "created_date_time",
         "subject_sha256", "content_sha256"}``, the last two the :func:`field_digest` of the
@@ -253,20 +256,19 @@ class TeamsConnector(HttpConnector):
         time, or lacks the message's id (the message may exist but cannot be undone
         automatically).
         """
-        payload: dict[str, Any] = {
-            "body": {"contentType": args.content_type, "content": args.content}
-        }
-        if args.subject is not None:
-            payload["subject"] = args.subject
-        if args.importance is not None:
-            payload["importance"] = args.importance
         path = url_path(
             "/teams/{team}/channels/{channel}/messages",
             team=args.team_id,
             channel=args.channel_id,
         )
         try:
-            resp = await self.request(ctx, "POST", path, json=payload)
+            resp = await self.request(
+                ctx,
+                "POST",
+                path,
+                content=encode_body(args.chat_message()),  # the bytes its size was checked on
+                headers={"Content-Type": "application/json"},
+            )
         except ToolError as exc:
             if exc.status in (401, 403) and exc.code not in _NOT_A_PERMISSION_PROBLEM:
                 raise ToolError(
