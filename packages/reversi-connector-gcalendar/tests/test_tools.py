@@ -153,6 +153,51 @@ async def test_create_sends_only_what_was_given(
     assert made["etag"] == event.etag
 
 
+@pytest.mark.parametrize(
+    "when",
+    [
+        {"date": "2026-13-45"},
+        {"date": "2026-02-29"},  # 2026 is no leap year
+        {"date": "2026-04-31"},
+        {"dateTime": "2026-02-30T10:00:00Z"},
+        {"dateTime": "2026-12-01T24:00:00Z"},
+        {"dateTime": "2026-12-01T10:60:00+01:00"},
+        {"dateTime": "2026-12-01T10:00:60Z"},
+        {"dateTime": "2026-12-01T10:00:00+24:00"},
+        {"dateTime": "2026-00-01T10:00:00Z"},
+    ],
+)
+async def test_a_day_or_moment_that_does_not_exist_is_refused_before_sending(
+    calendar: GcalendarConnector, server: FakeServer, when: dict[str, str]
+) -> None:
+    event = {"summary": "Sync", "start": when, "end": when}
+    with pytest.raises(InvalidArgumentsError, match=r"not a (day of the calendar|real moment)"):
+        await calendar.call("gcalendar.create_event", event)
+    with pytest.raises(InvalidArgumentsError, match=r"not a (day of the calendar|real moment)"):
+        await calendar.call("gcalendar.update_event", {"event_id": STANDUP_ID, "start": when})
+    if "dateTime" in when:
+        with pytest.raises(InvalidArgumentsError, match="not a real moment"):
+            await calendar.call("gcalendar.list_events", {"time_min": when["dateTime"]})
+        with pytest.raises(InvalidArgumentsError, match="not a real moment"):
+            await calendar.call("gcalendar.list_events", {"time_max": when["dateTime"]})
+    assert server.requests == []
+
+
+async def test_real_days_and_moments_pass(calendar: GcalendarConnector) -> None:
+    leap = await calendar.call(
+        "gcalendar.create_event", {"summary": "Leap", "start": {"date": "2028-02-29"}, "end": {"date": "2028-03-01"}}
+    )
+    assert leap["id"]
+    late = {"summary": "Late", "start": {"dateTime": "2026-12-31T23:59:59.999-12:00"},
+            "end": {"dateTime": "2027-01-01T12:00:00Z"}}
+    made = await calendar.call("gcalendar.create_event", late)
+    assert made["id"]
+    listed = await calendar.call(
+        "gcalendar.list_events", {"time_min": "2026-01-01T00:00:00Z", "time_max": "2027-01-01T00:00:00+14:00"}
+    )
+    assert listed["events"]
+
+
 async def test_an_event_ending_before_it_starts_is_calendars_400(calendar: GcalendarConnector) -> None:
     with pytest.raises(ToolError) as caught:
         await calendar.call("gcalendar.create_event", {"summary": "x", "start": _at(10), "end": _at(9)})

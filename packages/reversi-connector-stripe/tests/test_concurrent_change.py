@@ -21,7 +21,7 @@ from reversi_connector_stripe import StripeConnector
 from reversi_connector_stripe.testing import CUSTOMER, FakeStripe, someone_changes
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
 from reversi_core.connector import CallContext
-from reversi_core.errors import ToolError
+from reversi_core.errors import InvalidArgumentsError, ToolError
 from reversi_core.journal import RollbackState
 from reversi_core.manifest import evaluate_argument_map
 from reversi_core.testing import FakeServer
@@ -62,6 +62,19 @@ async def test_the_undos_are_given_what_the_call_left(stripe: StripeConnector) -
         "if_description": None,
         "if_metadata": {},
     }
+
+
+async def test_the_amount_precondition_is_a_strict_integer(
+    stripe: StripeConnector, fake: FakeStripe, server: FakeServer
+) -> None:
+    undo, args = await forward(stripe, "stripe.create_payment_intent", {"amount": 700, "currency": "eur"})
+    since = len(server.requests)
+    for loose in ("700", 700.0, True):  # a text, a float or a bool would be taken as 700 (or 1)
+        with pytest.raises(InvalidArgumentsError, match="if_amount"):
+            await stripe.call(undo, {**args, "if_amount": loose}, UNDO)
+    assert sent(server, since) == []  # nothing was read or canceled
+    assert fake.payment_intents[args["payment_intent"]]["status"] == "requires_payment_method"
+    assert (await stripe.call(undo, args, UNDO))["status"] == "canceled"
 
 
 async def test_a_customer_someone_edited_is_not_deleted(

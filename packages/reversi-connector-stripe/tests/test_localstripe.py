@@ -308,6 +308,10 @@ async def test_where_localstripe_differs(backend: Backend, stripe: StripeConnect
     body = backend.get("/v1/charges/ch_Missing0000000001").json()["error"]
     assert body.get("code") == ("resource_missing" if stripe_like else None)
 
+    unset = await stripe.call("stripe.create_customer", {"email": "u@example.com", "metadata": {"a": "", "b": "1"}})
+    # Stripe unsets a key posted empty (https://docs.stripe.com/metadata); localstripe keeps it
+    assert unset["metadata"] == ({"b": "1"} if stripe_like else {"a": "", "b": "1"})
+
     await stripe.call("stripe.delete_customer", {"customer": one["id"]})
     stub = backend.get(f"/v1/customers/{one['id']}")
     assert (stub.status_code, stub.json().get("deleted")) == ((200, True) if stripe_like else (404, None))

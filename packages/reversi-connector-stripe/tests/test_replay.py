@@ -134,10 +134,61 @@ async def test_a_refund_that_never_reached_stripe_is_made_once_by_the_replay(
         replay = await run.replay(outcome.step)
         assert replay.applied is True
         assert len(api_refunds(fake)) == 1
-        again = await run.replay(outcome.step)  # replaying twice still makes one refund
-        assert again.applied is True
-        assert again.step.result == replay.step.result
+        sent = len(server.requests)
+        with pytest.raises(ReplayRefusedError, match="already resolved as applied"):
+            await run.replay(outcome.step)  # the step is settled: a second replay sends nothing
+        assert len(server.requests) == sent
         assert len(api_refunds(fake)) == 1
+
+
+@pytest.mark.req("RES-2")
+async def test_no_replay_sends_a_refund_after_its_step_was_resolved_or_the_run_rolled_back(
+    fake: FakeStripe, server: FakeServer, stripe: StripeConnector, tmp_path: Path
+) -> None:
+    data = tmp_path / "data"
+    with SQLiteJournal.open(data) as journal:
+        run = new_run(journal, stripe)
+        steps = []
+        for amount in (100, 200):  # two refunds whose requests never reached Stripe
+            server.faults.add(Fault.drop_after_read(apply=False), method="POST", path="/v1/refunds")
+            outcome = await run.attempt("stripe.create_refund", {"payment_intent": PAID_INTENT, "amount": amount})
+            assert outcome.state is StepState.UNCERTAIN
+            assert outcome.step is not None
+            steps.append(outcome.step)
+    resolved, open_question = steps
+    env = {**os.environ, "STRIPE_SECRET_KEY": KEY, "STRIPE_BASE_URL": fake.base_url(server)}
+
+    def reversi(*argv: str) -> subprocess.CompletedProcess[str]:
+        return run_cli([script("reversi"), *argv, "--data", str(data)], env)
+
+    def replay(step: int) -> subprocess.CompletedProcess[str]:
+        return reversi("resolve", run.id, str(step), "--replay",
+                       "--replay-cmd", f"{script('reversi-connectors')} replay")
+
+    done = await anyio.to_thread.run_sync(reversi, "resolve", run.id, str(resolved), "--not-applied")
+    assert done.returncode == 0, done.stderr
+    refused = await anyio.to_thread.run_sync(replay, resolved)
+    assert refused.returncode == 2
+    assert "already resolved as not applied" in refused.stderr
+    with SQLiteJournal.open(data) as journal:
+        report = await Run.open(journal, registry_for([stripe]), run.id).rollback(
+            compensate=compensator_for([stripe])
+        )
+    assert [o.step for o in report.outstanding] == [open_question]  # still uncertain
+    sent = len(server.requests)
+    for step in (resolved, open_question):
+        refused = await anyio.to_thread.run_sync(replay, step)
+        assert refused.returncode == 2, refused.stdout
+    assert f"the rollback of run {run.id} has started" in refused.stderr
+    assert len(server.requests) == sent  # nothing reached Stripe
+    assert api_refunds(fake) == []  # the run that is being undone made no refund
+    with SQLiteJournal.open(data) as journal:
+        assert journal.get_step(run.id, open_question).resolution is None
+        with pytest.raises(ReplayRefusedError, match="has started"):
+            await Run.open(journal, registry_for([stripe]), run.id, executor=executor_for([stripe])).replay(
+                open_question
+            )
+    assert api_refunds(fake) == []
 
 
 @pytest.mark.req("RES-3")

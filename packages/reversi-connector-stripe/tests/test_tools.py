@@ -80,6 +80,25 @@ async def test_metadata_follows_stripes_limits(stripe: StripeConnector) -> None:
             await stripe.call("stripe.create_customer", {"metadata": metadata})
 
 
+async def test_an_empty_metadata_value_is_not_stored_as_stripe_unsets_it(
+    stripe: StripeConnector, fake: FakeStripe
+) -> None:
+    made = await stripe.call("stripe.create_customer", {"email": "e@example.com", "metadata": {"a": "", "b": "1"}})
+    assert made["metadata"] == {"b": "1"}
+    assert fake.customers[made["id"]]["metadata"] == {"b": "1"}
+    intent = await stripe.call(
+        "stripe.create_payment_intent", {"amount": 500, "currency": "usd", "metadata": {"gone": ""}}
+    )
+    assert fake.payment_intents[intent["id"]]["metadata"] == {}
+    # the undo compares with what Stripe left, so the unset key is no change
+    done = await stripe.call(
+        "stripe.delete_customer",
+        {"customer": made["id"], "if_email": "e@example.com", "if_metadata": made["metadata"]},
+        CallContext(compensation=True),
+    )
+    assert done["deleted"] is True
+
+
 async def test_a_refund_names_exactly_one_target(stripe: StripeConnector) -> None:
     with pytest.raises(InvalidArgumentsError, match="exactly one"):
         await stripe.call("stripe.create_refund", {})

@@ -15,24 +15,36 @@ from __future__ import annotations
 import contextlib
 import copy
 import dataclasses
+import json
 from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio
 import pytest
-from _graph_oracle import ROUTES, Route, problems, route_of, validator
+from _graph_oracle import (
+    DIFFERENCES,
+    FORMATS,
+    ROUTES,
+    SCHEMAS,
+    Route,
+    problems,
+    route_of,
+    validator,
+)
 from _teams_support import APP_TOKEN, SCOPELESS_TOKEN, TOKEN, connector_for
 
+from reversi_connector_teams._args import PostMessageArgs
 from reversi_connector_teams.testing import (
-    DELETED_ID,
     EXAMPLES,
     FAILURES,
     GENERAL,
     TEAM_ID,
+    WELCOME_ID,
     FakeGraph,
     seed_example,
 )
+from reversi_core.connector import CallContext
 from reversi_core.errors import EffectUncertainError, ToolError
 from reversi_core.testing import (
     Example,
@@ -85,8 +97,25 @@ def _exhausted(fake: FakeGraph, server: FakeServer) -> None:
 
 def _softdelete_answers_404(fake: FakeGraph, server: FakeServer) -> None:
     gone = {"error": {"code": "NotFound", "message": "Message was deleted."}}
-    path = f"/v1.0/teams/{TEAM_ID}/channels/{GENERAL}/messages/{DELETED_ID}/softDelete"
-    server.faults.add(Fault.status(404, json=gone), path=path, times=1)
+    path = f"/v1.0/teams/{TEAM_ID}/channels/{GENERAL}/messages/{WELCOME_ID}/softDelete"
+    server.faults.add(Fault.status(404, json=gone, apply=True), path=path, times=1)
+
+
+async def _refused_blank_post() -> list[Exchange]:
+    """A blank post, which the connector's arguments refuse, sent past them: FakeGraph's 400."""
+    fake = FakeGraph(token=TOKEN)
+    seed_example(fake)
+    with FakeServer(fake) as server:
+        teams = connector_for(fake, server, TOKEN)
+        blank = PostMessageArgs.model_construct(**{**_POST_AT, "content": "  ", "content_type": "text",
+                                                   "subject": None, "importance": None})
+        try:
+            with pytest.raises(ToolError) as caught:
+                await teams.post_message(blank, CallContext())
+        finally:
+            await teams.aclose()
+        assert (caught.value.status, caught.value.code) == (400, "BadRequest")
+        return server.exchanges
 
 
 async def _drive() -> list[Exchange]:
@@ -99,9 +128,10 @@ async def _drive() -> list[Exchange]:
         made += await _run(_main_calls(), token=token)
     made += await _run(_main_calls(), prepare=_exhausted)
     made += await _run(
-        [("teams.delete_message", {"team_id": TEAM_ID, "channel_id": GENERAL, "message_id": DELETED_ID})],
+        [("teams.delete_message", {"team_id": TEAM_ID, "channel_id": GENERAL, "message_id": WELCOME_ID})],
         prepare=_softdelete_answers_404,
     )
+    made += await _refused_blank_post()
     return made
 
 
@@ -148,6 +178,56 @@ def test_the_schemas_refuse_what_graph_does_not_allow() -> None:
         assert list(validator("chatMessage").iter_errors(wrong)), wrong
     assert list(validator("odataError").iter_errors({"error": {"code": "NotFound"}}))
     assert list(validator("channel").iter_errors({"id": "19:x", "displayName": None}))
+
+
+def _formats(node: Any) -> set[str]:
+    if isinstance(node, dict):
+        own = {node["format"]} if isinstance(node.get("format"), str) else set()
+        return own.union(*(_formats(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(_formats(v) for v in node))
+    return set()
+
+
+def test_the_oracle_checks_every_format_the_schemas_name_itself() -> None:
+    named = _formats(json.loads(SCHEMAS.read_text(encoding="utf-8")))
+    assert named == {"base64url", "date-time", "int32", "int64"}
+    assert named | {d.format for d in DIFFERENCES} == set(FORMATS.checkers)
+
+
+def test_date_times_are_checked_whatever_else_is_installed() -> None:
+    def refused(name: str, body: dict[str, Any]) -> bool:
+        return any(e.validator == "format" for e in validator(name).iter_errors(body))
+
+    def message(created: str) -> dict[str, Any]:
+        return {"createdDateTime": created}
+
+    assert not refused("chatMessage", message("2026-12-01T16:44:58Z"))
+    assert not refused("chatMessage", message("2026-12-01T16:44:58.123+01:00"))
+    for wrong in ("2026-12-01T16:44:58", "2026-02-30T10:00:00Z", "2026-12-01T24:00:00Z", "2026-12-01"):
+        assert refused("chatMessage", message(wrong)), wrong
+
+    def error(date: str) -> dict[str, Any]:
+        return {"error": {"code": "NotFound", "message": "m", "innerError": {"date": date}}}
+
+    # the documented difference: Graph's errors give their date without an offset
+    assert not refused("odataError", error("2026-12-01T16:44:58"))
+    assert not refused("odataError", error("2026-12-01T16:44:58Z"))
+    for wrong in ("2026-02-30T16:44:58", "yesterday", "2026-12-01 16:44:58"):
+        assert refused("odataError", error(wrong)), wrong
+
+
+def test_the_other_formats_are_checked() -> None:
+    assert FORMATS.conforms(2**31 - 1, "int32")
+    assert not FORMATS.conforms(2**31, "int32")
+    assert FORMATS.conforms(-(2**63), "int64")
+    assert not FORMATS.conforms(2**63, "int64")
+    assert FORMATS.conforms("aGk_-w", "base64url")
+    assert FORMATS.conforms("aGk=", "base64url")
+    assert not FORMATS.conforms("aGk+/w==", "base64url")
+    assert not FORMATS.conforms("a", "base64url")
+    hosted = {"hostedContents": [{"contentBytes": "not base64!"}]}
+    assert any(e.validator == "format" for e in validator("chatMessage").iter_errors(hosted))
 
 
 # -- a fake that drifted from Graph fails the oracle ---------------------------------------
@@ -223,7 +303,7 @@ DRIFTS = [
     ),
     pytest.param(
         (ROUTES[3], 204, _a_body_on_no_content),
-        ("teams.delete_message", {**_POST_AT, "message_id": DELETED_ID}),
+        ("teams.delete_message", {**_POST_AT, "message_id": WELCOME_ID}),
         "POST /teams/{team-id}/channels/{channel-id}/messages/{message-id}/softDelete -> 204: a 204 with a body",
         id="soft-delete-with-a-body",
     ),

@@ -1,11 +1,11 @@
 """The concurrent-change rule (RB-10): the undo of a post never deletes a later edit.
 
-teams.post_message returns the digest of the subject and body Graph stored; its undo,
-teams.delete_message with that digest, reads the message first and keeps one its sender
-edited since (``changed_since``). Each test edits the message in the fake itself, as the
+teams.post_message returns a digest of the subject and one of the body Graph stored; its
+undo, teams.delete_message with those digests, reads the message first and keeps one its
+sender edited since (``changed_since``, naming the field). Each test edits the message in the fake itself, as the
 sender would in Teams, then undoes the post with the arguments the manifest's map
 computes, directly or through a real engine; ``ctx.overwrite`` (a person's decision)
-skips the read.
+skips the comparison.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import pytest
 from _teams_support import connector_for
 
 from reversi_connector_teams import TeamsConnector
-from reversi_connector_teams.connector import content_digest
+from reversi_connector_teams.connector import field_digest
 from reversi_connector_teams.testing import (
     EXAMPLES,
     RELEASES,
@@ -58,16 +58,25 @@ async def test_the_post_returns_the_digest_of_what_graph_stored(
     assert isinstance(html, dict)
     posted, undo = await _post(teams, dict(html))
     stored = fake.message(TEAM_ID, RELEASES, posted["id"])
-    assert posted["content_sha256"] == content_digest(stored.subject, stored.content)
-    assert posted["content_sha256"] != content_digest(None, stored.content)  # the subject counts
+    assert posted["subject_sha256"] == field_digest(stored.subject)
+    assert posted["content_sha256"] == field_digest(stored.content)
+    assert field_digest(None) != field_digest("")  # no subject is not an empty one
+    assert undo["subject_sha256"] == posted["subject_sha256"]
     assert undo["content_sha256"] == posted["content_sha256"]
 
 
 @pytest.mark.parametrize(
-    "edit", [{"content": "Deploying at 6"}, {"subject": "Deploy moved"}], ids=["body", "subject"]
+    ("edit", "named"),
+    [
+        ({"content": "Deploying at 6"}, "its body is not what the post left"),
+        ({"subject": "Deploy moved"}, "its subject is not what the post left"),
+        ({"subject": ""}, "its subject is not what the post left"),
+        ({"content": "Deploying at 6", "subject": "Moved"}, "its subject and body are not what the post left"),
+    ],
+    ids=["body", "subject", "subject-emptied", "both"],
 )
 async def test_a_message_its_sender_edited_is_not_deleted_until_the_edit_is_taken_back(
-    teams: TeamsConnector, fake: FakeGraph, server: FakeServer, edit: dict[str, str]
+    teams: TeamsConnector, fake: FakeGraph, server: FakeServer, edit: dict[str, str], named: str
 ) -> None:
     posted, undo = await _post(teams)
     fake.edit_message(TEAM_ID, RELEASES, posted["id"], **edit)
@@ -77,6 +86,7 @@ async def test_a_message_its_sender_edited_is_not_deleted_until_the_edit_is_take
     assert (caught.value.code, caught.value.status) == ("changed_since", None)
     message = str(caught.value)
     assert "someone edited the message since teams.post_message posted it" in message
+    assert named in message
     assert "Graph says it was last edited at " in message
     assert "--overwrite STEP" in message
     assert _sent(server, before) == [f"GET {posted['id']}"]  # read, nothing deleted
@@ -88,15 +98,17 @@ async def test_a_message_its_sender_edited_is_not_deleted_until_the_edit_is_take
     assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
 
 
-async def test_overwrite_soft_deletes_the_edited_message_without_reading_it(
+async def test_overwrite_soft_deletes_the_edited_message_without_comparing_it(
     teams: TeamsConnector, fake: FakeGraph, server: FakeServer
 ) -> None:
     posted, undo = await _post(teams)
     fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="Deploying at 6")
     before = len(server.requests)
     assert (await teams.call("teams.delete_message", undo, OVERWRITE))["already_deleted"] is False
-    assert _sent(server, before) == ["POST softDelete"]
+    assert _sent(server, before) == [f"GET {posted['id']}", "POST softDelete"]
     assert fake.message(TEAM_ID, RELEASES, posted["id"]).deleted is not None
+    again = await teams.call("teams.delete_message", undo, OVERWRITE)
+    assert again["already_deleted"] is True  # the read still tells a deleted message apart
 
 
 async def test_a_message_someone_soft_deleted_already_is_done_after_the_read(
@@ -116,9 +128,9 @@ async def test_without_the_digest_delete_message_soft_deletes_whatever_the_messa
     posted, undo = await _post(teams)
     fake.edit_message(TEAM_ID, RELEASES, posted["id"], content="edited")
     before = len(server.requests)
-    del undo["content_sha256"]
-    await teams.call("teams.delete_message", undo)
-    assert _sent(server, before) == ["POST softDelete"]
+    del undo["content_sha256"], undo["subject_sha256"]
+    assert (await teams.call("teams.delete_message", undo))["already_deleted"] is False
+    assert _sent(server, before) == [f"GET {posted['id']}", "POST softDelete"]
 
 
 async def test_through_the_engine_the_edited_post_is_compensation_failed_until_reverted(

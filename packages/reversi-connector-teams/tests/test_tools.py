@@ -9,6 +9,7 @@ import pytest
 from _teams_support import APP_TOKEN, SCOPELESS_TOKEN, TOKEN, connector_for
 
 from reversi_connector_teams import POST_NEEDS_DELEGATION, TeamsConnector
+from reversi_connector_teams._args import MAX_BODY_BYTES, PostMessageArgs, encode_body
 from reversi_connector_teams.testing import (
     APP_ONLY_POST,
     DELETED_ID,
@@ -200,10 +201,37 @@ async def test_a_bad_token_is_not_told_to_be_delegated(fake: FakeGraph, server: 
     assert POST_NEEDS_DELEGATION not in str(caught.value)
 
 
-async def test_a_blank_message_is_graphs_400(teams: TeamsConnector) -> None:
-    with pytest.raises(ToolError) as caught:
-        await teams.call("teams.post_message", _in(content=" \n "))
-    assert (caught.value.status, caught.value.code) == (400, "BadRequest")
+async def test_a_blank_message_is_refused_before_any_request(teams: TeamsConnector, server: FakeServer) -> None:
+    for blank in (" \n ", "\t", "\u3000"):  # Graph answers such a body 400
+        with pytest.raises(InvalidArgumentsError, match="content"):
+            await teams.call("teams.post_message", _in(content=blank))
+    registry = registry_for([teams])
+    with pytest.raises(InvalidArgumentsError, match="content"):  # the engine's schema check too
+        registry.validate_arguments("teams.post_message", _in(content="   "))
+    assert server.requests == []
+    assert (await teams.call("teams.post_message", _in(content=" a ")))["id"]
+
+
+async def test_the_size_limit_counts_the_utf8_bytes_of_the_body_as_sent(
+    teams: TeamsConnector, server: FakeServer
+) -> None:
+    def size(args: dict[str, str]) -> int:
+        return len(encode_body(PostMessageArgs.model_validate(_in(**{"content": "x", **args})).chat_message()))
+
+    overhead = size({"content": "x"}) - 1
+    ascii_fit = "a" * (MAX_BODY_BYTES - overhead)
+    assert size({"content": ascii_fit}) == MAX_BODY_BYTES
+    posted = await teams.call("teams.post_message", _in(content=ascii_fit))
+    assert len(server.requests[-1].body) == MAX_BODY_BYTES  # what was counted is what was sent
+    assert posted["id"]
+    sent = len(server.requests)
+    # 10,000 characters, far under 28,000, but three bytes each in UTF-8
+    for too_big in ("€" * 10_000, ascii_fit + "a", '"' * 14_001):  # a quote takes two bytes as JSON
+        with pytest.raises(InvalidArgumentsError, match="bytes as sent"):
+            await teams.call("teams.post_message", _in(content=too_big))
+    with pytest.raises(InvalidArgumentsError, match="bytes as sent"):  # the subject counts too
+        await teams.call("teams.post_message", _in(content=ascii_fit[:-5], subject="Subject"))
+    assert len(server.requests) == sent
 
 
 async def test_a_lost_answer_to_a_post_is_uncertain_and_the_message_exists(
@@ -263,18 +291,29 @@ async def test_delete_soft_deletes_and_a_second_delete_succeeds(
     assert fake.message(TEAM_ID, GENERAL, WELCOME_ID).deleted is not None
     assert server.requests[-1].body == b""  # softDelete takes no body
     assert server.requests[-1].target == _softdelete(WELCOME_ID).replace(":", "%3A").replace("@", "%40")
+    assert [r.method for r in server.requests] == ["GET", "POST"]
     again = await teams.call("teams.delete_message", args)
-    assert again["already_deleted"] is False  # Graph's 204 does not tell
+    assert again == {**args, "already_deleted": True}  # the read before the softDelete tells
+    assert [r.method for r in server.requests] == ["GET", "POST", "GET"]  # nothing sent again
+
+
+async def test_a_message_seeded_soft_deleted_is_reported_already_deleted(
+    teams: TeamsConnector, server: FakeServer
+) -> None:
+    done = await teams.call("teams.delete_message", _in(message_id=DELETED_ID))
+    assert done["already_deleted"] is True
+    assert [r.method for r in server.requests] == ["GET"]
 
 
 async def test_a_404_for_a_message_already_soft_deleted_is_success(
     teams: TeamsConnector, server: FakeServer
 ) -> None:
     gone = {"error": {"code": "NotFound", "message": "Message was deleted."}}
-    server.faults.add(Fault.status(404, json=gone), path=_softdelete(DELETED_ID), times=1)
-    done = await teams.call("teams.delete_message", _in(message_id=DELETED_ID))
+    # soft-deleted by someone between the read and the softDelete, which Graph answers 404
+    server.faults.add(Fault.status(404, json=gone, apply=True), path=_softdelete(WELCOME_ID), times=1)
+    done = await teams.call("teams.delete_message", _in(message_id=WELCOME_ID))
     assert done["already_deleted"] is True
-    assert [r.method for r in server.requests] == ["POST", "GET"]  # read back to be sure
+    assert [r.method for r in server.requests] == ["GET", "POST", "GET"]  # read back to be sure
 
 
 async def test_a_404_for_a_message_that_stands_is_an_error(

@@ -7,11 +7,13 @@ answer it gave each key and gives it again, so a repeat never adds twice.
 
 from __future__ import annotations
 
+import json
 import sys
 import textwrap
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from pydantic import BaseModel, ConfigDict
 
@@ -31,12 +33,14 @@ from reversi_core import (
     RunStateError,
     SQLiteJournal,
     ToolError,
+    compensator_for,
     executor_for,
     registry_for,
     replayer_for,
     tool,
 )
-from reversi_core.journal import StepState
+from reversi_core.cli.reversi import main
+from reversi_core.journal import RunStatus, StepState
 from reversi_core.manifest import Effect
 
 pytestmark = pytest.mark.anyio
@@ -209,6 +213,126 @@ async def test_a_replay_is_refused_without_replay_declared_or_past_the_window(
     unknown = Run.open(run.journal, Registry({}), run.id, executor=run.executor)
     with pytest.raises(ReplayRefusedError, match="no manifest"):
         await unknown.replay(seq)
+
+
+async def unsent_add(run: Run, ledger: Ledger, amount: int = 5) -> int:
+    """An uncertain add whose request never reached the ledger."""
+    ledger.fail_next = EffectUncertainError("the request was lost on the way")
+    outcome = await run.attempt("ledger.add", {"amount": amount})
+    assert outcome.state is StepState.UNCERTAIN
+    assert outcome.step is not None
+    assert ledger.entries == {}
+    return outcome.step
+
+
+@pytest.mark.req("RES-2")
+async def test_a_step_that_has_a_resolution_is_not_replayed(run: Run, ledger: Ledger) -> None:
+    not_applied = await unsent_add(run, ledger)
+    run.resolve(not_applied, applied=False)
+    with pytest.raises(ReplayRefusedError, match=r"already resolved as not applied \('reversi show run_"):
+        await run.replay(not_applied)
+    applied = await unsent_add(run, ledger)
+    run.resolve(applied, applied=True, result={"id": 9, "amount": 5})
+    with pytest.raises(ReplayRefusedError, match="already resolved as applied"):
+        await run.replay(applied)
+    assert len(ledger.contexts) == 2  # the two first calls: no replay was sent
+    assert ledger.entries == {}
+    # a replay's own resolution counts too: a second replay sends nothing
+    seq = await uncertain_add(run, ledger, 7)
+    assert (await run.replay(seq)).applied is True
+    sent = len(ledger.contexts)
+    with pytest.raises(ReplayRefusedError, match="already resolved as applied"):
+        await run.replay(seq)
+    assert len(ledger.contexts) == sent
+    # the way out the refusal names: a person may still change the decision
+    assert run.resolve(not_applied, applied=True, result={"id": 3, "amount": 5}).resolution == "applied"
+
+
+@pytest.mark.req("RES-2")
+async def test_no_replay_once_the_runs_rollback_has_started(run: Run, ledger: Ledger) -> None:
+    resolved = await unsent_add(run, ledger)
+    run.resolve(resolved, applied=False)
+    open_question = await unsent_add(run, ledger)
+    report = await run.rollback(compensate=compensator_for([ledger]))
+    assert not report.complete  # the unresolved step is outstanding
+    assert run.journal.run_status(run.id) is RunStatus.ROLLBACK_INCOMPLETE
+    with pytest.raises(ReplayRefusedError, match="already resolved as not applied"):
+        await run.replay(resolved)
+    with pytest.raises(ReplayRefusedError, match=r"the rollback of run run_\w+ has started at .* UTC"):
+        await run.replay(open_question)
+    assert len(ledger.contexts) == 2  # nothing was sent: the add never happens in a run being undone
+    assert ledger.entries == {}
+    assert run.journal.get_step(run.id, open_question).resolution is None
+    # the way out: a person finds out and resolves it; the next rollback treats it accordingly
+    run.resolve(open_question, applied=False)
+    assert (await run.rollback(compensate=compensator_for([ledger]))).complete
+
+
+@pytest.mark.req("RES-2")
+async def test_a_rollback_that_starts_as_the_replay_begins_wins(
+    run: Run, ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seq = await unsent_add(run, ledger)
+    journal = run.journal
+    begin = journal.begin_replay
+
+    def rollback_first(run_id: str, step: int) -> bool:
+        journal.start_rollback(run_id)  # another process, between the check and the send
+        return begin(run_id, step)
+
+    monkeypatch.setattr(journal, "begin_replay", rollback_first)
+    with pytest.raises(ReplayRefusedError, match="has started"):
+        await run.replay(seq)
+    assert len(ledger.contexts) == 1
+    assert ledger.entries == {}
+    assert "replay_started" not in [e["kind"] for e in journal.list_events(run.id)]
+
+
+@pytest.mark.req("RES-2")
+async def test_the_journal_records_a_replay_only_of_an_unresolved_step_of_an_open_run(
+    run: Run, ledger: Ledger
+) -> None:
+    seq = await unsent_add(run, ledger)
+    other = await unsent_add(run, ledger)
+    done = await run.attempt("ledger.add", {"amount": 2})
+    assert done.step is not None
+    journal = run.journal
+    assert not journal.begin_replay(run.id, done.step)  # succeeded, not uncertain
+    assert not journal.begin_replay(run.id, 99)
+    assert journal.begin_replay(run.id, seq)
+    assert [e["step"] for e in journal.list_events(run.id) if e["kind"] == "replay_started"] == [seq]
+    run.resolve(seq, applied=False)
+    assert not journal.begin_replay(run.id, seq)
+    journal.start_rollback(run.id)
+    assert not journal.begin_replay(run.id, other)
+
+
+@pytest.mark.req("RES-2")
+def test_the_cli_refuses_a_replay_of_a_resolved_step_or_in_a_rolled_back_run(
+    run: Run, ledger: Ledger, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    (manifests / "ledger.json").write_text(json.dumps([m.model_dump(mode="json") for m in Ledger.manifests()]))
+    resolved = anyio.run(unsent_add, run, ledger)
+    open_question = anyio.run(unsent_add, run, ledger)
+    sent = _script(tmp_path, "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('sent')")
+    marker = tmp_path / "sent"
+    common = ["--data", str(data_dir), "--manifests", str(manifests),
+              "--replay-cmd", f"{sent[0]} {sent[1]} {marker}"]
+    assert main(["resolve", run.id, str(resolved), "--not-applied", "--data", str(data_dir)]) == 0
+    capsys.readouterr()
+    assert main(["resolve", run.id, str(resolved), "--replay", *common]) == 2
+    err = capsys.readouterr().err
+    assert "already resolved as not applied" in err
+    assert f"reversi show {run.id}" in err
+    anyio.run(lambda: run.rollback(compensate=compensator_for([ledger])))
+    assert main(["resolve", run.id, str(open_question), "--replay", *common]) == 2
+    err = capsys.readouterr().err
+    assert f"the rollback of run {run.id} has started" in err
+    assert "resolve the step with --applied or --not-applied" in " ".join(err.split())
+    assert not marker.exists()  # the replay command never ran
+    assert len(ledger.contexts) == 2
 
 
 @pytest.mark.req("RES-3")

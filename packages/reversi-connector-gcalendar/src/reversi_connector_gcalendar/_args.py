@@ -7,14 +7,17 @@ whitespace or ``/`` (Google's ids are email addresses, such as
 an event id holds only letters, digits, ``_`` and ``-``
 (https://developers.google.com/calendar/api/v3/reference/events#id). Each is
 percent-encoded once into the path, so no value can add a path segment, a query or a
-fragment. Times are RFC 3339 (https://developers.google.com/calendar/api/v3/reference/events#resource).
+fragment. Times are RFC 3339 (https://developers.google.com/calendar/api/v3/reference/events#resource),
+and each date and date-time is checked to name a real day and moment (no 2026-13-45, no
+31 February, no 25:00, no offset beyond ±23:59) before any request.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
 __all__ = [
     "FIELDS",
@@ -32,6 +35,36 @@ FIELDS = ("summary", "description", "location", "start", "end")
 
 RFC3339 = r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$"
 """A date-time with its offset, as Calendar takes it (``2026-12-01T10:00:00+01:00``)."""
+
+DAY = r"^\d{4}-\d{2}-\d{2}$"
+"""A day, as Calendar takes an all-day event's ``date`` (``2026-12-01``)."""
+
+
+def _real_day(value: str) -> str:
+    """``value`` (matching :data:`DAY`), once it names a day of the calendar; else ``ValueError``."""
+    try:
+        dt.date.fromisoformat(value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a day of the calendar (YYYY-MM-DD)") from None
+    return value
+
+
+def _real_moment(value: str) -> str:
+    """``value`` (matching :data:`RFC3339`), once it names a real moment; else ``ValueError``.
+
+    RFC 3339 section 5.6 (https://www.rfc-editor.org/rfc/rfc3339#section-5.6): month
+    01-12, a day the month has, hour 00-23, minute and second 00-59 (a leap second is not
+    taken), an offset of at most 23:59.
+    """
+    try:
+        dt.datetime.fromisoformat(value[:-1] + "+00:00" if value.endswith("Z") else value)
+    except ValueError:
+        raise ValueError(f"{value!r} is not a real moment (RFC 3339, such as 2026-12-01T10:00:00+01:00)") from None
+    return value
+
+
+Day = Annotated[str, Field(pattern=DAY), AfterValidator(_real_day)]
+Moment = Annotated[str, Field(pattern=RFC3339), AfterValidator(_real_moment)]
 
 CalendarId = Annotated[
     str,
@@ -69,14 +102,12 @@ class EventTime(_Args):
     Google's EventDateTime (https://developers.google.com/calendar/api/v3/reference/events#resource).
     """
 
-    date: str | None = Field(
+    date: Day | None = Field(
         default=None,
-        pattern=r"^\d{4}-\d{2}-\d{2}$",
         description="The day, 'YYYY-MM-DD', for an all-day event (the end day is exclusive).",
     )
-    dateTime: str | None = Field(
+    dateTime: Moment | None = Field(
         default=None,
-        pattern=RFC3339,
         description="The moment, RFC 3339 with its offset, such as '2026-12-01T10:00:00+01:00'.",
     )
     timeZone: str | None = Field(
@@ -97,12 +128,8 @@ class ListEventsArgs(_Args):
     """Arguments of gcalendar.list_events."""
 
     calendar_id: CalendarId = "primary"
-    time_min: str | None = Field(
-        default=None, pattern=RFC3339, description="Only events that end after this moment."
-    )
-    time_max: str | None = Field(
-        default=None, pattern=RFC3339, description="Only events that start before this moment."
-    )
+    time_min: Moment | None = Field(default=None, description="Only events that end after this moment.")
+    time_max: Moment | None = Field(default=None, description="Only events that start before this moment.")
     query: str | None = Field(
         default=None,
         max_length=256,

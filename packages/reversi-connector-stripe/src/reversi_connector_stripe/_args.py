@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StringConstraints, model_validator
 
 __all__ = [
     "THREE_DECIMAL_CURRENCIES",
@@ -149,7 +149,7 @@ class CancelPaymentIntentArgs(_Args):
         Field(default=None, description="Why it is canceled, as Stripe records it.")
     )
     if_status: str | None = _unless_changed("the payment intent's status")
-    if_amount: int | None = _unless_changed("the payment intent's amount")
+    if_amount: StrictInt | None = _unless_changed("the payment intent's amount")
     if_currency: str | None = _unless_changed("the payment intent's currency")
     if_customer: str | None = _unless_changed("the payment intent's customer")
     if_description: str | None = _unless_changed("the payment intent's description")

@@ -324,6 +324,11 @@ class FakeStripe(VendorFake):
         return int(value)
 
     def _metadata(self, params: Mapping[str, Any]) -> dict[str, str]:
+        """The metadata a create stores: Stripe's limits checked, keys given ``""`` left out.
+
+        An empty value unsets its key (https://docs.stripe.com/metadata: "unset individual
+        keys by posting an empty value"), so on a new object it is never stored.
+        """
         value = params.get("metadata")
         if value is None or value == "":
             return {}
@@ -345,7 +350,7 @@ class FakeStripe(VendorFake):
                     "Invalid metadata: values must be at most 500 characters",
                     code="parameter_invalid_string", param=f"metadata[{key}]",
                 )
-        return dict(value)
+        return {key: item for key, item in value.items() if item != ""}
 
     def _customer_obj(self, customer_id: str) -> dict[str, Any]:
         found = self.customers.get(customer_id)

@@ -11,14 +11,21 @@ https://learn.microsoft.com/en-us/graph/api/resources/chatmessage).
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import json
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["DeleteMessageArgs", "ListChannelsArgs", "PostMessageArgs"]
+__all__ = ["MAX_BODY_BYTES", "DeleteMessageArgs", "ListChannelsArgs", "PostMessageArgs", "encode_body"]
 
-MAX_CONTENT = 28_000
-"""Characters a message body may hold here: Graph refuses messages over about 28 KB."""
+MAX_BODY_BYTES = 28_000
+"""Bytes the chatMessage teams.post_message sends may take (UTF-8 JSON, as sent): Teams
+takes "approximately 28 KB per post" (https://learn.microsoft.com/en-us/microsoftteams/limits-specifications-teams)."""
+
+
+def encode_body(body: Any) -> bytes:
+    """The request body as teams.post_message sends it: compact JSON in UTF-8 (non-ASCII kept)."""
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
 
 TeamId = Annotated[
     str,
@@ -65,8 +72,11 @@ class PostMessageArgs(_Args):
     channel_id: ChannelId
     content: str = Field(
         min_length=1,
-        max_length=MAX_CONTENT,
-        description="The message's body: plain text, or HTML when content_type is 'html'.",
+        max_length=MAX_BODY_BYTES,
+        pattern=r"\S",
+        description="The message's body: plain text, or HTML when content_type is 'html'. Not "
+        "blank (Graph refuses a body of whitespace only); the message as sent may take at most "
+        f"{MAX_BODY_BYTES:,} bytes of UTF-8 JSON (Teams' limit of about 28 KB).",
     )
     content_type: Literal["text", "html"] = Field(
         default="text",
@@ -84,21 +94,49 @@ class PostMessageArgs(_Args):
         "'normal'.",
     )
 
+    def chat_message(self) -> dict[str, Any]:
+        """The chatMessage Graph is sent: ``{"body": {"contentType", "content"}, "subject"?, "importance"?}``."""
+        message: dict[str, Any] = {"body": {"contentType": self.content_type, "content": self.content}}
+        if self.subject is not None:
+            message["subject"] = self.subject
+        if self.importance is not None:
+            message["importance"] = self.importance
+        return message
+
+    @model_validator(mode="after")
+    def _fits_graphs_limit(self) -> PostMessageArgs:
+        size = len(encode_body(self.chat_message()))
+        if size > MAX_BODY_BYTES:
+            raise ValueError(
+                f"the message would take {size:,} bytes as sent (UTF-8 JSON of its body, subject "
+                f"and importance), over the {MAX_BODY_BYTES:,} allowed: Teams takes about 28 KB "
+                "per post. Shorten it or split it into several messages"
+            )
+        return self
+
 
 class DeleteMessageArgs(_Args):
-    """Arguments of teams.delete_message; ``content_sha256`` comes from teams.post_message.
+    """Arguments of teams.delete_message; the digests come from teams.post_message.
 
-    Without ``content_sha256`` the message is soft-deleted whatever it holds. With it (the
-    undo of post_message), it is read first and soft-deleted only while its subject and
-    body are still what the post left.
+    The message is read first (one soft-deleted already is done). Without digests it is
+    then soft-deleted whatever it holds; with ``subject_sha256`` and ``content_sha256``
+    (the undo of post_message), only while the fields given are still what the post left.
     """
 
     team_id: TeamId
     channel_id: ChannelId
     message_id: MessageId
+    subject_sha256: str | None = Field(
+        default=None,
+        pattern=r"^[0-9a-f]{64}$",
+        description="The digest of the message's subject as the post left it "
+        "(teams.post_message's 'subject_sha256'): a message whose subject someone changed "
+        "since is kept.",
+    )
     content_sha256: str | None = Field(
         default=None,
         pattern=r"^[0-9a-f]{64}$",
-        description="The digest of the message's subject and body as the post left them "
-        "(teams.post_message's 'content_sha256'): a message someone edited since is kept.",
+        description="The digest of the message's body as the post left it "
+        "(teams.post_message's 'content_sha256'): a message whose body someone edited "
+        "since is kept.",
     )

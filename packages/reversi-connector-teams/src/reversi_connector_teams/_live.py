@@ -4,7 +4,8 @@ In the channel ``REVERSI_LIVE_TEAMS_CHANNEL`` of the team ``REVERSI_LIVE_TEAMS_T
 throwaway team: the token is a delegated one with ``Channel.ReadBasic.All``,
 ``ChannelMessage.Send`` and ``ChannelMessage.ReadWrite``), through the real engine: check
 the channel is listed, post an HTML message named with the run's suffix, roll the run
-back, then check that soft-deleting the message again succeeds. What stays behind, as for
+back, then check that soft-deleting the message again succeeds and says it was soft-deleted
+already (Graph's ``deletedDateTime`` on the read before it). What stays behind, as for
 any rollback: the "message deleted" placeholder in the channel.
 """
 
@@ -40,11 +41,13 @@ async def live_scenario(live: LiveContext) -> None:
     await live.rollback(run)
     again = await live.call("teams.delete_message", {**at, "message_id": posted["id"]})
     live.check(again["message_id"] == posted["id"], "a second soft-delete of the message to succeed")
+    live.check(again["already_deleted"] is True, "the second soft-delete to find the message soft-deleted")
 
 
 LIVE_SUMMARY = (
     "Lists a throwaway team's channels, posts an HTML message to one of them, rolls the run "
-    "back (soft-deleting the message) and checks that soft-deleting it again succeeds."
+    "back (soft-deleting the message) and checks that soft-deleting it again succeeds, "
+    "finding it soft-deleted already."
 )
 """What the scenario does, in a sentence (its LiveScenario's summary)."""
 

@@ -58,9 +58,14 @@ class PostMessageResult(_Result):
     created_date_time: str | None = Field(
         description="When Teams recorded the message (ISO 8601, UTC); null if the answer lacks it."
     )
+    subject_sha256: str = Field(
+        description="The SHA-256 (hex) of the message's subject (JSON null when it has none) "
+        "as Graph stored it: teams.delete_message, undoing the post, keeps a message whose "
+        "subject no longer has it."
+    )
     content_sha256: str = Field(
-        description="The SHA-256 (hex) of the message's subject and body as Graph stored them: "
-        "teams.delete_message, undoing the post, keeps a message that no longer has it."
+        description="The SHA-256 (hex) of the message's body as Graph stored it: "
+        "teams.delete_message, undoing the post, keeps a message whose body no longer has it."
     )
 
 
@@ -71,7 +76,8 @@ class DeleteMessageResult(_Result):
     channel_id: str = Field(description=_CHANNEL)
     message_id: str = Field(description="The message, as given.")
     already_deleted: bool = Field(
-        description="True when Graph reported the message soft-deleted already (nothing "
-        "changed); false when it accepted the soft-delete, which it also does for a message "
-        "deleted before."
+        description="True when the connector's read of the message (before the soft-delete, or "
+        "after a 404 answer to it) showed a deletedDateTime: it was soft-deleted already and "
+        "this call changed nothing; false when this call soft-deleted a message the read "
+        "showed standing."
     )

@@ -4,9 +4,10 @@ Three tools. ``teams.list_channels`` reads a team's channels; ``teams.post_messa
 a root message to a channel and is undone by ``teams.delete_message``, which soft-deletes
 it (Teams then shows a "message deleted" placeholder); ``teams.delete_message`` is
 idempotent: a message already soft-deleted counts as done. The undo never deletes an edit
-someone made after the post: post_message returns a digest of the subject and body Graph
-stored, and delete_message, given it, reads the message first and keeps one that no
-longer matches (``code="changed_since"``), unless a person let the step overwrite
+someone made after the post: post_message returns a digest of the subject and one of the
+body Graph stored, and delete_message, given them, reads the message first and keeps one
+that no longer matches (``code="changed_since"``, naming the field that changed), unless
+a person let the step overwrite
 (``CallContext.overwrite``, ``reversi rollback RUN --overwrite STEP``, docs/engine.md).
 
 Every request goes to ``base_url`` (``https://graph.microsoft.com/v1.0``) with
@@ -43,7 +44,7 @@ from reversi_core.http import (
 )
 from reversi_core.manifest import Compensation, Effect
 
-from ._args import DeleteMessageArgs, ListChannelsArgs, PostMessageArgs
+from ._args import DeleteMessageArgs, ListChannelsArgs, PostMessageArgs, encode_body
 from ._errors import ERRORS
 from ._results import DeleteMessageResult, ListChannelsResult, PostMessageResult
 
@@ -55,7 +56,7 @@ __all__ = [
     "ListChannelsArgs",
     "PostMessageArgs",
     "TeamsConnector",
-    "content_digest",
+    "field_digest",
 ]
 
 DEFAULT_BASE_URL = "https://graph.microsoft.com/v1.0"
@@ -79,13 +80,15 @@ _NOT_A_PERMISSION_PROBLEM = frozenset({"InvalidAuthenticationToken"})
 """Graph codes of a 401 that say the token itself is bad (expired, malformed), not its kind."""
 
 
-def content_digest(subject: str | None, content: str) -> str:
-    """The SHA-256 (hex) of a message's ``subject`` (or ``None``) and body ``content``.
+def field_digest(value: str | None) -> str:
+    """The SHA-256 (hex) of one field of a message: its ``subject`` (``None`` when it has
+    none) or its body's ``content``.
 
-    What teams.post_message returns as ``content_sha256`` and teams.delete_message compares
-    with the message it reads: the UTF-8 of the JSON array ``[subject, content]``.
+    What teams.post_message returns as ``subject_sha256`` and ``content_sha256``, and
+    teams.delete_message compares with the message it reads, field by field: the UTF-8 of
+    the value as JSON (so that no subject, ``null``, differs from an empty one, ``""``).
     """
-    return hashlib.sha256(json.dumps([subject, content], ensure_ascii=False).encode("utf-8")).hexdigest()
+    return hashlib.sha256(json.dumps(value, ensure_ascii=False).encode("utf-8")).hexdigest()
 
 
 def _stored(message: Mapping[str, Any]) -> tuple[str | None, str | None]:
@@ -94,6 +97,17 @@ def _stored(message: Mapping[str, Any]) -> tuple[str | None, str | None]:
     content = body.get("content") if isinstance(body, dict) else None
     subject = message.get("subject")
     return (subject if isinstance(subject, str) else None, content if isinstance(content, str) else None)
+
+
+def _changed_fields(message: Mapping[str, Any], args: DeleteMessageArgs) -> list[str]:
+    """The fields (``subject``, ``body``) of ``message`` that no longer have the digest given."""
+    subject, content = _stored(message)
+    changed = []
+    if args.subject_sha256 is not None and field_digest(subject) != args.subject_sha256:
+        changed.append("subject")
+    if args.content_sha256 is not None and (content is None or field_digest(content) != args.content_sha256):
+        changed.append("body")
+    return changed
 
 
 def _channel(item: Any) -> dict[str, Any] | None:
@@ -216,6 +230,7 @@ class TeamsConnector(HttpConnector):
                 "team_id": "args.team_id",
                 "channel_id": "args.channel_id",
                 "message_id": "result.id",
+                "subject_sha256": "result.subject_sha256",
                 "content_sha256": "result.content_sha256",
             },
         ),
@@ -225,11 +240,15 @@ class TeamsConnector(HttpConnector):
 
         ``POST /teams/{team-id}/channels/{channel-id}/messages`` with a chatMessage body
         ``{"body": {"contentType", "content"}, "subject"?, "importance"?}``
-        (https://learn.microsoft.com/en-us/graph/api/channel-post-messages?view=graph-rest-1.0).
+        (https://learn.microsoft.com/en-us/graph/api/channel-post-messages?view=graph-rest-1.0),
+        sent as the compact UTF-8 JSON whose size the arguments were checked on (at most
+        :data:`~reversi_connector_teams._args.MAX_BODY_BYTES` bytes; a blank body is refused
+        before any request, as Graph would answer it 400).
         Needs a delegated token with ``ChannelMessage.Send``. Returns ``{"team_id",
         "channel_id", "id", "content_type", "web_url", "created_date_time",
-        "content_sha256"}``, the last :func:`content_digest` of the subject and body as
-        Graph's answer holds them (as sent, where the answer lacks them). Raises
+        "subject_sha256", "content_sha256"}``, the last two the :func:`field_digest` of the
+        subject and of the body as Graph's answer holds them (as sent, where the answer
+        lacks them). Raises
         ``ToolError`` naming the status and Graph's code: 400 ``BadRequest``, 404
         ``NotFound``, 401 and 403 (for an application token, or a delegated one without the
         permission, Graph's answer followed by :data:`POST_NEEDS_DELEGATION`),
@@ -237,20 +256,19 @@ class TeamsConnector(HttpConnector):
         time, or lacks the message's id (the message may exist but cannot be undone
         automatically).
         """
-        payload: dict[str, Any] = {
-            "body": {"contentType": args.content_type, "content": args.content}
-        }
-        if args.subject is not None:
-            payload["subject"] = args.subject
-        if args.importance is not None:
-            payload["importance"] = args.importance
         path = url_path(
             "/teams/{team}/channels/{channel}/messages",
             team=args.team_id,
             channel=args.channel_id,
         )
         try:
-            resp = await self.request(ctx, "POST", path, json=payload)
+            resp = await self.request(
+                ctx,
+                "POST",
+                path,
+                content=encode_body(args.chat_message()),  # the bytes its size was checked on
+                headers={"Content-Type": "application/json"},
+            )
         except ToolError as exc:
             if exc.status in (401, 403) and exc.code not in _NOT_A_PERMISSION_PROBLEM:
                 raise ToolError(
@@ -270,7 +288,8 @@ class TeamsConnector(HttpConnector):
             "content_type": args.content_type,
             "web_url": link if isinstance(link, str) else None,
             "created_date_time": created if isinstance(created, str) else None,
-            "content_sha256": content_digest(subject, args.content if content is None else content),
+            "subject_sha256": field_digest(subject),
+            "content_sha256": field_digest(args.content if content is None else content),
         }
 
     # -- compensations -----------------------------------------------------------------
@@ -288,22 +307,27 @@ class TeamsConnector(HttpConnector):
         no body, 204 (https://learn.microsoft.com/en-us/graph/api/chatmessage-softdelete?view=graph-rest-1.0).
         Needs a delegated token with ``ChannelMessage.ReadWrite``, and the signed-in user
         must be allowed to delete the message. The message is not purged: Teams shows a
-        "message deleted" placeholder and compliance exports keep it. Graph's documentation
-        does not say what softDelete answers for a message already soft-deleted; when it
-        answers 404, the connector reads the message
+        "message deleted" placeholder and compliance exports keep it.
+
+        Graph tells a soft-deleted message apart by its ``deletedDateTime`` (null while it
+        stands), but its documentation does not say what softDelete answers for a message
+        already soft-deleted. So the connector reads the message first
         (``GET .../messages/{message-id}``,
-        https://learn.microsoft.com/en-us/graph/api/chatmessage-get?view=graph-rest-1.0)
-        and counts a ``deletedDateTime`` as done. With ``content_sha256`` (the undo of
-        post_message) it reads the message first: one soft-deleted already is done; one
-        whose subject and body no longer have that digest (someone edited it since) is
-        kept, and the call fails with code ``changed_since``; ``ctx.overwrite`` (a
-        person's decision for this step, docs/engine.md) skips the read. Returns
-        ``{"team_id", "channel_id", "message_id", "already_deleted"}`` (true when Graph
-        showed it soft-deleted already). Raises ``ToolError`` naming the status and
-        Graph's code (404 ``NotFound`` for a message that does not exist or cannot be
-        seen, 403 ``Forbidden``, 401, ``rate_limited``) or with code ``changed_since``;
-        ``EffectUncertainError`` when the answer was lost or did not come in time
-        (running it again is safe).
+        https://learn.microsoft.com/en-us/graph/api/chatmessage-get?view=graph-rest-1.0):
+        one with a ``deletedDateTime`` is done, and nothing is sent. With
+        ``subject_sha256`` and ``content_sha256`` (the undo of post_message), one whose
+        subject or body no longer has its digest (someone edited it since) is kept, and the
+        call fails with code ``changed_since``, naming the fields that changed;
+        ``ctx.overwrite`` (a person's decision for this step, docs/engine.md) skips that
+        comparison. When softDelete answers 404, the message is
+        read again and a ``deletedDateTime`` counts as done. Returns ``{"team_id",
+        "channel_id", "message_id", "already_deleted"}``: ``already_deleted`` is true when
+        one of those reads showed the message soft-deleted, false when this call's
+        softDelete was accepted on a message the read showed standing. Raises
+        ``ToolError`` naming the status and Graph's code (404 ``NotFound`` for a message
+        that does not exist or cannot be seen, 403 ``Forbidden``, 401, ``rate_limited``)
+        or with code ``changed_since``; ``EffectUncertainError`` when the answer was lost
+        or did not come in time (running it again is safe).
         """
         segments = {"team": args.team_id, "channel": args.channel_id, "message": args.message_id}
         message_path = url_path("/teams/{team}/channels/{channel}/messages/{message}", **segments)
@@ -312,23 +336,23 @@ class TeamsConnector(HttpConnector):
             "channel_id": args.channel_id,
             "message_id": args.message_id,
         }
-        if args.content_sha256 is not None and not ctx.overwrite:
-            resp = await self.request(ctx, "GET", message_path)
-            message = self.expect_object(resp, "chatMessage", wrote=False)
-            if message.get("deletedDateTime"):
-                return {**done, "already_deleted": True}
-            subject, content = _stored(message)
-            if content is None or content_digest(subject, content) != args.content_sha256:
-                edited = message.get("lastEditedDateTime")
-                when = f"; Graph says it was last edited at {edited}" if isinstance(edited, str) else ""
-                raise ToolError(
-                    "teams.delete_message: someone edited the message since teams.post_message "
-                    f"posted it (its subject or body is not what the post left{when}): it was not "
-                    "soft-deleted. The later change is kept: undo it and roll back again, or let "
-                    "the rollback overwrite it (reversi rollback RUN --overwrite STEP, see "
-                    "docs/engine.md)",
-                    code="changed_since",
-                )
+        resp = await self.request(ctx, "GET", message_path)
+        message = self.expect_object(resp, "chatMessage", wrote=False)
+        if message.get("deletedDateTime"):
+            return {**done, "already_deleted": True}
+        changed = [] if ctx.overwrite else _changed_fields(message, args)
+        if changed:
+            edited = message.get("lastEditedDateTime")
+            when = f"; Graph says it was last edited at {edited}" if isinstance(edited, str) else ""
+            which = " and ".join(changed)
+            raise ToolError(
+                "teams.delete_message: someone edited the message since teams.post_message "
+                f"posted it (its {which} {'is' if len(changed) == 1 else 'are'} not what the "
+                f"post left{when}): it was not soft-deleted. The later change is kept: undo it "
+                "and roll back again, or let the rollback overwrite it (reversi rollback RUN "
+                "--overwrite STEP, see docs/engine.md)",
+                code="changed_since",
+            )
         try:
             await self.request(ctx, "POST", message_path + "/softDelete")
         except ToolError as exc:

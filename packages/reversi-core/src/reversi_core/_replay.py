@@ -7,6 +7,11 @@ repeat with the outcome of the first request, or carries the request out now if 
 first never reached it, and either way acts at most once. The answer then resolves the
 step: applied, with the object the call made, or not applied. See
 :meth:`reversi_core.engine.Run.replay` and docs/engine.md (RES-2, RES-3).
+
+Because a replay may carry the call out for the first time, it is a new effect, and it is
+refused, nothing sent, for a step that already has a resolution (a person's or an earlier
+replay's: the backend's state was decided on, and the call must not now contradict it)
+and in a run whose rollback has started (a run takes no new calls from then on).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from ._decisions import check_resolvable
 from ._outcome import Executor, run_tool
 from .connector import CallContext
 from .errors import ReplayRefusedError, ToolError
-from .journal import Journal, StepRecord, StepState
+from .journal import Journal, RunRecord, RunStatus, StepRecord, StepState
 from .manifest import Manifest
 from .redact import scrub
 from .registry import Registry
@@ -48,15 +53,41 @@ def _hours(seconds: float) -> str:
     return f"{seconds / 3600:.1f} hours"
 
 
-def check_replayable(registry: Registry, record: StepRecord, now: float | None = None) -> Manifest:
+def check_replayable(
+    registry: Registry, record: StepRecord, run: RunRecord, now: float | None = None
+) -> Manifest:
     """The manifest of ``record``'s tool, once the step may be replayed; else raise, sending nothing.
 
-    Raises :class:`RunStateError` for a step that is not uncertain or was compensated,
-    and :class:`ReplayRefusedError` when ``registry`` has no manifest for the tool, the
-    manifest declares no :class:`~reversi_core.manifest.Replay`, or the step started
-    ``window`` seconds or more before ``now`` (UNIX seconds; default the clock).
+    ``run`` is the step's run as journaled now. Raises :class:`RunStateError` for a step
+    that is not uncertain or was compensated, and :class:`ReplayRefusedError` for a step
+    that was resolved already (by a person or by an earlier replay), in a run whose
+    rollback has started, when ``registry`` has no manifest for the tool, when the manifest
+    declares no :class:`~reversi_core.manifest.Replay`, or when the step started ``window``
+    seconds or more before ``now`` (UNIX seconds; default the clock).
     """
     check_resolvable(record)
+    if record.resolution is not None:
+        decided = record.resolution.replace("_", " ")
+        raise ReplayRefusedError(
+            f"step {record.seq} of run {record.run_id} ({record.tool}) was already resolved as "
+            f"{decided} ('reversi show {record.run_id}' shows it): a replay could carry the "
+            "call out now, against that decision, and is refused. Nothing was sent; if the "
+            "decision was wrong, resolve the step again with --applied or --not-applied"
+        )
+    if run.status is not RunStatus.OPEN:
+        started = (
+            time.strftime(" at %Y-%m-%d %H:%M:%S UTC", time.gmtime(run.rollback_started_at))
+            if run.rollback_started_at
+            else ""
+        )
+        raise ReplayRefusedError(
+            f"the rollback of run {run.id} has started{started} (the run is "
+            f"{run.status.value.replace('_', ' ')}), and a run takes no new calls from that "
+            "moment: a replay may carry "
+            f"step {record.seq}'s call out for the first time, a new effect. Nothing was sent; "
+            "find out from the backend whether the call took effect and resolve the step with "
+            "--applied or --not-applied (a rollback run again then treats it accordingly)"
+        )
     tool = record.tool
     if tool not in registry:
         raise ReplayRefusedError(
@@ -94,7 +125,14 @@ async def replay_step(
     now: float | None,
 ) -> ReplayOutcome:
     """Replay the uncertain step ``record`` (see :meth:`reversi_core.engine.Run.replay`)."""
-    manifest = check_replayable(registry, record, now)
+    manifest = check_replayable(registry, record, journal.get_run(record.run_id), now)
+    if not journal.begin_replay(record.run_id, record.seq):
+        # resolved, or the rollback started, since the check: say which, as the check does
+        run = journal.get_run(record.run_id)
+        check_replayable(registry, journal.get_step(record.run_id, record.seq), run, now)
+        raise ReplayRefusedError(
+            f"step {record.seq} of run {record.run_id} can no longer be replayed; nothing was sent"
+        )
     ctx = CallContext(
         run_id=record.run_id,
         step=record.seq,

@@ -609,7 +609,10 @@ class Run:
         with that result, a ``ToolError`` not applied, anything else leaves it uncertain;
         returns the :class:`ReplayOutcome` (rules and errors: :mod:`reversi_core._replay`).
         Raises :class:`~reversi_core.errors.ReplayRefusedError`, nothing sent, when the tool
-        may not be replayed; :class:`RunStateError` as :meth:`resolve` does.
+        may not be replayed, the step already has a resolution (a person's or an earlier
+        replay's), or the run's rollback has started (a replay may carry the call out for the
+        first time: a new call, which such a run no longer takes); :class:`RunStateError` as
+        :meth:`resolve` does.
         """
         execute = execute or self.executor
         if execute is None:

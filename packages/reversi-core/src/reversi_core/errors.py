@@ -107,7 +107,8 @@ class RollbackInProgressError(RunStateError):
 
 class ReplayRefusedError(RunStateError):
     """An uncertain step cannot be replayed safely: its tool's vendor does not honour the key,
-    or the key may have expired. Nothing was sent; the message says why."""
+    the key may have expired, the step was resolved already, or the run's rollback has
+    started. Nothing was sent; the message says why."""
 
 
 class CallRejected(ReversiError):

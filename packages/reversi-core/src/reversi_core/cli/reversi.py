@@ -93,8 +93,9 @@ exit status:
      resolve --replay: the replay did not settle the step; it stays uncertain
   2  usage or bad input: bad arguments, unknown run or step, malformed JSON,
      a step that is not uncertain, a compensator command that cannot be found,
-     a step that cannot be replayed (its vendor does not honour keys, or its
-     replay window has passed)
+     a step that cannot be replayed (its vendor does not honour keys, its
+     replay window has passed, it was resolved already, or its run's rollback
+     has started)
   3  journal error: the data directory or journal is missing or unreadable,
      or was written by a newer reversi-core
   4  another process is rolling back the same run right now
@@ -218,7 +219,8 @@ def build_parser() -> Parser:
         "--replay",
         action="store_true",
         help="send the call again with the step's own idempotency key (only for tools whose "
-        "manifest declares replay, within its window) and record the vendor's answer",
+        "manifest declares replay, within its window, for a step not resolved yet, in a run "
+        "whose rollback has not started) and record the vendor's answer",
     )
     resolve.add_argument(
         "--replay-cmd",
@@ -550,7 +552,7 @@ def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
 
 async def _replayed(run: Run, args: argparse.Namespace, replayer: CommandReplayer) -> ReplayOutcome:
     """Check that the step may be replayed, then that the command exists, then replay."""
-    check_replayable(run.registry, run.journal.get_step(run.id, args.step))
+    check_replayable(run.registry, run.journal.get_step(run.id, args.step), run.journal.get_run(run.id))
     _check_command(args.replay_cmd, "--replay-cmd", "replay")
     # the command is killed at --timeout; this outer bound is the engine's
     return await run.replay(args.step, execute=replayer, timeout=args.timeout + 5)
