@@ -4,6 +4,7 @@ Adding a connector never edits this file: `scripts/new_connector.py NAME` create
 packages/reversi-connector-NAME/ and every session below picks it up.
 
     nox -s tests          every package's tests, the demo test and the certification suite
+                          (over every core: pytest-xdist; -- -n 0 for one process)
     nox -s certify        the certification matrix for every connector in packages/
     nox -s certify -- github          ... for one connector (only it and core installed)
     nox -s certify -- --write         ... and regenerate docs/certification.md first
@@ -106,7 +107,10 @@ def tests(session: nox.Session) -> None:
     session.env["REVERSI_INSPECTOR_CLI"] = str(
         NODE_DIR / "node_modules" / ".bin" / "mcp-inspector-cli"
     )
-    session.run("python", "-m", "pytest", *session.posargs)
+    # One worker per core (pytest-xdist), each test file whole on one worker (--dist
+    # loadfile): a module's fixtures, a started emulator and the certification matrix's
+    # shared outcomes stay in one process. `nox -s tests -- -n 0 ...` runs in one process.
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 
 @nox.session(python="3.11")
