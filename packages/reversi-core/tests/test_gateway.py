@@ -1078,7 +1078,7 @@ async def test_approval_on_a_2026_connection_goes_through_input_required(box: Bo
 # -- start-up errors -------------------------------------------------------------------
 
 
-def test_command_line_defaults_match_the_library() -> None:
+def test_command_line_defaults_match_the_library(tmp_path: Path) -> None:
     from reversi_core.cli import gateway as cli
     from reversi_core.mcp import gateway as lib
 
@@ -1092,7 +1092,7 @@ def test_command_line_defaults_match_the_library() -> None:
     args = cli.parse_args(
         [
             "--manifests",
-            "m",
+            str(tmp_path),  # checked to be a directory before the upstream starts
             "--upstream-cmd",
             "srv",
             "--upstream-arg",
