@@ -111,7 +111,8 @@ class RestoreObjectArgs(_Args):
     key: Key
     backup_key: Annotated[str, AfterValidator(check_backup_key)] | None = Field(
         description="The backup to copy back (.reversi-backups/<uuid>), or null when the key "
-        "did not exist before the call: then the key is deleted."
+        "did not exist before the call: then the key is deleted (nothing is done when "
+        "expected_etag is null too: the call changed nothing)."
     )
     expected_etag: str | None = Field(
         max_length=1024,

@@ -603,11 +603,15 @@ class AwsConnector(HttpConnector):
         (the key did not exist), deletes the key (DeleteObject with ``If-Match``,
         https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). A key that
         already matches the backup (or is already gone) is left alone: running it again
-        changes nothing. When a person allowed this step to overwrite a later change
-        (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md), the
-        comparison is skipped: the backup is copied back, or the key deleted, whatever
-        the key holds now (still conditional on what was read, so a change made during
-        the restore is not overwritten unseen). Returns
+        changes nothing. Neither a ``backup_key`` nor an ``expected_etag`` means the call
+        found no object and left none (delete_object of a missing key): it changed
+        nothing, so nothing is done (action ``none``) whatever the key holds now, even
+        with ``ctx.overwrite``: an object someone made there since is theirs. When a person
+        allowed this step to overwrite a later change (``ctx.overwrite``, ``reversi
+        rollback RUN --overwrite STEP``; docs/engine.md), the comparison is skipped: the
+        backup is copied back, or the key deleted, whatever the key holds now (still
+        conditional on what was read, so a change made during the restore is not
+        overwritten unseen). Returns
         ``{"bucket", "key", "action": "copied_back" | "deleted" | "none", "etag"}``. Raises
         ``ToolError`` with code ``changed_since`` (412 when S3 refused the conditional
         request) naming the key's ETag now and the one expected, when someone else
@@ -617,6 +621,10 @@ class AwsConnector(HttpConnector):
         now = await self._head(ctx, args.bucket, args.key)
         current = now.etag if now is not None else None
         insist = ctx.overwrite
+        if args.backup_key is None and args.expected_etag is None:
+            # The call found no object and left none (delete_object of a missing key): it
+            # changed nothing, so there is nothing to undo, whatever the key holds now.
+            return self._restored(args, "none", current)
         if args.backup_key is None:
             if now is None:
                 return self._restored(args, "none", None)
