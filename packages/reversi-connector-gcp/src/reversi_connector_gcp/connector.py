@@ -561,7 +561,11 @@ class GcpConnector(HttpConnector):
         (the object did not exist), deletes it (objects.delete with ``ifGenerationMatch``,
         https://cloud.google.com/storage/docs/json_api/v1/objects/delete). An object that
         already holds the backup's content (same size, CRC32C and MD5), or is already
-        gone, is left alone: running it again changes nothing. Returns ``{"bucket",
+        gone, is left alone: running it again changes nothing. Neither a ``backup_key``
+        nor an ``expected_generation`` means the call found no object and left none
+        (delete_object of a missing name): it changed nothing, so nothing is done (action
+        ``none``) whatever the name holds now, even with ``ctx.overwrite``: an object
+        someone made there since is theirs. Returns ``{"bucket",
         "key", "action": "copied_back" | "deleted" | "none", "generation"}``. Raises
         ``ToolError`` with code ``changed_since`` (status 412 when Cloud Storage
         refused the conditional request) naming the generation now and the one expected;
@@ -574,6 +578,10 @@ class GcpConnector(HttpConnector):
         """
         now = await self._meta(ctx, args.bucket, args.key)
         current = now.generation if now is not None else None
+        if args.backup_key is None and args.expected_generation is None:
+            # The call found no object and left none (delete_object of a missing name): it
+            # changed nothing, so there is nothing to undo, whatever the name holds now.
+            return _restored(args, "none", current)
         if args.backup_key is None:
             if now is None:
                 return _restored(args, "none", None)
