@@ -105,7 +105,8 @@ class RestoreBlobArgs(_Args):
     blob: Blob
     backup_blob: Annotated[str, AfterValidator(check_backup_name)] | None = Field(
         description="The backup to copy back (.reversi-backups/<uuid>), or null when the blob did "
-        "not exist before the call: then it is deleted."
+        "not exist before the call: then it is deleted (nothing is done when expected_etag is "
+        "null too: the call changed nothing)."
     )
     expected_etag: str | None = Field(
         max_length=256,

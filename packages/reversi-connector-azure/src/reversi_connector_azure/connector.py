@@ -534,7 +534,11 @@ class AzureConnector(HttpConnector):
         without one (the blob did not exist), deletes it (Delete Blob with ``If-Match``,
         https://learn.microsoft.com/en-us/rest/api/storageservices/delete-blob). A blob
         that already holds the backup's content (same size and Content-MD5), or is
-        already gone, is left alone: running it again changes nothing. Returns
+        already gone, is left alone: running it again changes nothing. Neither a
+        ``backup_blob`` nor an ``expected_etag`` means the call found no blob and left none
+        (delete_blob of a missing name): it changed nothing, so nothing is done (action
+        ``none``) whatever the name holds now, even with ``ctx.overwrite``: a blob someone
+        made there since is theirs. Returns
         ``{"container", "blob", "action": "copied_back" | "deleted" | "none", "etag"}``.
         Raises ``ToolError`` with code ``changed_since`` (status 412 or 409 when the
         service refused the conditional request) naming what changed;
@@ -545,6 +549,10 @@ class AzureConnector(HttpConnector):
         whatever it holds now (still conditional on the ETag read).
         """
         now = await self._props(ctx, args.container, args.blob)
+        if args.backup_blob is None and args.expected_etag is None:
+            # The call found no blob and left none (delete_blob of a missing name): it changed
+            # nothing, so there is nothing to undo, whatever the name holds now.
+            return _restored(args, "none", now.etag if now is not None else None)
         if args.backup_blob is None:
             if now is None:
                 return _restored(args, "none", None)
