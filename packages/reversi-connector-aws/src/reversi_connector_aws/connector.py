@@ -113,6 +113,21 @@ class _Head:
     last_modified: str | None
 
 
+@dataclasses.dataclass
+class _Page:
+    """One ListObjectsV2 page: objects (backups left out), common prefixes, the next token."""
+
+    objects: list[dict[str, Any]]
+    prefixes: list[str]
+    truncated: bool = False
+    token: str | None = None
+
+
+_MAX_PROBE_PAGES = 10
+"""Pages read under a common prefix to learn whether it holds more than backups, before the
+prefix is listed anyway (each page holds at most two entries, the backups being one)."""
+
+
 def _same_etag(a: str | None, b: str | None) -> bool:
     """ETags compared as S3 spells them, quotes (and a weak ``W/``) aside."""
     if a is None or b is None:
@@ -285,6 +300,65 @@ class AwsConnector(HttpConnector):
             f"aws: HEAD s3://{bucket}/{key}: HTTP 404: no such key", status=404, code="not_found"
         )
 
+    async def _list(self, ctx: CallContext, bucket: str, params: Mapping[str, Any]) -> _Page:
+        """One ListObjectsV2 page, backups left out of its objects (not of its prefixes)."""
+        resp = await self._send(ctx, "GET", bucket, None, params=params)
+        root = parse_xml(resp.content)
+        if root is None or local_name(root.tag) != "ListBucketResult":
+            raise self.malformed("is not a ListBucketResult", resp, wrote=False)
+        page = _Page([], [])
+        for child in root:
+            kind = local_name(child.tag)
+            if kind == "Contents":
+                key = urllib.parse.unquote_plus(_child_text(child, "Key") or "")
+                if key.startswith(BACKUP_PREFIX):
+                    continue
+                size = _child_text(child, "Size") or "0"
+                page.objects.append(
+                    {
+                        "key": key,
+                        "size": int(size) if size.isdigit() else 0,
+                        "etag": _child_text(child, "ETag"),
+                        "last_modified": _child_text(child, "LastModified"),
+                    }
+                )
+            elif kind == "CommonPrefixes":
+                page.prefixes.append(urllib.parse.unquote_plus(_child_text(child, "Prefix") or ""))
+        page.truncated = (_child_text(root, "IsTruncated") or "").lower() == "true"
+        if page.truncated:
+            page.token = _child_text(root, "NextContinuationToken")
+        return page
+
+    async def _only_backups_under(self, ctx: CallContext, bucket: str, prefix: str) -> bool:
+        """True when ``prefix``, a listing's common prefix, holds nothing but backups.
+
+        A prefix inside ``.reversi-backups/`` does. One that ``.reversi-backups/`` starts
+        with (``.reversi-`` for the delimiter ``-``, ``.r`` for ``r``) may hold other keys
+        too: a ListObjectsV2 under it with the delimiter ``/`` rolls every backup up into
+        the one entry ``.reversi-backups/``, so any other entry is another key.
+        """
+        if prefix.startswith(BACKUP_PREFIX):
+            return True
+        if not prefix or not BACKUP_PREFIX.startswith(prefix):
+            return False
+        params: dict[str, Any] = {
+            "list-type": "2",
+            "encoding-type": "url",
+            "max-keys": 2,
+            "prefix": prefix,
+            "delimiter": "/",
+        }
+        for _ in range(_MAX_PROBE_PAGES):
+            page = await self._list(ctx, bucket, params)
+            if page.objects or any(found != BACKUP_PREFIX for found in page.prefixes):
+                return False
+            if not page.truncated:
+                return True
+            if not page.token:
+                return False
+            params["continuation-token"] = page.token
+        return False
+
     def _check_copyable(self, bucket: str, key: str, head: _Head) -> None:
         if head.size > MAX_COPY_BYTES:
             raise ToolError(
@@ -415,7 +489,10 @@ class AwsConnector(HttpConnector):
         (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html). Returns
         ``{"bucket", "prefix", "objects": [{"key", "size", "etag", "last_modified"}],
         "common_prefixes", "truncated", "next_continuation_token"}``; keys under
-        ``.reversi-backups/`` are left out (a page may then hold fewer than ``max_keys``).
+        ``.reversi-backups/`` are left out (a page may then hold fewer than ``max_keys``),
+        and so is a common prefix that holds nothing but backups: one inside
+        ``.reversi-backups/``, or one that name starts with (``.reversi-`` for the
+        delimiter ``-``) once a second, small ListObjectsV2 under it finds no other key.
         Raises ``ToolError``: 404 ``no_such_bucket``, 403 ``forbidden``, 400 for a bad
         continuation token.
         """
@@ -430,43 +507,19 @@ class AwsConnector(HttpConnector):
             params["delimiter"] = args.delimiter
         if args.continuation_token is not None:
             params["continuation-token"] = args.continuation_token
-        resp = await self._send(ctx, "GET", args.bucket, None, params=params)
-        root = parse_xml(resp.content)
-        if root is None or local_name(root.tag) != "ListBucketResult":
-            raise self.malformed("is not a ListBucketResult", resp, wrote=False)
-        objects: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        for child in root:
-            kind = local_name(child.tag)
-            if kind == "Contents":
-                key = urllib.parse.unquote_plus(_child_text(child, "Key") or "")
-                if key.startswith(BACKUP_PREFIX):
-                    continue
-                size = _child_text(child, "Size") or "0"
-                objects.append(
-                    {
-                        "key": key,
-                        "size": int(size) if size.isdigit() else 0,
-                        "etag": _child_text(child, "ETag"),
-                        "last_modified": _child_text(child, "LastModified"),
-                    }
-                )
-            elif kind == "CommonPrefixes":
-                prefix = urllib.parse.unquote_plus(_child_text(child, "Prefix") or "")
-                if (
-                    not prefix.startswith(BACKUP_PREFIX) and not BACKUP_PREFIX.startswith(prefix)
-                ) or (not prefix.startswith(BACKUP_PREFIX) and prefix != "."):
-                    prefixes.append(prefix)
-        truncated = (_child_text(root, "IsTruncated") or "").lower() == "true"
+        page = await self._list(ctx, args.bucket, params)
+        prefixes = [
+            prefix
+            for prefix in page.prefixes
+            if not await self._only_backups_under(ctx, args.bucket, prefix)
+        ]
         return {
             "bucket": args.bucket,
             "prefix": args.prefix,
-            "objects": objects,
+            "objects": page.objects,
             "common_prefixes": prefixes,
-            "truncated": truncated,
-            "next_continuation_token": _child_text(root, "NextContinuationToken")
-            if truncated
-            else None,
+            "truncated": page.truncated,
+            "next_continuation_token": page.token,
         }
 
     @tool(
