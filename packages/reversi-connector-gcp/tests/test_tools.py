@@ -129,6 +129,31 @@ async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
     assert [o["key"] for o in listed["objects"]] == ["keep.txt"]
 
 
+@pytest.mark.parametrize(
+    ("delimiter", "rolled_up"), [("-", ".reversi-"), ("r", ".r"), (".", ".")]
+)
+async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
+    backend: Backend, delimiter: str, rolled_up: str
+) -> None:
+    """With a delimiter that occurs in ``.reversi-backups/``, the backups would come back as a
+    common prefix (``.reversi-``, ``.r``, ``.``): hidden while only backups are under it,
+    listed once another object is."""
+    gcp = backend.connector()
+    b = backend.bucket
+    backend.write("doc", b"old")
+    await gcp.call("gcp.put_object", {"bucket": b, "key": "doc", "content": "new"})
+    for prefix in ["", "."]:
+        listed = await gcp.call(
+            "gcp.list_objects", {"bucket": b, "prefix": prefix, "delimiter": delimiter}
+        )
+        assert listed["common_prefixes"] == [], prefix
+        assert [o["key"] for o in listed["objects"]] == ([] if prefix else ["doc"])
+    backend.write(".reversi-notes", b"someone's own object beside the backups")
+    listed = await gcp.call("gcp.list_objects", {"bucket": b, "delimiter": delimiter})
+    assert listed["common_prefixes"] == [rolled_up]
+    assert [o["key"] for o in listed["objects"]] == ["doc"]
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     gcp = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:

@@ -129,6 +129,20 @@ class _Meta:
         return md5 is None or self.md5 is None or self.md5 == md5
 
 
+@dataclasses.dataclass(frozen=True)
+class _Page:
+    """One objects.list page: objects (backups left out), prefixes, the next page's token."""
+
+    objects: list[dict[str, Any]]
+    prefixes: list[str]
+    token: str | None
+
+
+_MAX_PROBE_PAGES = 10
+"""Pages read under a prefix to learn whether it holds more than backups, before the prefix
+is listed anyway (each page holds at most two entries, the backups being one)."""
+
+
 def _on_written_key(tool_name: str) -> Requirement:
     return Requirement(
         tool=tool_name,
@@ -226,6 +240,55 @@ class GcpConnector(HttpConnector):
         return ToolError(
             f"gcp: GET gs://{bucket}/{name}: HTTP 404: no such object", status=404, code="not_found"
         )
+
+    async def _list(self, ctx: CallContext, bucket: str, params: dict[str, Any]) -> _Page:
+        """One objects.list page, backups left out of its items (not of its prefixes)."""
+        try:
+            resp = await self.request(
+                ctx, "GET", url_path("/storage/v1/b/{bucket}/o", bucket=bucket), params=params
+            )
+        except ToolError as exc:
+            raise _bucket_missing(exc) from None
+        answer = self.expect_object(resp, "object list", wrote=False)
+        objects = []
+        for item in answer.get("items") or []:
+            name = item.get("name") if isinstance(item, dict) else None
+            if not isinstance(name, str) or name.startswith(BACKUP_PREFIX):
+                continue
+            size = str(item.get("size", "0"))
+            objects.append(
+                {
+                    "key": name,
+                    "size": int(size) if size.isdigit() else 0,
+                    "generation": item.get("generation"),
+                    "updated": item.get("updated"),
+                }
+            )
+        prefixes = [p for p in answer.get("prefixes") or [] if isinstance(p, str)]
+        token = answer.get("nextPageToken")
+        return _Page(objects, prefixes, token if isinstance(token, str) and token else None)
+
+    async def _only_backups_under(self, ctx: CallContext, bucket: str, prefix: str) -> bool:
+        """True when ``prefix``, a listing's common prefix, holds nothing but backups.
+
+        A prefix inside ``.reversi-backups/`` does. One that ``.reversi-backups/`` starts
+        with (``.reversi-`` for the delimiter ``-``, ``.r`` for ``r``) may hold other
+        objects too: an objects.list under it with the delimiter ``/`` rolls every backup
+        up into the one prefix ``.reversi-backups/``, so any other entry is another object.
+        """
+        if prefix.startswith(BACKUP_PREFIX):
+            return True
+        if not prefix or not BACKUP_PREFIX.startswith(prefix):
+            return False
+        params: dict[str, Any] = {"maxResults": 2, "prefix": prefix, "delimiter": "/"}
+        for _ in range(_MAX_PROBE_PAGES):
+            page = await self._list(ctx, bucket, params)
+            if page.objects or any(found != BACKUP_PREFIX for found in page.prefixes):
+                return False
+            if page.token is None:
+                return True
+            params["pageToken"] = page.token
+        return False
 
     async def _rewrite(
         self,
@@ -393,7 +456,10 @@ class GcpConnector(HttpConnector):
         with ``prefix``, ``delimiter``, ``maxResults`` and ``pageToken``. Returns
         ``{"bucket", "prefix", "objects": [{"key", "size", "generation", "updated"}],
         "common_prefixes", "truncated", "next_continuation_token"}``; names under
-        ``.reversi-backups/`` are left out. Raises ``ToolError``: 404 ``no_such_bucket``,
+        ``.reversi-backups/`` are left out, and so is a prefix that holds nothing but
+        backups: one inside ``.reversi-backups/``, or one that name starts with
+        (``.reversi-`` for the delimiter ``-``) once a second, small objects.list under
+        it finds no other object. Raises ``ToolError``: 404 ``no_such_bucket``,
         403 ``forbidden``, 400 for a bad page token.
         """
         params: dict[str, Any] = {"maxResults": args.max_keys}
@@ -403,40 +469,19 @@ class GcpConnector(HttpConnector):
             params["delimiter"] = args.delimiter
         if args.continuation_token is not None:
             params["pageToken"] = args.continuation_token
-        try:
-            resp = await self.request(
-                ctx, "GET", url_path("/storage/v1/b/{bucket}/o", bucket=args.bucket), params=params
-            )
-        except ToolError as exc:
-            raise _bucket_missing(exc) from None
-        answer = self.expect_object(resp, "object list", wrote=False)
-        objects = []
-        for item in answer.get("items") or []:
-            name = item.get("name") if isinstance(item, dict) else None
-            if not isinstance(name, str) or name.startswith(BACKUP_PREFIX):
-                continue
-            size = str(item.get("size", "0"))
-            objects.append(
-                {
-                    "key": name,
-                    "size": int(size) if size.isdigit() else 0,
-                    "generation": item.get("generation"),
-                    "updated": item.get("updated"),
-                }
-            )
+        page = await self._list(ctx, args.bucket, params)
         prefixes = [
-            p
-            for p in answer.get("prefixes") or []
-            if isinstance(p, str) and not p.startswith(BACKUP_PREFIX)
+            prefix
+            for prefix in page.prefixes
+            if not await self._only_backups_under(ctx, args.bucket, prefix)
         ]
-        token = answer.get("nextPageToken")
         return {
             "bucket": args.bucket,
             "prefix": args.prefix,
-            "objects": objects,
+            "objects": page.objects,
             "common_prefixes": prefixes,
-            "truncated": isinstance(token, str) and bool(token),
-            "next_continuation_token": token if isinstance(token, str) and token else None,
+            "truncated": page.token is not None,
+            "next_continuation_token": page.token,
         }
 
     @tool(
