@@ -130,6 +130,31 @@ async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
     assert [o["blob"] for o in listed["blobs"]] == ["keep.txt"]
 
 
+@pytest.mark.parametrize(
+    ("delimiter", "rolled_up"), [("-", ".reversi-"), ("r", ".r"), (".", ".")]
+)
+async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
+    backend: Backend, delimiter: str, rolled_up: str
+) -> None:
+    """With a delimiter that occurs in ``.reversi-backups/``, the backups would come back as a
+    BlobPrefix (``.reversi-``, ``.r``, ``.``): hidden while only backups are under it, listed
+    once another blob is."""
+    azure = backend.connector()
+    b = backend.container
+    backend.write("doc", b"old")
+    await azure.call("azure.put_blob", {"container": b, "blob": "doc", "content": "new"})
+    for prefix in ["", "."]:
+        listed = await azure.call(
+            "azure.list_blobs", {"container": b, "prefix": prefix, "delimiter": delimiter}
+        )
+        assert listed["common_prefixes"] == [], prefix
+        assert [o["blob"] for o in listed["blobs"]] == ([] if prefix else ["doc"])
+    backend.write(".reversi-notes", b"someone's own blob beside the backups")
+    listed = await azure.call("azure.list_blobs", {"container": b, "delimiter": delimiter})
+    assert listed["common_prefixes"] == [rolled_up]
+    assert [o["blob"] for o in listed["blobs"]] == ["doc"]
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     azure = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:

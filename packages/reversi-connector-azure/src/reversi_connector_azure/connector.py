@@ -100,6 +100,20 @@ class _Props:
     last_modified: str | None
 
 
+@dataclasses.dataclass(frozen=True)
+class _Page:
+    """One List Blobs page: blobs (backups left out), BlobPrefix names, the next marker."""
+
+    blobs: list[dict[str, Any]]
+    prefixes: list[str]
+    marker: str | None
+
+
+_MAX_PROBE_PAGES = 10
+"""Pages read under a prefix to learn whether it holds more than backups, before the prefix
+is listed anyway (each page holds at most two entries, the backups being one)."""
+
+
 def _on_written_blob(tool_name: str) -> Requirement:
     return Requirement(
         tool=tool_name,
@@ -218,6 +232,60 @@ class AzureConnector(HttpConnector):
             resp.headers.get("content-md5"),
             resp.headers.get("last-modified"),
         )
+
+    async def _list(self, ctx: CallContext, container: str, params: dict[str, Any]) -> _Page:
+        """One List Blobs page, backups left out of its blobs (not of its prefixes)."""
+        resp = await self._send(ctx, "GET", f"/{container}", params=params)
+        root = parse_xml(resp.content)
+        if root is None or root.tag != "EnumerationResults":
+            raise self.malformed("is not an EnumerationResults", resp, wrote=False)
+        page = _Page([], [], _text(root, "NextMarker") or None)
+        for entry in root.find("Blobs") or []:
+            name = _text(entry, "Name") or ""
+            if entry.tag == "BlobPrefix":
+                page.prefixes.append(name)
+                continue
+            if name.startswith(BACKUP_PREFIX):
+                continue
+            props = entry.find("Properties")
+            size = (_text(props, "Content-Length") if props is not None else None) or "0"
+            page.blobs.append(
+                {
+                    "blob": name,
+                    "size": int(size) if size.isdigit() else 0,
+                    "etag": _text(props, "Etag") if props is not None else None,
+                    "last_modified": _text(props, "Last-Modified") if props is not None else None,
+                }
+            )
+        return page
+
+    async def _only_backups_under(self, ctx: CallContext, container: str, prefix: str) -> bool:
+        """True when ``prefix``, a listing's BlobPrefix, holds nothing but backups.
+
+        A prefix inside ``.reversi-backups/`` does. One that ``.reversi-backups/`` starts
+        with (``.reversi-`` for the delimiter ``-``, ``.r`` for ``r``) may hold other blobs
+        too: a List Blobs under it with the delimiter ``/`` rolls every backup up into the
+        one BlobPrefix ``.reversi-backups/``, so any other entry is another blob.
+        """
+        if prefix.startswith(BACKUP_PREFIX):
+            return True
+        if not prefix or not BACKUP_PREFIX.startswith(prefix):
+            return False
+        params: dict[str, Any] = {
+            "restype": "container",
+            "comp": "list",
+            "maxresults": 2,
+            "prefix": prefix,
+            "delimiter": "/",
+        }
+        for _ in range(_MAX_PROBE_PAGES):
+            page = await self._list(ctx, container, params)
+            if page.blobs or any(found != BACKUP_PREFIX for found in page.prefixes):
+                return False
+            if page.marker is None:
+                return True
+            params["marker"] = page.marker
+        return False
 
     def _block_blob(self, container: str, blob: str, props: _Props) -> None:
         if props.blob_type not in (None, "BlockBlob"):
@@ -357,7 +425,10 @@ class AzureConnector(HttpConnector):
         with ``prefix``, ``delimiter``, ``maxresults`` and ``marker``. Returns
         ``{"container", "prefix", "blobs": [{"blob", "size", "etag", "last_modified"}],
         "common_prefixes", "truncated", "next_marker"}``; names under ``.reversi-backups/``
-        are left out. Raises ``ToolError``: 404 ``no_such_container``, 403 ``forbidden``.
+        are left out, and so is a prefix that holds nothing but backups: one inside
+        ``.reversi-backups/``, or one that name starts with (``.reversi-`` for the
+        delimiter ``-``) once a second, small List Blobs under it finds no other blob.
+        Raises ``ToolError``: 404 ``no_such_container``, 403 ``forbidden``.
         """
         params: dict[str, Any] = {
             "restype": "container",
@@ -370,37 +441,19 @@ class AzureConnector(HttpConnector):
             params["delimiter"] = args.delimiter
         if args.marker is not None:
             params["marker"] = args.marker
-        resp = await self._send(ctx, "GET", f"/{args.container}", params=params)
-        root = parse_xml(resp.content)
-        if root is None or root.tag != "EnumerationResults":
-            raise self.malformed("is not an EnumerationResults", resp, wrote=False)
-        blobs: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        for entry in root.find("Blobs") or []:
-            name = _text(entry, "Name") or ""
-            if name.startswith(BACKUP_PREFIX):
-                continue
-            if entry.tag == "BlobPrefix":
-                prefixes.append(name)
-                continue
-            props = entry.find("Properties")
-            size = (_text(props, "Content-Length") if props is not None else None) or "0"
-            blobs.append(
-                {
-                    "blob": name,
-                    "size": int(size) if size.isdigit() else 0,
-                    "etag": _text(props, "Etag") if props is not None else None,
-                    "last_modified": _text(props, "Last-Modified") if props is not None else None,
-                }
-            )
-        marker = _text(root, "NextMarker") or None
+        page = await self._list(ctx, args.container, params)
+        prefixes = [
+            prefix
+            for prefix in page.prefixes
+            if not await self._only_backups_under(ctx, args.container, prefix)
+        ]
         return {
             "container": args.container,
             "prefix": args.prefix,
-            "blobs": blobs,
+            "blobs": page.blobs,
             "common_prefixes": prefixes,
-            "truncated": marker is not None,
-            "next_marker": marker,
+            "truncated": page.marker is not None,
+            "next_marker": page.marker,
         }
 
     @tool(
