@@ -10,6 +10,7 @@ from _aws_backends import Backend
 
 from reversi_connector_aws import BACKUP_PREFIX, MAX_OBJECT_BYTES
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -144,6 +145,38 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
                     "expected_etag": None,
                 },
             )
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_backup_is_restored_only_onto_the_key_it_was_made_from(
+    backend: Backend, overwrite: bool
+) -> None:
+    """restore_object is a tool an agent can call: another key's backup is refused, before any
+    request, whatever ETag is given and even with a person's overwrite."""
+    aws = backend.connector()
+    b = backend.bucket
+    backend.write("mine", b"mine, before")
+    made = await aws.call("aws.put_object", {"bucket": b, "key": "mine", "content": "mine, after"})
+    backend.write("victim", b"victim data")
+    victim = await aws.call("aws.get_object", {"bucket": b, "key": "victim"})
+    args = {
+        "bucket": b,
+        "key": "victim",
+        "backup_key": made["backup_key"],
+        "expected_etag": victim["etag"],
+    }
+    with pytest.raises(ToolError) as refused:
+        await aws.call("aws.restore_object", args, CallContext(overwrite=overwrite))
+    assert refused.value.code == "wrong_backup"
+    assert f"not of s3://{b}/victim" in str(refused.value)
+    assert backend.read("victim") == b"victim data"
+    back = await aws.call(
+        "aws.restore_object",
+        {**args, "key": "mine", "expected_etag": made["etag"]},
+        CallContext(overwrite=overwrite),
+    )
+    assert back["action"] == "copied_back"
+    assert backend.read("mine") == b"mine, before"
 
 
 async def test_pages_of_a_listing_join_up(backend: Backend) -> None:

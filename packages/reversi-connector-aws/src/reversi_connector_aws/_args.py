@@ -110,7 +110,8 @@ class RestoreObjectArgs(_Args):
     bucket: Bucket
     key: Key
     backup_key: Annotated[str, AfterValidator(check_backup_key)] | None = Field(
-        description="The backup to copy back (.reversi-backups/<uuid>), or null when the key "
+        description="The backup to copy back (.reversi-backups/<tie>-<uuid>, made from this "
+        "very key), or null when the key "
         "did not exist before the call: then the key is deleted (nothing is done when "
         "expected_etag is null too: the call changed nothing)."
     )

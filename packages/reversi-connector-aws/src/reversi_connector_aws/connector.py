@@ -7,7 +7,7 @@ undone by the third, idempotent one: ``aws.put_object`` and ``aws.delete_object`
 How the undo works, and why it never overwrites someone else's change: before
 ``put_object`` replaces or ``delete_object`` removes an object, the connector reads the
 object's ETag (``HeadObject``), copies exactly that version to
-``.reversi-backups/<uuid>`` in the same bucket (``CopyObject`` with
+``.reversi-backups/<tie>-<uuid>`` in the same bucket (``CopyObject`` with
 ``x-amz-copy-source-if-match``), then writes or deletes conditionally on that same ETag
 (``If-Match``), or on absence for a new key (``If-None-Match: *``). A writer who slips in
 between is answered 412 by S3: nothing is overwritten and the call fails saying so. The
@@ -52,7 +52,7 @@ from ._args import (
     RestoreObjectArgs,
 )
 from ._errors import ERRORS, local_name, parse_xml
-from ._keys import BACKUP_PREFIX, backup_key, copy_source, key_path
+from ._keys import BACKUP_PREFIX, backup_key, backup_of, copy_source, key_path
 from ._results import (
     DeleteObjectResult,
     GetObjectResult,
@@ -407,7 +407,7 @@ class AwsConnector(HttpConnector):
     async def _backup(self, ctx: CallContext, bucket: str, key: str, head: _Head) -> str:
         """Copy exactly the version ``head`` read to a fresh backup key; return that key."""
         self._check_copyable(bucket, key, head)
-        saved = backup_key()
+        saved = backup_key(key)
         try:
             await self._copy(
                 ctx, bucket, key, saved, source_etag=head.etag, conditions={"If-None-Match": "*"}
@@ -534,7 +534,7 @@ class AwsConnector(HttpConnector):
         """Write an object (at most 5 MiB); an object it replaces is backed up first.
 
         HeadObject, then for an existing key CopyObject of exactly the version read to
-        ``.reversi-backups/<uuid>`` (``x-amz-copy-source-if-match``), then PutObject with
+        ``.reversi-backups/<tie>-<uuid>`` (``x-amz-copy-source-if-match``), then PutObject with
         ``If-Match`` on that version, or ``If-None-Match: *`` for a new key
         (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html,
         https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html).
@@ -593,7 +593,7 @@ class AwsConnector(HttpConnector):
     async def delete_object(self, args: DeleteObjectArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete an object after backing it up; a key that does not exist is left as it is.
 
-        HeadObject, CopyObject of exactly the version read to ``.reversi-backups/<uuid>``,
+        HeadObject, CopyObject of exactly the version read to ``.reversi-backups/<tie>-<uuid>``,
         then DeleteObject with ``If-Match`` on that version
         (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). Returns
         ``{"bucket", "key", "existed", "deleted", "backup_key", "etag": null}``. Raises
@@ -668,9 +668,23 @@ class AwsConnector(HttpConnector):
         ``{"bucket", "key", "action": "copied_back" | "deleted" | "none", "etag"}``. Raises
         ``ToolError`` with code ``changed_since`` (412 when S3 refused the conditional
         request) naming the key's ETag now and the one expected, when someone else
-        changed the key since the call; ``backup_missing`` when the backup is gone; 403
+        changed the key since the call; ``wrong_backup``, before any request, for a backup
+        made from another key (a backup's name carries a digest of its key: see
+        ``_keys.backup_key``); ``backup_missing`` when the backup is gone; 403
         ``forbidden``; ``EffectUncertainError`` when a write's answer was lost.
+
+        As a tool of its own, an agent's call with ``aws:s3:write`` can delete a key
+        through it: with no ``backup_key`` and the key's current ETag as
+        ``expected_etag``, the key goes, with no backup. (delete_object, which the same
+        permission allows, would back it up first.)
         """
+        if args.backup_key is not None and not backup_of(args.backup_key, args.key):
+            raise ToolError(
+                f"aws: {args.backup_key} is the backup of another key, not of "
+                f"s3://{args.bucket}/{args.key}; nothing was restored (a backup is copied back "
+                "only onto the key it was made from)",
+                code="wrong_backup",
+            )
         now = await self._head(ctx, args.bucket, args.key)
         current = now.etag if now is not None else None
         insist = ctx.overwrite
