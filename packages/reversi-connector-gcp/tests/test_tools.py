@@ -11,6 +11,7 @@ from _gcp_backends import Backend
 
 from reversi_connector_gcp import BACKUP_PREFIX, MAX_OBJECT_BYTES
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -167,6 +168,46 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
                     **NOTHING_LEFT,
                 },
             )
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_backup_is_restored_only_onto_the_object_it_was_made_from(
+    backend: Backend, overwrite: bool
+) -> None:
+    """restore_object is a tool an agent can call: another object's backup is refused, before
+    any request, whatever generation is given and even with a person's overwrite."""
+    gcp = backend.connector()
+    b = backend.bucket
+    backend.write("mine", b"mine, before")
+    made = await gcp.call("gcp.put_object", {"bucket": b, "key": "mine", "content": "mine, after"})
+    backend.write("victim", b"victim data")
+    victim = await gcp.call("gcp.get_object", {"bucket": b, "key": "victim"})
+    args = {
+        "bucket": b,
+        "key": "victim",
+        "backup_key": made["backup_key"],
+        "expected_generation": victim["generation"],
+        "expected_crc32c": None,
+        "expected_md5": None,
+    }
+    with pytest.raises(ToolError) as refused:
+        await gcp.call("gcp.restore_object", args, CallContext(overwrite=overwrite))
+    assert refused.value.code == "wrong_backup"
+    assert f"not of gs://{b}/victim" in str(refused.value)
+    assert backend.read("victim") == b"victim data"
+    back = await gcp.call(
+        "gcp.restore_object",
+        {
+            **args,
+            "key": "mine",
+            "expected_generation": made["generation"],
+            "expected_crc32c": made["crc32c"],
+            "expected_md5": made["md5"],
+        },
+        CallContext(overwrite=overwrite),
+    )
+    assert back["action"] == "copied_back"
+    assert backend.read("mine") == b"mine, before"
 
 
 async def test_pages_of_a_listing_join_up(backend: Backend) -> None:

@@ -6,7 +6,7 @@ and are undone by ``gcp.restore_object``.
 
 Generations make every step exact (https://cloud.google.com/storage/docs/request-preconditions):
 the connector reads the object's generation, copies exactly that generation to
-``.reversi-backups/<uuid>`` with ``rewriteTo`` (``sourceGeneration``, the target
+``.reversi-backups/<tie>-<uuid>`` with ``rewriteTo`` (``sourceGeneration``, the target
 ``ifGenerationMatch=0``; looped on ``rewriteToken`` until done, so objects of any size
 are backed up), then writes (a multipart upload) or deletes with ``ifGenerationMatch``
 set to that generation, or ``0`` for a new object. Cloud Storage answers 412 to a
@@ -51,7 +51,7 @@ from ._args import (
     PutObjectArgs,
     RestoreObjectArgs,
 )
-from ._names import BACKUP_PREFIX, backup_name
+from ._names import BACKUP_PREFIX, backup_name, backup_of
 from ._results import (
     DeleteObjectResult,
     GetObjectResult,
@@ -341,7 +341,7 @@ class GcpConnector(HttpConnector):
 
     async def _backup(self, ctx: CallContext, bucket: str, name: str, meta: _Meta) -> str:
         """Copy exactly the generation read to a fresh backup name; return that name."""
-        saved = backup_name()
+        saved = backup_name(name)
         try:
             await self._rewrite(
                 ctx, bucket, name, saved, generation=meta.generation, if_generation="0"
@@ -496,7 +496,7 @@ class GcpConnector(HttpConnector):
         """Write an object (at most 5 MiB); an object it replaces is backed up first.
 
         objects.get, then for an existing object objects.rewrite of exactly that
-        generation to ``.reversi-backups/<uuid>``, then a multipart upload with
+        generation to ``.reversi-backups/<tie>-<uuid>``, then a multipart upload with
         ``ifGenerationMatch`` on that generation, or ``0`` for a new object
         (https://cloud.google.com/storage/docs/json_api/v1/objects/insert,
         https://cloud.google.com/storage/docs/request-preconditions). Returns
@@ -614,13 +614,28 @@ class GcpConnector(HttpConnector):
         "key", "action": "copied_back" | "deleted" | "none", "generation"}``. Raises
         ``ToolError`` with code ``changed_since`` (status 412 when Cloud Storage
         refused the conditional request) naming the generation now and the one expected;
+        ``wrong_backup``, before any request, for a backup made from another object (a
+        backup's name carries a digest of its object's: see ``_names.backup_name``);
         ``backup_missing`` when the backup is gone; 403 ``forbidden``;
         ``EffectUncertainError`` when a write's answer was lost. When a person allowed
         this step to overwrite a later change (``ctx.overwrite``, ``reversi rollback RUN
         --overwrite STEP``; docs/engine.md), the comparison is skipped: the backup is
         copied back, or the object deleted, whatever it holds now (still conditional on
         the generation read).
+
+        As a tool of its own, an agent's call with ``gcp:storage:write`` can delete an
+        object through it: with no ``backup_key`` and the object's current generation as
+        ``expected_generation`` (or its checksums as ``expected_crc32c``/``expected_md5``),
+        the object goes, with no backup. (delete_object, which the same permission
+        allows, would back it up first.)
         """
+        if args.backup_key is not None and not backup_of(args.backup_key, args.key):
+            raise ToolError(
+                f"gcp: {args.backup_key} is the backup of another object, not of "
+                f"gs://{args.bucket}/{args.key}; nothing was restored (a backup is copied back "
+                "only onto the object it was made from)",
+                code="wrong_backup",
+            )
         now = await self._meta(ctx, args.bucket, args.key)
         current = now.generation if now is not None else None
         if args.backup_key is None and args.expected_generation is None:
