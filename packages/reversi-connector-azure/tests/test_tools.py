@@ -11,6 +11,7 @@ from _azure_backends import Backend
 
 from reversi_connector_azure import BACKUP_PREFIX, MAX_BLOB_BYTES
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -168,6 +169,46 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
                     **NOTHING_LEFT,
                 },
             )
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_backup_is_restored_only_onto_the_blob_it_was_made_from(
+    backend: Backend, overwrite: bool
+) -> None:
+    """restore_blob is a tool an agent can call: another blob's backup is refused, before any
+    request, whatever ETag is given and even with a person's overwrite."""
+    azure = backend.connector()
+    c = backend.container
+    backend.write("mine", b"mine, before")
+    made = await azure.call(
+        "azure.put_blob", {"container": c, "blob": "mine", "content": "mine, after"}
+    )
+    backend.write("victim", b"victim data")
+    victim = await azure.call("azure.get_blob", {"container": c, "blob": "victim"})
+    args = {
+        "container": c,
+        "blob": "victim",
+        "backup_blob": made["backup_blob"],
+        "expected_etag": victim["etag"],
+        "expected_md5": None,
+    }
+    with pytest.raises(ToolError) as refused:
+        await azure.call("azure.restore_blob", args, CallContext(overwrite=overwrite))
+    assert refused.value.code == "wrong_backup"
+    assert f"not of {c}/victim" in str(refused.value)
+    assert backend.read("victim") == b"victim data"
+    back = await azure.call(
+        "azure.restore_blob",
+        {
+            **args,
+            "blob": "mine",
+            "expected_etag": made["etag"],
+            "expected_md5": made["content_md5"],
+        },
+        CallContext(overwrite=overwrite),
+    )
+    assert back["action"] == "copied_back"
+    assert backend.read("mine") == b"mine, before"
 
 
 async def test_pages_of_a_listing_join_up(backend: Backend) -> None:

@@ -104,7 +104,8 @@ class RestoreBlobArgs(_Args):
     container: Container
     blob: Blob
     backup_blob: Annotated[str, AfterValidator(check_backup_name)] | None = Field(
-        description="The backup to copy back (.reversi-backups/<uuid>), or null when the blob did "
+        description="The backup to copy back (.reversi-backups/<tie>-<uuid>, made from this very "
+        "blob), or null when the blob did "
         "not exist before the call: then it is deleted (nothing is done when expected_etag is "
         "null too: the call changed nothing)."
     )

@@ -7,7 +7,7 @@ are undone by ``azure.restore_blob``.
 ETags make every step exact
 (https://learn.microsoft.com/en-us/rest/api/storageservices/specifying-conditional-headers-for-blob-service-operations):
 the connector reads the blob's ETag (Get Blob Properties), copies exactly that version to
-``.reversi-backups/<uuid>`` with Copy Blob From URL (``x-ms-requires-sync: true``,
+``.reversi-backups/<tie>-<uuid>`` with Copy Blob From URL (``x-ms-requires-sync: true``,
 ``x-ms-source-if-match``, target ``If-None-Match: *``), then writes (Put Blob, a block
 blob) with ``If-Match`` on that ETag, or ``If-None-Match: *`` for a new blob, or deletes
 with ``If-Match``. A writer who slipped in between gets the call refused (412, or 409
@@ -50,7 +50,7 @@ from ._args import (
     RestoreBlobArgs,
 )
 from ._errors import ERRORS, parse_xml
-from ._names import BACKUP_PREFIX, backup_name, blob_path, check_account
+from ._names import BACKUP_PREFIX, backup_name, backup_of, blob_path, check_account
 from ._results import (
     DeleteBlobResult,
     GetBlobResult,
@@ -335,7 +335,7 @@ class AzureConnector(HttpConnector):
                 f"{MAX_COPY_BYTES} bytes (256 MiB), so it cannot be backed up and is left alone",
                 code="too_large",
             )
-        saved = backup_name()
+        saved = backup_name(blob)
         try:
             await self._copy(
                 ctx,
@@ -468,7 +468,7 @@ class AzureConnector(HttpConnector):
         """Write a block blob (at most 5 MiB); a blob it replaces is backed up first.
 
         Get Blob Properties; for an existing blob Copy Blob From URL of exactly that version
-        to ``.reversi-backups/<uuid>``; then Put Blob with ``If-Match`` on that version or
+        to ``.reversi-backups/<tie>-<uuid>``; then Put Blob with ``If-Match`` on that version or
         ``If-None-Match: *`` for a new blob
         (https://learn.microsoft.com/en-us/rest/api/storageservices/put-blob). Returns
         ``{"container", "blob", "existed", "backup_blob", "etag", "content_md5", "size"}``.
@@ -595,12 +595,26 @@ class AzureConnector(HttpConnector):
         ``{"container", "blob", "action": "copied_back" | "deleted" | "none", "etag"}``.
         Raises ``ToolError`` with code ``changed_since`` (status 412 or 409 when the
         service refused the conditional request) naming what changed;
+        ``wrong_backup``, before any request, for a backup made from another blob (a
+        backup's name carries a digest of its blob's: see ``_names.backup_name``);
         ``backup_missing``; 403 ``forbidden``; ``EffectUncertainError`` when a write's
         answer was lost. When a person allowed this step to overwrite a later change
         (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md),
         the comparison is skipped: the backup is copied back, or the blob deleted,
         whatever it holds now (still conditional on the ETag read).
+
+        As a tool of its own, an agent's call with ``azure:blob:write`` can delete a blob
+        through it: with no ``backup_blob`` and the blob's current ETag as
+        ``expected_etag`` (or its Content-MD5 as ``expected_md5``), the blob goes, with no
+        backup. (delete_blob, which the same permission allows, would back it up first.)
         """
+        if args.backup_blob is not None and not backup_of(args.backup_blob, args.blob):
+            raise ToolError(
+                f"azure: {args.backup_blob} is the backup of another blob, not of "
+                f"{args.container}/{args.blob}; nothing was restored (a backup is copied back "
+                "only onto the blob it was made from)",
+                code="wrong_backup",
+            )
         now = await self._props(ctx, args.container, args.blob)
         if args.backup_blob is None and args.expected_etag is None:
             # The call found no blob and left none (delete_blob of a missing name): it changed
