@@ -156,6 +156,49 @@ async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
     assert [o["blob"] for o in listed["blobs"]] == ["doc"]
 
 
+@pytest.mark.parametrize(
+    "etag", ['"0x8DC0"\r\nX-Evil: 1', '"0x8DC0"\n', '"0x\x00"', '"two words"', "", '"unclosed']
+)
+async def test_an_expected_etag_that_is_no_entity_tag_is_refused_before_any_request(
+    fake_backend: Backend, etag: str
+) -> None:
+    """No CR, LF, control character or space reaches a header or an error message."""
+    azure = fake_backend.connector()
+    with pytest.raises(InvalidArgumentsError, match="expected_etag"):
+        await azure.call(
+            "azure.restore_blob",
+            {
+                "container": fake_backend.container,
+                "blob": "doc",
+                "backup_blob": None,
+                "expected_etag": etag,
+                "expected_md5": None,
+            },
+        )
+    assert fake_backend.keys_now() == []
+
+
+@pytest.mark.parametrize("etag", ['"0x8DB1234567890AB"', 'W/"0x8DC0"', '"*"'])
+async def test_an_expected_etag_spelled_as_the_service_spells_it_is_taken(
+    fake_backend: Backend, etag: str
+) -> None:
+    azure = fake_backend.connector()
+    fake_backend.write("doc", b"someone's")
+    with pytest.raises(ToolError) as refused:
+        await azure.call(
+            "azure.restore_blob",
+            {
+                "container": fake_backend.container,
+                "blob": "doc",
+                "backup_blob": None,
+                "expected_etag": etag,
+                "expected_md5": None,
+            },
+        )
+    assert refused.value.code == "changed_since"
+    assert f"that call left ETag {etag}" in str(refused.value)
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     azure = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:

@@ -42,6 +42,12 @@ Encoding = Annotated[
 ]
 
 
+ENTITY_TAG = r'^(W/)?"[\x21\x23-\x7e]*"$'
+"""An entity tag as RFC 9110 spells it (section 8.8.3: optional ``W/``, then a quoted string of
+visible ASCII but ``"``), the form Blob Storage gives its ETags in: no space, CR, LF or other
+control character can come through one."""
+
+
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -111,7 +117,9 @@ class RestoreBlobArgs(_Args):
     )
     expected_etag: str | None = Field(
         max_length=256,
-        description="The ETag the call being undone left on the blob, or null when it left none.",
+        pattern=ENTITY_TAG,
+        description="The ETag the call being undone left on the blob (as the service spells it, "
+        'such as "0x8DC0A1B2C3D4E5F"), or null when it left none.',
     )
     expected_md5: str | None = Field(
         max_length=64,
