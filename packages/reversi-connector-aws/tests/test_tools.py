@@ -132,6 +132,20 @@ async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
     assert [o["key"] for o in listed["objects"]] == ["doc"]
 
 
+@pytest.mark.parametrize("etag", ['"d41d8c"\r\nX-Evil: 1', '"d41d8c"\n', '"\x00"', '"two words"', ""])
+async def test_an_expected_etag_with_a_space_or_control_character_is_refused(
+    fake_backend: Backend, etag: str
+) -> None:
+    """Visible ASCII only: no CR, LF, space or control character reaches an error message."""
+    aws = fake_backend.connector()
+    with pytest.raises(InvalidArgumentsError, match="expected_etag"):
+        await aws.call(
+            "aws.restore_object",
+            {"bucket": fake_backend.bucket, "key": "doc", "backup_key": None, "expected_etag": etag},
+        )
+    assert fake_backend.keys_now() == []
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     aws = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:

@@ -117,6 +117,7 @@ class RestoreObjectArgs(_Args):
     )
     expected_etag: str | None = Field(
         max_length=1024,
+        pattern=r"^[\x21-\x7e]+$",
         description="The ETag the call being undone left at the key, or null when it left no "
         "object there; the restore refuses to touch a key that changed since.",
     )
