@@ -654,12 +654,11 @@ class KubernetesConnector(HttpConnector):
         deployment has now and even with ``ctx.overwrite``: a later scale is someone
         else's. Otherwise it reads the scale (``GET .../deployments/{name}/scale``). When
         the deployment has ``replicas`` already, nothing is written (``restored`` false).
-        When it has another
-        count than ``expected_replicas`` (the one scale_deployment set: an autoscaler or a
-        person scaled it since), or its uid is not ``uid`` (it was deleted and created
-        anew), nothing is changed and the call fails with code ``changed_since``,
-        naming the count it has now. Otherwise it sets ``replicas`` with a JSON merge
-        patch carrying the uid and the resourceVersion it read
+        When it has another count than ``expected_replicas`` (the one scale_deployment
+        set: an autoscaler or a person scaled it since), or its uid is not ``uid`` (it was
+        deleted and created anew), nothing is changed and the call fails with code
+        ``changed_since``, naming the count it has now. Otherwise it sets ``replicas``
+        with a JSON merge patch carrying the uid and the resourceVersion it read
         (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/deployment-v1/#patch-partially-update-scale-of-the-specified-deployment),
         so a scale made between the read and the write fails it with 409 ``conflict``
         (run it again). When a person allowed this step's undo to overwrite
