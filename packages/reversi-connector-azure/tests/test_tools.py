@@ -156,6 +156,20 @@ async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
     assert [o["blob"] for o in listed["blobs"]] == ["doc"]
 
 
+async def _undo_of_a_new_doc(backend: Backend, etag: str) -> dict[str, Any]:
+    """restore_blob as the undo of a put_blob that made ``doc`` with ``etag``."""
+    return await backend.connector().call(
+        "azure.restore_blob",
+        {
+            "container": backend.container,
+            "blob": "doc",
+            "backup_blob": None,
+            "expected_etag": etag,
+            "expected_md5": None,
+        },
+    )
+
+
 @pytest.mark.parametrize(
     "etag", ['"0x8DC0"\r\nX-Evil: 1', '"0x8DC0"\n', '"0x\x00"', '"two words"', "", '"unclosed']
 )
@@ -163,18 +177,8 @@ async def test_an_expected_etag_that_is_no_entity_tag_is_refused_before_any_requ
     fake_backend: Backend, etag: str
 ) -> None:
     """No CR, LF, control character or space reaches a header or an error message."""
-    azure = fake_backend.connector()
     with pytest.raises(InvalidArgumentsError, match="expected_etag"):
-        await azure.call(
-            "azure.restore_blob",
-            {
-                "container": fake_backend.container,
-                "blob": "doc",
-                "backup_blob": None,
-                "expected_etag": etag,
-                "expected_md5": None,
-            },
-        )
+        await _undo_of_a_new_doc(fake_backend, etag)
     assert fake_backend.keys_now() == []
 
 
@@ -182,19 +186,9 @@ async def test_an_expected_etag_that_is_no_entity_tag_is_refused_before_any_requ
 async def test_an_expected_etag_spelled_as_the_service_spells_it_is_taken(
     fake_backend: Backend, etag: str
 ) -> None:
-    azure = fake_backend.connector()
     fake_backend.write("doc", b"someone's")
     with pytest.raises(ToolError) as refused:
-        await azure.call(
-            "azure.restore_blob",
-            {
-                "container": fake_backend.container,
-                "blob": "doc",
-                "backup_blob": None,
-                "expected_etag": etag,
-                "expected_md5": None,
-            },
-        )
+        await _undo_of_a_new_doc(fake_backend, etag)
     assert refused.value.code == "changed_since"
     assert f"that call left ETag {etag}" in str(refused.value)
 
