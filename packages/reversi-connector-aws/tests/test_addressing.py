@@ -166,7 +166,7 @@ async def test_a_reader_cannot_write(backend: Backend) -> None:
                 "AWS_REGION": "eu-west-1",
                 "AWS_ENDPOINT_URL_S3": "http://u:p@minio:9000",
             },
-            "credentials",
+            "AWS_ENDPOINT_URL_S3 (endpoint_url) http://minio:9000 must not carry credentials",
         ),
     ],
 )

@@ -212,3 +212,24 @@ async def test_a_change_inside_the_undo_of_a_new_key_is_refused_by_the_precondit
     assert transport.fired
     assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("new") == OTHER
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_key_created_after_a_delete_that_found_nothing_is_left_to_its_writer(
+    backend: Backend, tmp_path: Path, overwrite: bool
+) -> None:
+    """The delete changed nothing, so its undo changes nothing: not even ``--overwrite`` deletes
+    the object another writer made at that key afterwards."""
+    aws = backend.connector()
+    journal = SQLiteJournal.open(tmp_path / "data")
+    run = Run.start(journal, registry_for([aws]), executor=executor_for([aws]))
+    seq, result = await run.call("aws.delete_object", {"bucket": backend.bucket, "key": "doc"})
+    assert (result["existed"], result["deleted"]) == (False, False)
+    backend.write("doc", OTHER)
+    if overwrite:
+        run.allow_overwrite(seq, by="tester")
+    report = await run.rollback(compensate=compensator_for([aws]))
+    assert report.complete
+    assert run.steps()[0].rollback_state is RollbackState.COMPENSATED
+    assert backend.read("doc") == OTHER
+    journal.close()

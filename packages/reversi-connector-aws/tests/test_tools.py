@@ -10,6 +10,7 @@ from _aws_backends import Backend
 
 from reversi_connector_aws import BACKUP_PREFIX, MAX_OBJECT_BYTES
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -106,6 +107,45 @@ async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
     assert [o["key"] for o in listed["objects"]] == ["keep.txt"]
 
 
+@pytest.mark.parametrize(
+    ("delimiter", "rolled_up"), [("-", ".reversi-"), ("r", ".r"), (".", ".")]
+)
+async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
+    backend: Backend, delimiter: str, rolled_up: str
+) -> None:
+    """With a delimiter that occurs in ``.reversi-backups/``, the backups would come back as a
+    common prefix (``.reversi-``, ``.r``, ``.``): hidden while only backups are under it,
+    listed once another key is."""
+    aws = backend.connector()
+    b = backend.bucket
+    backend.write("doc", b"old")
+    await aws.call("aws.put_object", {"bucket": b, "key": "doc", "content": "new"})
+    for prefix in ["", "."]:
+        listed = await aws.call(
+            "aws.list_objects", {"bucket": b, "prefix": prefix, "delimiter": delimiter}
+        )
+        assert listed["common_prefixes"] == [], prefix
+        assert [o["key"] for o in listed["objects"]] == ([] if prefix else ["doc"])
+    backend.write(".reversi-notes", b"someone's own key beside the backups")
+    listed = await aws.call("aws.list_objects", {"bucket": b, "delimiter": delimiter})
+    assert listed["common_prefixes"] == [rolled_up]
+    assert [o["key"] for o in listed["objects"]] == ["doc"]
+
+
+@pytest.mark.parametrize("etag", ['"d41d8c"\r\nX-Evil: 1', '"d41d8c"\n', '"\x00"', '"two words"', ""])
+async def test_an_expected_etag_with_a_space_or_control_character_is_refused(
+    fake_backend: Backend, etag: str
+) -> None:
+    """Visible ASCII only: no CR, LF, space or control character reaches an error message."""
+    aws = fake_backend.connector()
+    with pytest.raises(InvalidArgumentsError, match="expected_etag"):
+        await aws.call(
+            "aws.restore_object",
+            {"bucket": fake_backend.bucket, "key": "doc", "backup_key": None, "expected_etag": etag},
+        )
+    assert fake_backend.keys_now() == []
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     aws = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:
@@ -119,6 +159,38 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
                     "expected_etag": None,
                 },
             )
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_backup_is_restored_only_onto_the_key_it_was_made_from(
+    backend: Backend, overwrite: bool
+) -> None:
+    """restore_object is a tool an agent can call: another key's backup is refused, before any
+    request, whatever ETag is given and even with a person's overwrite."""
+    aws = backend.connector()
+    b = backend.bucket
+    backend.write("mine", b"mine, before")
+    made = await aws.call("aws.put_object", {"bucket": b, "key": "mine", "content": "mine, after"})
+    backend.write("victim", b"victim data")
+    victim = await aws.call("aws.get_object", {"bucket": b, "key": "victim"})
+    args = {
+        "bucket": b,
+        "key": "victim",
+        "backup_key": made["backup_key"],
+        "expected_etag": victim["etag"],
+    }
+    with pytest.raises(ToolError) as refused:
+        await aws.call("aws.restore_object", args, CallContext(overwrite=overwrite))
+    assert refused.value.code == "wrong_backup"
+    assert f"not of s3://{b}/victim" in str(refused.value)
+    assert backend.read("victim") == b"victim data"
+    back = await aws.call(
+        "aws.restore_object",
+        {**args, "key": "mine", "expected_etag": made["etag"]},
+        CallContext(overwrite=overwrite),
+    )
+    assert back["action"] == "copied_back"
+    assert backend.read("mine") == b"mine, before"
 
 
 async def test_pages_of_a_listing_join_up(backend: Backend) -> None:

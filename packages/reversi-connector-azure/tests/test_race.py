@@ -211,3 +211,26 @@ async def test_a_change_inside_the_undo_of_a_new_blob_is_refused_by_the_precondi
     assert transport.fired
     assert (refused.value.status, refused.value.code) == (412, "changed_since")
     assert backend.read("new") == OTHER
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_blob_created_after_a_delete_that_found_nothing_is_left_to_its_writer(
+    backend: Backend, tmp_path: Path, overwrite: bool
+) -> None:
+    """The delete changed nothing, so its undo changes nothing: not even ``--overwrite`` deletes
+    the blob another writer made at that name afterwards."""
+    azure = backend.connector()
+    journal = SQLiteJournal.open(tmp_path / "data")
+    run = Run.start(journal, registry_for([azure]), executor=executor_for([azure]))
+    seq, result = await run.call(
+        "azure.delete_blob", {"container": backend.container, "blob": "doc"}
+    )
+    assert (result["existed"], result["deleted"]) == (False, False)
+    backend.write("doc", OTHER)
+    if overwrite:
+        run.allow_overwrite(seq, by="tester")
+    report = await run.rollback(compensate=compensator_for([azure]))
+    assert report.complete
+    assert run.steps()[0].rollback_state is RollbackState.COMPENSATED
+    assert backend.read("doc") == OTHER
+    journal.close()

@@ -11,6 +11,7 @@ from _azure_backends import Backend
 
 from reversi_connector_azure import BACKUP_PREFIX, MAX_BLOB_BYTES
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -130,6 +131,68 @@ async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
     assert [o["blob"] for o in listed["blobs"]] == ["keep.txt"]
 
 
+@pytest.mark.parametrize(
+    ("delimiter", "rolled_up"), [("-", ".reversi-"), ("r", ".r"), (".", ".")]
+)
+async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
+    backend: Backend, delimiter: str, rolled_up: str
+) -> None:
+    """With a delimiter that occurs in ``.reversi-backups/``, the backups would come back as a
+    BlobPrefix (``.reversi-``, ``.r``, ``.``): hidden while only backups are under it, listed
+    once another blob is."""
+    azure = backend.connector()
+    b = backend.container
+    backend.write("doc", b"old")
+    await azure.call("azure.put_blob", {"container": b, "blob": "doc", "content": "new"})
+    for prefix in ["", "."]:
+        listed = await azure.call(
+            "azure.list_blobs", {"container": b, "prefix": prefix, "delimiter": delimiter}
+        )
+        assert listed["common_prefixes"] == [], prefix
+        assert [o["blob"] for o in listed["blobs"]] == ([] if prefix else ["doc"])
+    backend.write(".reversi-notes", b"someone's own blob beside the backups")
+    listed = await azure.call("azure.list_blobs", {"container": b, "delimiter": delimiter})
+    assert listed["common_prefixes"] == [rolled_up]
+    assert [o["blob"] for o in listed["blobs"]] == ["doc"]
+
+
+async def _undo_of_a_new_doc(backend: Backend, etag: str) -> dict[str, Any]:
+    """restore_blob as the undo of a put_blob that made ``doc`` with ``etag``."""
+    return await backend.connector().call(
+        "azure.restore_blob",
+        {
+            "container": backend.container,
+            "blob": "doc",
+            "backup_blob": None,
+            "expected_etag": etag,
+            "expected_md5": None,
+        },
+    )
+
+
+@pytest.mark.parametrize(
+    "etag", ['"0x8DC0"\r\nX-Evil: 1', '"0x8DC0"\n', '"0x\x00"', '"two words"', "", '"unclosed']
+)
+async def test_an_expected_etag_that_is_no_entity_tag_is_refused_before_any_request(
+    fake_backend: Backend, etag: str
+) -> None:
+    """No CR, LF, control character or space reaches a header or an error message."""
+    with pytest.raises(InvalidArgumentsError, match="expected_etag"):
+        await _undo_of_a_new_doc(fake_backend, etag)
+    assert fake_backend.keys_now() == []
+
+
+@pytest.mark.parametrize("etag", ['"0x8DB1234567890AB"', 'W/"0x8DC0"', '"*"'])
+async def test_an_expected_etag_spelled_as_the_service_spells_it_is_taken(
+    fake_backend: Backend, etag: str
+) -> None:
+    fake_backend.write("doc", b"someone's")
+    with pytest.raises(ToolError) as refused:
+        await _undo_of_a_new_doc(fake_backend, etag)
+    assert refused.value.code == "changed_since"
+    assert f"that call left ETag {etag}" in str(refused.value)
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     azure = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:
@@ -143,6 +206,46 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
                     **NOTHING_LEFT,
                 },
             )
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_backup_is_restored_only_onto_the_blob_it_was_made_from(
+    backend: Backend, overwrite: bool
+) -> None:
+    """restore_blob is a tool an agent can call: another blob's backup is refused, before any
+    request, whatever ETag is given and even with a person's overwrite."""
+    azure = backend.connector()
+    c = backend.container
+    backend.write("mine", b"mine, before")
+    made = await azure.call(
+        "azure.put_blob", {"container": c, "blob": "mine", "content": "mine, after"}
+    )
+    backend.write("victim", b"victim data")
+    victim = await azure.call("azure.get_blob", {"container": c, "blob": "victim"})
+    args = {
+        "container": c,
+        "blob": "victim",
+        "backup_blob": made["backup_blob"],
+        "expected_etag": victim["etag"],
+        "expected_md5": None,
+    }
+    with pytest.raises(ToolError) as refused:
+        await azure.call("azure.restore_blob", args, CallContext(overwrite=overwrite))
+    assert refused.value.code == "wrong_backup"
+    assert f"not of {c}/victim" in str(refused.value)
+    assert backend.read("victim") == b"victim data"
+    back = await azure.call(
+        "azure.restore_blob",
+        {
+            **args,
+            "blob": "mine",
+            "expected_etag": made["etag"],
+            "expected_md5": made["content_md5"],
+        },
+        CallContext(overwrite=overwrite),
+    )
+    assert back["action"] == "copied_back"
+    assert backend.read("mine") == b"mine, before"
 
 
 async def test_pages_of_a_listing_join_up(backend: Backend) -> None:

@@ -224,3 +224,24 @@ async def test_the_emulator_ignores_the_delete_precondition_which_is_why_the_fak
     )
     assert answer.status_code in (200, 204)
     assert emulator_backend.read("doc") is None
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_an_object_created_after_a_delete_that_found_nothing_is_left_to_its_writer(
+    backend: Backend, tmp_path: Path, overwrite: bool
+) -> None:
+    """The delete changed nothing, so its undo changes nothing: not even ``--overwrite`` deletes
+    the object another writer made at that name afterwards."""
+    gcp = backend.connector()
+    journal = SQLiteJournal.open(tmp_path / "data")
+    run = Run.start(journal, registry_for([gcp]), executor=executor_for([gcp]))
+    seq, result = await run.call("gcp.delete_object", {"bucket": backend.bucket, "key": "doc"})
+    assert (result["existed"], result["deleted"]) == (False, False)
+    backend.write("doc", OTHER)
+    if overwrite:
+        run.allow_overwrite(seq, by="tester")
+    report = await run.rollback(compensate=compensator_for([gcp]))
+    assert report.complete
+    assert run.steps()[0].rollback_state is RollbackState.COMPENSATED
+    assert backend.read("doc") == OTHER
+    journal.close()

@@ -11,6 +11,7 @@ from _gcp_backends import Backend
 
 from reversi_connector_gcp import BACKUP_PREFIX, MAX_OBJECT_BYTES
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.connector import CallContext
 from reversi_core.errors import InvalidArgumentsError, ToolError
 
 pytestmark = pytest.mark.anyio
@@ -129,6 +130,31 @@ async def test_backups_are_hidden_from_listings_even_by_prefix_or_delimiter(
     assert [o["key"] for o in listed["objects"]] == ["keep.txt"]
 
 
+@pytest.mark.parametrize(
+    ("delimiter", "rolled_up"), [("-", ".reversi-"), ("r", ".r"), (".", ".")]
+)
+async def test_a_delimiter_inside_the_backup_prefix_rolls_up_no_backup(
+    backend: Backend, delimiter: str, rolled_up: str
+) -> None:
+    """With a delimiter that occurs in ``.reversi-backups/``, the backups would come back as a
+    common prefix (``.reversi-``, ``.r``, ``.``): hidden while only backups are under it,
+    listed once another object is."""
+    gcp = backend.connector()
+    b = backend.bucket
+    backend.write("doc", b"old")
+    await gcp.call("gcp.put_object", {"bucket": b, "key": "doc", "content": "new"})
+    for prefix in ["", "."]:
+        listed = await gcp.call(
+            "gcp.list_objects", {"bucket": b, "prefix": prefix, "delimiter": delimiter}
+        )
+        assert listed["common_prefixes"] == [], prefix
+        assert [o["key"] for o in listed["objects"]] == ([] if prefix else ["doc"])
+    backend.write(".reversi-notes", b"someone's own object beside the backups")
+    listed = await gcp.call("gcp.list_objects", {"bucket": b, "delimiter": delimiter})
+    assert listed["common_prefixes"] == [rolled_up]
+    assert [o["key"] for o in listed["objects"]] == ["doc"]
+
+
 async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: Backend) -> None:
     gcp = fake_backend.connector()
     for bad in ["other/key", ".reversi-backups/../x", ".reversi-backups/not-a-uuid"]:
@@ -142,6 +168,46 @@ async def test_restore_takes_only_backup_keys_the_connector_makes(fake_backend: 
                     **NOTHING_LEFT,
                 },
             )
+
+
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_a_backup_is_restored_only_onto_the_object_it_was_made_from(
+    backend: Backend, overwrite: bool
+) -> None:
+    """restore_object is a tool an agent can call: another object's backup is refused, before
+    any request, whatever generation is given and even with a person's overwrite."""
+    gcp = backend.connector()
+    b = backend.bucket
+    backend.write("mine", b"mine, before")
+    made = await gcp.call("gcp.put_object", {"bucket": b, "key": "mine", "content": "mine, after"})
+    backend.write("victim", b"victim data")
+    victim = await gcp.call("gcp.get_object", {"bucket": b, "key": "victim"})
+    args = {
+        "bucket": b,
+        "key": "victim",
+        "backup_key": made["backup_key"],
+        "expected_generation": victim["generation"],
+        "expected_crc32c": None,
+        "expected_md5": None,
+    }
+    with pytest.raises(ToolError) as refused:
+        await gcp.call("gcp.restore_object", args, CallContext(overwrite=overwrite))
+    assert refused.value.code == "wrong_backup"
+    assert f"not of gs://{b}/victim" in str(refused.value)
+    assert backend.read("victim") == b"victim data"
+    back = await gcp.call(
+        "gcp.restore_object",
+        {
+            **args,
+            "key": "mine",
+            "expected_generation": made["generation"],
+            "expected_crc32c": made["crc32c"],
+            "expected_md5": made["md5"],
+        },
+        CallContext(overwrite=overwrite),
+    )
+    assert back["action"] == "copied_back"
+    assert backend.read("mine") == b"mine, before"
 
 
 async def test_pages_of_a_listing_join_up(backend: Backend) -> None:

@@ -182,3 +182,29 @@ async def test_two_scales_of_one_deployment_in_a_run_roll_back_to_the_start(
     assert report.complete, report.to_json()
     assert sorted(report.compensated_now) == [first, second]
     assert fake.snapshot()["deployments"]["default/web"]["replicas"] == 3
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
+async def test_the_undo_of_a_scale_that_changed_nothing_leaves_a_later_scale(
+    overwrite: bool,
+    k8s: KubernetesConnector,
+    fake: FakeKubernetes,
+    server: FakeServer,
+    tmp_path: Path,
+) -> None:
+    """A scale to the count the deployment had changed nothing, so its undo changes nothing:
+    not even a person's ``--overwrite`` puts that count back over someone's later scale."""
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = _run(k8s, journal)
+        seq, result = await run.call("kubernetes.scale_deployment", {**NS, "name": "web", "replicas": 3})
+        assert result["changed"] is False
+        fake.set_replicas("default", "web", 5)  # an autoscaler, later
+        if overwrite:
+            run.allow_overwrite(seq, by="tester")
+        sent = len(server.requests)
+        report = await run.rollback(compensate=compensator_for([k8s]))
+        assert report.complete, report.to_json()
+        assert _state(report, seq)[0] is RollbackState.COMPENSATED
+        assert server.requests[sent:] == []  # not even read
+    assert fake.object("deployments", "default", "web")["spec"]["replicas"] == 5

@@ -305,6 +305,39 @@ def test_a_malformed_base_url_is_refused_without_showing_credentials(url: str) -
     assert "pw-secret-1234" not in str(caught.value)
 
 
+class EndpointWidget(WidgetConnector):
+    """A connector whose base URL comes from a setting not called base_url (as aws's endpoint_url)."""
+
+    settings = (
+        Setting("WIDGET_TOKEN", "token", "a Widget API token", secret=True),
+        Setting("WIDGET_ENDPOINT_URL", "endpoint_url", "another Widget endpoint", required=False),
+    )
+    base = BaseUrl("https://api.widget.example", option="endpoint_url")
+
+
+@pytest.mark.parametrize(
+    ("url", "why"),
+    [
+        ("ftp://w.corp", "must be http(s)://host"),
+        ("https://user:pw-secret-1234@w.corp", "must not carry credentials"),
+        ("https://w.corp?x=1", "must not have a query string"),
+        ("https://w.corp:99999", "port 99999 is not 1-65535"),
+    ],
+)
+def test_a_malformed_base_url_is_refused_naming_the_variable_it_came_from(url: str, why: str) -> None:
+    for built in (
+        lambda: EndpointWidget(token=TOKEN, endpoint_url=url),
+        lambda: EndpointWidget.from_env({"WIDGET_TOKEN": TOKEN, "WIDGET_ENDPOINT_URL": url}),
+    ):
+        with pytest.raises(ConfigurationError) as caught:
+            built()
+        said = str(caught.value)
+        assert said.startswith("widget: WIDGET_ENDPOINT_URL (endpoint_url) "), said
+        assert why in said
+        assert "base_url" not in said
+        assert "pw-secret-1234" not in said
+
+
 def test_an_unknown_option_is_refused_by_name() -> None:
     with pytest.raises(ConfigurationError, match=r"unknown option.*colour"):
         WidgetConnector(token=TOKEN, colour="red")

@@ -110,11 +110,14 @@ class RestoreObjectArgs(_Args):
     bucket: Bucket
     key: Key
     backup_key: Annotated[str, AfterValidator(check_backup_key)] | None = Field(
-        description="The backup to copy back (.reversi-backups/<uuid>), or null when the key "
-        "did not exist before the call: then the key is deleted."
+        description="The backup to copy back (.reversi-backups/<tie>-<uuid>, made from this "
+        "very key), or null when the key "
+        "did not exist before the call: then the key is deleted (nothing is done when "
+        "expected_etag is null too: the call changed nothing)."
     )
     expected_etag: str | None = Field(
         max_length=1024,
+        pattern=r"^[\x21-\x7e]+$",
         description="The ETag the call being undone left at the key, or null when it left no "
         "object there; the restore refuses to touch a key that changed since.",
     )

@@ -10,6 +10,7 @@ is ever built from a key.
 
 from __future__ import annotations
 
+import hashlib
 import ipaddress
 import re
 import urllib.parse
@@ -19,6 +20,7 @@ __all__ = [
     "BACKUP_PREFIX",
     "MAX_KEY_BYTES",
     "backup_key",
+    "backup_of",
     "check_backup_key",
     "check_bucket",
     "check_key",
@@ -34,7 +36,8 @@ MAX_KEY_BYTES = 1024
 
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _BACKUP = re.compile(
-    r"^\.reversi-backups/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+    r"^\.reversi-backups/(?P<tie>[0-9a-f]{32})-"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
@@ -91,17 +94,35 @@ def check_key(key: str) -> str:
 
 
 def check_backup_key(key: str) -> str:
-    """``key`` if it is a backup key this connector makes (``.reversi-backups/<uuid4>``)."""
+    """``key`` if it is a backup key this connector makes (``.reversi-backups/<tie>-<uuid4>``)."""
     if not _BACKUP.fullmatch(key):
         raise ValueError(
-            f"a backup key is {BACKUP_PREFIX}<uuid>, as put_object or delete_object returned it"
+            f"a backup key is {BACKUP_PREFIX}<tie>-<uuid>, as put_object or delete_object "
+            "returned it"
         )
     return key
 
 
-def backup_key() -> str:
-    """A fresh backup key, ``.reversi-backups/<uuid4>``."""
-    return f"{BACKUP_PREFIX}{uuid.uuid4()}"
+def _tie(key: str) -> str:
+    """What ties a backup to the key it copies: the first 128 bits of the key's SHA-256, in hex."""
+    return hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def backup_key(key: str, unique: uuid.UUID | None = None) -> str:
+    """A fresh backup key for a copy of ``key``: ``.reversi-backups/<tie>-<uuid4>``.
+
+    The tie (see :func:`backup_of`) is derived from ``key``, so a backup names the key it
+    was made from; the uuid4 (``unique``, a new one by default) makes every backup of it
+    new. A digest rather than the key itself: any key of up to 1024 bytes then makes a
+    backup key of the same 86 ASCII characters.
+    """
+    return f"{BACKUP_PREFIX}{_tie(key)}-{unique or uuid.uuid4()}"
+
+
+def backup_of(backup: str, key: str) -> bool:
+    """True when ``backup`` (a valid backup key) was made from ``key``."""
+    found = _BACKUP.fullmatch(backup)
+    return found is not None and found["tie"] == _tie(key)
 
 
 def key_path(key: str) -> str:

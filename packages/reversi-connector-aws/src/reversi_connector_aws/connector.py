@@ -7,7 +7,7 @@ undone by the third, idempotent one: ``aws.put_object`` and ``aws.delete_object`
 How the undo works, and why it never overwrites someone else's change: before
 ``put_object`` replaces or ``delete_object`` removes an object, the connector reads the
 object's ETag (``HeadObject``), copies exactly that version to
-``.reversi-backups/<uuid>`` in the same bucket (``CopyObject`` with
+``.reversi-backups/<tie>-<uuid>`` in the same bucket (``CopyObject`` with
 ``x-amz-copy-source-if-match``), then writes or deletes conditionally on that same ETag
 (``If-Match``), or on absence for a new key (``If-None-Match: *``). A writer who slips in
 between is answered 412 by S3: nothing is overwritten and the call fails saying so. The
@@ -52,7 +52,7 @@ from ._args import (
     RestoreObjectArgs,
 )
 from ._errors import ERRORS, local_name, parse_xml
-from ._keys import BACKUP_PREFIX, backup_key, copy_source, key_path
+from ._keys import BACKUP_PREFIX, backup_key, backup_of, copy_source, key_path
 from ._results import (
     DeleteObjectResult,
     GetObjectResult,
@@ -111,6 +111,21 @@ class _Head:
     size: int
     content_type: str | None
     last_modified: str | None
+
+
+@dataclasses.dataclass
+class _Page:
+    """One ListObjectsV2 page: objects (backups left out), common prefixes, the next token."""
+
+    objects: list[dict[str, Any]]
+    prefixes: list[str]
+    truncated: bool = False
+    token: str | None = None
+
+
+_MAX_PROBE_PAGES = 10
+"""Pages read under a common prefix to learn whether it holds more than backups, before the
+prefix is listed anyway (each page holds at most two entries, the backups being one)."""
 
 
 def _same_etag(a: str | None, b: str | None) -> bool:
@@ -285,6 +300,65 @@ class AwsConnector(HttpConnector):
             f"aws: HEAD s3://{bucket}/{key}: HTTP 404: no such key", status=404, code="not_found"
         )
 
+    async def _list(self, ctx: CallContext, bucket: str, params: Mapping[str, Any]) -> _Page:
+        """One ListObjectsV2 page, backups left out of its objects (not of its prefixes)."""
+        resp = await self._send(ctx, "GET", bucket, None, params=params)
+        root = parse_xml(resp.content)
+        if root is None or local_name(root.tag) != "ListBucketResult":
+            raise self.malformed("is not a ListBucketResult", resp, wrote=False)
+        page = _Page([], [])
+        for child in root:
+            kind = local_name(child.tag)
+            if kind == "Contents":
+                key = urllib.parse.unquote_plus(_child_text(child, "Key") or "")
+                if key.startswith(BACKUP_PREFIX):
+                    continue
+                size = _child_text(child, "Size") or "0"
+                page.objects.append(
+                    {
+                        "key": key,
+                        "size": int(size) if size.isdigit() else 0,
+                        "etag": _child_text(child, "ETag"),
+                        "last_modified": _child_text(child, "LastModified"),
+                    }
+                )
+            elif kind == "CommonPrefixes":
+                page.prefixes.append(urllib.parse.unquote_plus(_child_text(child, "Prefix") or ""))
+        page.truncated = (_child_text(root, "IsTruncated") or "").lower() == "true"
+        if page.truncated:
+            page.token = _child_text(root, "NextContinuationToken")
+        return page
+
+    async def _only_backups_under(self, ctx: CallContext, bucket: str, prefix: str) -> bool:
+        """True when ``prefix``, a listing's common prefix, holds nothing but backups.
+
+        A prefix inside ``.reversi-backups/`` does. One that ``.reversi-backups/`` starts
+        with (``.reversi-`` for the delimiter ``-``, ``.r`` for ``r``) may hold other keys
+        too: a ListObjectsV2 under it with the delimiter ``/`` rolls every backup up into
+        the one entry ``.reversi-backups/``, so any other entry is another key.
+        """
+        if prefix.startswith(BACKUP_PREFIX):
+            return True
+        if not prefix or not BACKUP_PREFIX.startswith(prefix):
+            return False
+        params: dict[str, Any] = {
+            "list-type": "2",
+            "encoding-type": "url",
+            "max-keys": 2,
+            "prefix": prefix,
+            "delimiter": "/",
+        }
+        for _ in range(_MAX_PROBE_PAGES):
+            page = await self._list(ctx, bucket, params)
+            if page.objects or any(found != BACKUP_PREFIX for found in page.prefixes):
+                return False
+            if not page.truncated:
+                return True
+            if not page.token:
+                return False
+            params["continuation-token"] = page.token
+        return False
+
     def _check_copyable(self, bucket: str, key: str, head: _Head) -> None:
         if head.size > MAX_COPY_BYTES:
             raise ToolError(
@@ -333,7 +407,7 @@ class AwsConnector(HttpConnector):
     async def _backup(self, ctx: CallContext, bucket: str, key: str, head: _Head) -> str:
         """Copy exactly the version ``head`` read to a fresh backup key; return that key."""
         self._check_copyable(bucket, key, head)
-        saved = backup_key()
+        saved = backup_key(key)
         try:
             await self._copy(
                 ctx, bucket, key, saved, source_etag=head.etag, conditions={"If-None-Match": "*"}
@@ -415,7 +489,10 @@ class AwsConnector(HttpConnector):
         (https://docs.aws.amazon.com/AmazonS3/latest/API/API_ListObjectsV2.html). Returns
         ``{"bucket", "prefix", "objects": [{"key", "size", "etag", "last_modified"}],
         "common_prefixes", "truncated", "next_continuation_token"}``; keys under
-        ``.reversi-backups/`` are left out (a page may then hold fewer than ``max_keys``).
+        ``.reversi-backups/`` are left out (a page may then hold fewer than ``max_keys``),
+        and so is a common prefix that holds nothing but backups: one inside
+        ``.reversi-backups/``, or one that name starts with (``.reversi-`` for the
+        delimiter ``-``) once a second, small ListObjectsV2 under it finds no other key.
         Raises ``ToolError``: 404 ``no_such_bucket``, 403 ``forbidden``, 400 for a bad
         continuation token.
         """
@@ -430,43 +507,19 @@ class AwsConnector(HttpConnector):
             params["delimiter"] = args.delimiter
         if args.continuation_token is not None:
             params["continuation-token"] = args.continuation_token
-        resp = await self._send(ctx, "GET", args.bucket, None, params=params)
-        root = parse_xml(resp.content)
-        if root is None or local_name(root.tag) != "ListBucketResult":
-            raise self.malformed("is not a ListBucketResult", resp, wrote=False)
-        objects: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        for child in root:
-            kind = local_name(child.tag)
-            if kind == "Contents":
-                key = urllib.parse.unquote_plus(_child_text(child, "Key") or "")
-                if key.startswith(BACKUP_PREFIX):
-                    continue
-                size = _child_text(child, "Size") or "0"
-                objects.append(
-                    {
-                        "key": key,
-                        "size": int(size) if size.isdigit() else 0,
-                        "etag": _child_text(child, "ETag"),
-                        "last_modified": _child_text(child, "LastModified"),
-                    }
-                )
-            elif kind == "CommonPrefixes":
-                prefix = urllib.parse.unquote_plus(_child_text(child, "Prefix") or "")
-                if (
-                    not prefix.startswith(BACKUP_PREFIX) and not BACKUP_PREFIX.startswith(prefix)
-                ) or (not prefix.startswith(BACKUP_PREFIX) and prefix != "."):
-                    prefixes.append(prefix)
-        truncated = (_child_text(root, "IsTruncated") or "").lower() == "true"
+        page = await self._list(ctx, args.bucket, params)
+        prefixes = [
+            prefix
+            for prefix in page.prefixes
+            if not await self._only_backups_under(ctx, args.bucket, prefix)
+        ]
         return {
             "bucket": args.bucket,
             "prefix": args.prefix,
-            "objects": objects,
+            "objects": page.objects,
             "common_prefixes": prefixes,
-            "truncated": truncated,
-            "next_continuation_token": _child_text(root, "NextContinuationToken")
-            if truncated
-            else None,
+            "truncated": page.truncated,
+            "next_continuation_token": page.token,
         }
 
     @tool(
@@ -481,7 +534,7 @@ class AwsConnector(HttpConnector):
         """Write an object (at most 5 MiB); an object it replaces is backed up first.
 
         HeadObject, then for an existing key CopyObject of exactly the version read to
-        ``.reversi-backups/<uuid>`` (``x-amz-copy-source-if-match``), then PutObject with
+        ``.reversi-backups/<tie>-<uuid>`` (``x-amz-copy-source-if-match``), then PutObject with
         ``If-Match`` on that version, or ``If-None-Match: *`` for a new key
         (https://docs.aws.amazon.com/AmazonS3/latest/API/API_PutObject.html,
         https://docs.aws.amazon.com/AmazonS3/latest/userguide/conditional-writes.html).
@@ -540,7 +593,7 @@ class AwsConnector(HttpConnector):
     async def delete_object(self, args: DeleteObjectArgs, ctx: CallContext) -> dict[str, Any]:
         """Delete an object after backing it up; a key that does not exist is left as it is.
 
-        HeadObject, CopyObject of exactly the version read to ``.reversi-backups/<uuid>``,
+        HeadObject, CopyObject of exactly the version read to ``.reversi-backups/<tie>-<uuid>``,
         then DeleteObject with ``If-Match`` on that version
         (https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). Returns
         ``{"bucket", "key", "existed", "deleted", "backup_key", "etag": null}``. Raises
@@ -603,20 +656,42 @@ class AwsConnector(HttpConnector):
         (the key did not exist), deletes the key (DeleteObject with ``If-Match``,
         https://docs.aws.amazon.com/AmazonS3/latest/API/API_DeleteObject.html). A key that
         already matches the backup (or is already gone) is left alone: running it again
-        changes nothing. When a person allowed this step to overwrite a later change
-        (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md), the
-        comparison is skipped: the backup is copied back, or the key deleted, whatever
-        the key holds now (still conditional on what was read, so a change made during
-        the restore is not overwritten unseen). Returns
+        changes nothing. Neither a ``backup_key`` nor an ``expected_etag`` means the call
+        found no object and left none (delete_object of a missing key): it changed
+        nothing, so nothing is done (action ``none``) whatever the key holds now, even
+        with ``ctx.overwrite``: an object someone made there since is theirs. When a person
+        allowed this step to overwrite a later change (``ctx.overwrite``, ``reversi
+        rollback RUN --overwrite STEP``; docs/engine.md), the comparison is skipped: the
+        backup is copied back, or the key deleted, whatever the key holds now (still
+        conditional on what was read, so a change made during the restore is not
+        overwritten unseen). Returns
         ``{"bucket", "key", "action": "copied_back" | "deleted" | "none", "etag"}``. Raises
         ``ToolError`` with code ``changed_since`` (412 when S3 refused the conditional
         request) naming the key's ETag now and the one expected, when someone else
-        changed the key since the call; ``backup_missing`` when the backup is gone; 403
+        changed the key since the call; ``wrong_backup``, before any request, for a backup
+        made from another key (a backup's name carries a digest of its key: see
+        ``_keys.backup_key``); ``backup_missing`` when the backup is gone; 403
         ``forbidden``; ``EffectUncertainError`` when a write's answer was lost.
+
+        As a tool of its own, an agent's call with ``aws:s3:write`` can delete a key
+        through it: with no ``backup_key`` and the key's current ETag as
+        ``expected_etag``, the key goes, with no backup. (delete_object, which the same
+        permission allows, would back it up first.)
         """
+        if args.backup_key is not None and not backup_of(args.backup_key, args.key):
+            raise ToolError(
+                f"aws: {args.backup_key} is the backup of another key, not of "
+                f"s3://{args.bucket}/{args.key}; nothing was restored (a backup is copied back "
+                "only onto the key it was made from)",
+                code="wrong_backup",
+            )
         now = await self._head(ctx, args.bucket, args.key)
         current = now.etag if now is not None else None
         insist = ctx.overwrite
+        if args.backup_key is None and args.expected_etag is None:
+            # The call found no object and left none (delete_object of a missing key): it
+            # changed nothing, so there is nothing to undo, whatever the key holds now.
+            return self._restored(args, "none", current)
         if args.backup_key is None:
             if now is None:
                 return self._restored(args, "none", None)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,7 +56,7 @@ from reversi_core.testing import (
 )
 
 from ._fake import FakeS3, S3Object
-from ._keys import BACKUP_PREFIX
+from ._keys import BACKUP_PREFIX, backup_key
 from ._live import LIVE_BUCKET_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, LIVE_VOLATILE, live_scenario
 from .connector import AwsConnector
 
@@ -292,7 +293,7 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure(
             _at(
                 "notes/hello.txt",
-                backup_key=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000",
+                backup_key=backup_key("notes/hello.txt", uuid.UUID("00000000-0000-4000-8000-000000000000")),
                 expected_etag=None,
             ),
             code="backup_missing",

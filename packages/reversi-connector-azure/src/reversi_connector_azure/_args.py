@@ -42,6 +42,12 @@ Encoding = Annotated[
 ]
 
 
+ENTITY_TAG = r'^(W/)?"[\x21\x23-\x7e]*"$'
+"""An entity tag as RFC 9110 spells it (section 8.8.3: optional ``W/``, then a quoted string of
+visible ASCII but ``"``), the form Blob Storage gives its ETags in: no space, CR, LF or other
+control character can come through one."""
+
+
 class _Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -104,12 +110,16 @@ class RestoreBlobArgs(_Args):
     container: Container
     blob: Blob
     backup_blob: Annotated[str, AfterValidator(check_backup_name)] | None = Field(
-        description="The backup to copy back (.reversi-backups/<uuid>), or null when the blob did "
-        "not exist before the call: then it is deleted."
+        description="The backup to copy back (.reversi-backups/<tie>-<uuid>, made from this very "
+        "blob), or null when the blob did "
+        "not exist before the call: then it is deleted (nothing is done when expected_etag is "
+        "null too: the call changed nothing)."
     )
     expected_etag: str | None = Field(
         max_length=256,
-        description="The ETag the call being undone left on the blob, or null when it left none.",
+        pattern=ENTITY_TAG,
+        description="The ETag the call being undone left on the blob (as the service spells it, "
+        'such as "0x8DC0A1B2C3D4E5F"), or null when it left none.',
     )
     expected_md5: str | None = Field(
         max_length=64,

@@ -34,8 +34,11 @@ __all__ = [
 LIVE_CONTAINER_VARIABLE = "REVERSI_LIVE_AZURE_CONTAINER"
 """The throwaway container the live scenario works in."""
 
-LIVE_VOLATILE = (r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",)
-"""The backups' uuid4 (``.reversi-backups/<uuid>``), new on every run."""
+LIVE_VOLATILE = (
+    r"[0-9a-f]{32}-[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}",
+)
+"""The backups' names after the prefix (``.reversi-backups/<tie>-<uuid4>``): the uuid4 is new
+on every run, and the tie is a digest of a name that holds the run's random suffix."""
 
 _BYTES = bytes(range(256))  # every byte value once: not UTF-8, survives only exact handling
 

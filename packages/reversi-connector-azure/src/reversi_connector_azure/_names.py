@@ -11,6 +11,7 @@ No local path is ever built from a name.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import urllib.parse
 import uuid
@@ -19,6 +20,7 @@ __all__ = [
     "BACKUP_PREFIX",
     "MAX_NAME_CHARS",
     "backup_name",
+    "backup_of",
     "blob_path",
     "check_account",
     "check_backup_name",
@@ -35,7 +37,8 @@ MAX_NAME_CHARS = 1024
 _ACCOUNT = re.compile(r"^[a-z0-9]{3,24}$")
 _CONTAINER = re.compile(r"^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
 _BACKUP = re.compile(
-    r"^\.reversi-backups/[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
+    r"^\.reversi-backups/(?P<tie>[0-9a-f]{32})-"
+    r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$"
 )
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ufffe\uffff]")
 
@@ -99,17 +102,34 @@ def check_blob(name: str) -> str:
 
 
 def check_backup_name(name: str) -> str:
-    """``name`` if it is a backup name this connector makes (``.reversi-backups/<uuid4>``)."""
+    """``name`` if it is a backup name this connector makes (``.reversi-backups/<tie>-<uuid4>``)."""
     if not _BACKUP.fullmatch(name):
         raise ValueError(
-            f"a backup blob is {BACKUP_PREFIX}<uuid>, as put_blob or delete_blob returned it"
+            f"a backup blob is {BACKUP_PREFIX}<tie>-<uuid>, as put_blob or delete_blob returned it"
         )
     return name
 
 
-def backup_name() -> str:
-    """A fresh backup name, ``.reversi-backups/<uuid4>``."""
-    return f"{BACKUP_PREFIX}{uuid.uuid4()}"
+def _tie(name: str) -> str:
+    """What ties a backup to the blob it copies: the first 128 bits of the name's SHA-256, in hex."""
+    return hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def backup_name(name: str, unique: uuid.UUID | None = None) -> str:
+    """A fresh backup name for a copy of the blob ``name``: ``.reversi-backups/<tie>-<uuid4>``.
+
+    The tie (see :func:`backup_of`) is derived from ``name``, so a backup names the blob it
+    was made from; the uuid4 (``unique``, a new one by default) makes every backup of it
+    new. A digest rather than the name itself: any name of up to 1024 characters then
+    makes a backup name of the same 86 ASCII characters.
+    """
+    return f"{BACKUP_PREFIX}{_tie(name)}-{unique or uuid.uuid4()}"
+
+
+def backup_of(backup: str, name: str) -> bool:
+    """True when ``backup`` (a valid backup name) was made from the blob ``name``."""
+    found = _BACKUP.fullmatch(backup)
+    return found is not None and found["tie"] == _tie(name)
 
 
 def blob_path(container: str, name: str) -> str:

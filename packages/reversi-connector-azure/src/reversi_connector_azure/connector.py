@@ -7,7 +7,7 @@ are undone by ``azure.restore_blob``.
 ETags make every step exact
 (https://learn.microsoft.com/en-us/rest/api/storageservices/specifying-conditional-headers-for-blob-service-operations):
 the connector reads the blob's ETag (Get Blob Properties), copies exactly that version to
-``.reversi-backups/<uuid>`` with Copy Blob From URL (``x-ms-requires-sync: true``,
+``.reversi-backups/<tie>-<uuid>`` with Copy Blob From URL (``x-ms-requires-sync: true``,
 ``x-ms-source-if-match``, target ``If-None-Match: *``), then writes (Put Blob, a block
 blob) with ``If-Match`` on that ETag, or ``If-None-Match: *`` for a new blob, or deletes
 with ``If-Match``. A writer who slipped in between gets the call refused (412, or 409
@@ -50,7 +50,7 @@ from ._args import (
     RestoreBlobArgs,
 )
 from ._errors import ERRORS, parse_xml
-from ._names import BACKUP_PREFIX, backup_name, blob_path, check_account
+from ._names import BACKUP_PREFIX, backup_name, backup_of, blob_path, check_account
 from ._results import (
     DeleteBlobResult,
     GetBlobResult,
@@ -98,6 +98,20 @@ class _Props:
     content_type: str | None
     content_md5: str | None
     last_modified: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Page:
+    """One List Blobs page: blobs (backups left out), BlobPrefix names, the next marker."""
+
+    blobs: list[dict[str, Any]]
+    prefixes: list[str]
+    marker: str | None
+
+
+_MAX_PROBE_PAGES = 10
+"""Pages read under a prefix to learn whether it holds more than backups, before the prefix
+is listed anyway (each page holds at most two entries, the backups being one)."""
 
 
 def _on_written_blob(tool_name: str) -> Requirement:
@@ -219,6 +233,60 @@ class AzureConnector(HttpConnector):
             resp.headers.get("last-modified"),
         )
 
+    async def _list(self, ctx: CallContext, container: str, params: dict[str, Any]) -> _Page:
+        """One List Blobs page, backups left out of its blobs (not of its prefixes)."""
+        resp = await self._send(ctx, "GET", f"/{container}", params=params)
+        root = parse_xml(resp.content)
+        if root is None or root.tag != "EnumerationResults":
+            raise self.malformed("is not an EnumerationResults", resp, wrote=False)
+        page = _Page([], [], _text(root, "NextMarker") or None)
+        for entry in root.find("Blobs") or []:
+            name = _text(entry, "Name") or ""
+            if entry.tag == "BlobPrefix":
+                page.prefixes.append(name)
+                continue
+            if name.startswith(BACKUP_PREFIX):
+                continue
+            props = entry.find("Properties")
+            size = (_text(props, "Content-Length") if props is not None else None) or "0"
+            page.blobs.append(
+                {
+                    "blob": name,
+                    "size": int(size) if size.isdigit() else 0,
+                    "etag": _text(props, "Etag") if props is not None else None,
+                    "last_modified": _text(props, "Last-Modified") if props is not None else None,
+                }
+            )
+        return page
+
+    async def _only_backups_under(self, ctx: CallContext, container: str, prefix: str) -> bool:
+        """True when ``prefix``, a listing's BlobPrefix, holds nothing but backups.
+
+        A prefix inside ``.reversi-backups/`` does. One that ``.reversi-backups/`` starts
+        with (``.reversi-`` for the delimiter ``-``, ``.r`` for ``r``) may hold other blobs
+        too: a List Blobs under it with the delimiter ``/`` rolls every backup up into the
+        one BlobPrefix ``.reversi-backups/``, so any other entry is another blob.
+        """
+        if prefix.startswith(BACKUP_PREFIX):
+            return True
+        if not prefix or not BACKUP_PREFIX.startswith(prefix):
+            return False
+        params: dict[str, Any] = {
+            "restype": "container",
+            "comp": "list",
+            "maxresults": 2,
+            "prefix": prefix,
+            "delimiter": "/",
+        }
+        for _ in range(_MAX_PROBE_PAGES):
+            page = await self._list(ctx, container, params)
+            if page.blobs or any(found != BACKUP_PREFIX for found in page.prefixes):
+                return False
+            if page.marker is None:
+                return True
+            params["marker"] = page.marker
+        return False
+
     def _block_blob(self, container: str, blob: str, props: _Props) -> None:
         if props.blob_type not in (None, "BlockBlob"):
             raise ToolError(
@@ -267,7 +335,7 @@ class AzureConnector(HttpConnector):
                 f"{MAX_COPY_BYTES} bytes (256 MiB), so it cannot be backed up and is left alone",
                 code="too_large",
             )
-        saved = backup_name()
+        saved = backup_name(blob)
         try:
             await self._copy(
                 ctx,
@@ -357,7 +425,10 @@ class AzureConnector(HttpConnector):
         with ``prefix``, ``delimiter``, ``maxresults`` and ``marker``. Returns
         ``{"container", "prefix", "blobs": [{"blob", "size", "etag", "last_modified"}],
         "common_prefixes", "truncated", "next_marker"}``; names under ``.reversi-backups/``
-        are left out. Raises ``ToolError``: 404 ``no_such_container``, 403 ``forbidden``.
+        are left out, and so is a prefix that holds nothing but backups: one inside
+        ``.reversi-backups/``, or one that name starts with (``.reversi-`` for the
+        delimiter ``-``) once a second, small List Blobs under it finds no other blob.
+        Raises ``ToolError``: 404 ``no_such_container``, 403 ``forbidden``.
         """
         params: dict[str, Any] = {
             "restype": "container",
@@ -370,37 +441,19 @@ class AzureConnector(HttpConnector):
             params["delimiter"] = args.delimiter
         if args.marker is not None:
             params["marker"] = args.marker
-        resp = await self._send(ctx, "GET", f"/{args.container}", params=params)
-        root = parse_xml(resp.content)
-        if root is None or root.tag != "EnumerationResults":
-            raise self.malformed("is not an EnumerationResults", resp, wrote=False)
-        blobs: list[dict[str, Any]] = []
-        prefixes: list[str] = []
-        for entry in root.find("Blobs") or []:
-            name = _text(entry, "Name") or ""
-            if name.startswith(BACKUP_PREFIX):
-                continue
-            if entry.tag == "BlobPrefix":
-                prefixes.append(name)
-                continue
-            props = entry.find("Properties")
-            size = (_text(props, "Content-Length") if props is not None else None) or "0"
-            blobs.append(
-                {
-                    "blob": name,
-                    "size": int(size) if size.isdigit() else 0,
-                    "etag": _text(props, "Etag") if props is not None else None,
-                    "last_modified": _text(props, "Last-Modified") if props is not None else None,
-                }
-            )
-        marker = _text(root, "NextMarker") or None
+        page = await self._list(ctx, args.container, params)
+        prefixes = [
+            prefix
+            for prefix in page.prefixes
+            if not await self._only_backups_under(ctx, args.container, prefix)
+        ]
         return {
             "container": args.container,
             "prefix": args.prefix,
-            "blobs": blobs,
+            "blobs": page.blobs,
             "common_prefixes": prefixes,
-            "truncated": marker is not None,
-            "next_marker": marker,
+            "truncated": page.marker is not None,
+            "next_marker": page.marker,
         }
 
     @tool(
@@ -415,7 +468,7 @@ class AzureConnector(HttpConnector):
         """Write a block blob (at most 5 MiB); a blob it replaces is backed up first.
 
         Get Blob Properties; for an existing blob Copy Blob From URL of exactly that version
-        to ``.reversi-backups/<uuid>``; then Put Blob with ``If-Match`` on that version or
+        to ``.reversi-backups/<tie>-<uuid>``; then Put Blob with ``If-Match`` on that version or
         ``If-None-Match: *`` for a new blob
         (https://learn.microsoft.com/en-us/rest/api/storageservices/put-blob). Returns
         ``{"container", "blob", "existed", "backup_blob", "etag", "content_md5", "size"}``.
@@ -534,17 +587,39 @@ class AzureConnector(HttpConnector):
         without one (the blob did not exist), deletes it (Delete Blob with ``If-Match``,
         https://learn.microsoft.com/en-us/rest/api/storageservices/delete-blob). A blob
         that already holds the backup's content (same size and Content-MD5), or is
-        already gone, is left alone: running it again changes nothing. Returns
+        already gone, is left alone: running it again changes nothing. Neither a
+        ``backup_blob`` nor an ``expected_etag`` means the call found no blob and left none
+        (delete_blob of a missing name): it changed nothing, so nothing is done (action
+        ``none``) whatever the name holds now, even with ``ctx.overwrite``: a blob someone
+        made there since is theirs. Returns
         ``{"container", "blob", "action": "copied_back" | "deleted" | "none", "etag"}``.
         Raises ``ToolError`` with code ``changed_since`` (status 412 or 409 when the
         service refused the conditional request) naming what changed;
+        ``wrong_backup``, before any request, for a backup made from another blob (a
+        backup's name carries a digest of its blob's: see ``_names.backup_name``);
         ``backup_missing``; 403 ``forbidden``; ``EffectUncertainError`` when a write's
         answer was lost. When a person allowed this step to overwrite a later change
         (``ctx.overwrite``, ``reversi rollback RUN --overwrite STEP``; docs/engine.md),
         the comparison is skipped: the backup is copied back, or the blob deleted,
         whatever it holds now (still conditional on the ETag read).
+
+        As a tool of its own, an agent's call with ``azure:blob:write`` can delete a blob
+        through it: with no ``backup_blob`` and the blob's current ETag as
+        ``expected_etag`` (or its Content-MD5 as ``expected_md5``), the blob goes, with no
+        backup. (delete_blob, which the same permission allows, would back it up first.)
         """
+        if args.backup_blob is not None and not backup_of(args.backup_blob, args.blob):
+            raise ToolError(
+                f"azure: {args.backup_blob} is the backup of another blob, not of "
+                f"{args.container}/{args.blob}; nothing was restored (a backup is copied back "
+                "only onto the blob it was made from)",
+                code="wrong_backup",
+            )
         now = await self._props(ctx, args.container, args.blob)
+        if args.backup_blob is None and args.expected_etag is None:
+            # The call found no blob and left none (delete_blob of a missing name): it changed
+            # nothing, so there is nothing to undo, whatever the name holds now.
+            return _restored(args, "none", now.etag if now is not None else None)
         if args.backup_blob is None:
             if now is None:
                 return _restored(args, "none", None)

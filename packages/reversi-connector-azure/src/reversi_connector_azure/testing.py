@@ -27,6 +27,7 @@ azure`` runs against Blob Storage itself.
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,7 +56,7 @@ from ._live import (
     LIVE_VOLATILE,
     live_scenario,
 )
-from ._names import BACKUP_PREFIX
+from ._names import BACKUP_PREFIX, backup_name
 from .connector import AzureConnector
 
 __all__ = [
@@ -273,7 +274,9 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure(
             _at(
                 "notes/hello.txt",
-                backup_blob=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000",
+                backup_blob=backup_name(
+                    "notes/hello.txt", uuid.UUID("00000000-0000-4000-8000-000000000000")
+                ),
                 expected_etag=None,
                 expected_md5=None,
             ),

@@ -109,8 +109,10 @@ class RestoreObjectArgs(_Args):
     bucket: Bucket
     key: Key
     backup_key: Annotated[str, AfterValidator(check_backup_name)] | None = Field(
-        description="The backup to copy back (.reversi-backups/<uuid>), or null when the object did "
-        "not exist before the call: then it is deleted."
+        description="The backup to copy back (.reversi-backups/<tie>-<uuid>, made from this very "
+        "object), or null when the object did "
+        "not exist before the call: then it is deleted (nothing is done when expected_generation "
+        "is null too: the call changed nothing)."
     )
     expected_generation: Generation | None = Field(
         description="The generation the call being undone left at the name, or null when it left no "

@@ -6,7 +6,7 @@ and are undone by ``gcp.restore_object``.
 
 Generations make every step exact (https://cloud.google.com/storage/docs/request-preconditions):
 the connector reads the object's generation, copies exactly that generation to
-``.reversi-backups/<uuid>`` with ``rewriteTo`` (``sourceGeneration``, the target
+``.reversi-backups/<tie>-<uuid>`` with ``rewriteTo`` (``sourceGeneration``, the target
 ``ifGenerationMatch=0``; looped on ``rewriteToken`` until done, so objects of any size
 are backed up), then writes (a multipart upload) or deletes with ``ifGenerationMatch``
 set to that generation, or ``0`` for a new object. Cloud Storage answers 412 to a
@@ -51,7 +51,7 @@ from ._args import (
     PutObjectArgs,
     RestoreObjectArgs,
 )
-from ._names import BACKUP_PREFIX, backup_name
+from ._names import BACKUP_PREFIX, backup_name, backup_of
 from ._results import (
     DeleteObjectResult,
     GetObjectResult,
@@ -127,6 +127,20 @@ class _Meta:
         if crc32c is None or self.crc32c != crc32c:
             return False
         return md5 is None or self.md5 is None or self.md5 == md5
+
+
+@dataclasses.dataclass(frozen=True)
+class _Page:
+    """One objects.list page: objects (backups left out), prefixes, the next page's token."""
+
+    objects: list[dict[str, Any]]
+    prefixes: list[str]
+    token: str | None
+
+
+_MAX_PROBE_PAGES = 10
+"""Pages read under a prefix to learn whether it holds more than backups, before the prefix
+is listed anyway (each page holds at most two entries, the backups being one)."""
 
 
 def _on_written_key(tool_name: str) -> Requirement:
@@ -227,6 +241,55 @@ class GcpConnector(HttpConnector):
             f"gcp: GET gs://{bucket}/{name}: HTTP 404: no such object", status=404, code="not_found"
         )
 
+    async def _list(self, ctx: CallContext, bucket: str, params: dict[str, Any]) -> _Page:
+        """One objects.list page, backups left out of its items (not of its prefixes)."""
+        try:
+            resp = await self.request(
+                ctx, "GET", url_path("/storage/v1/b/{bucket}/o", bucket=bucket), params=params
+            )
+        except ToolError as exc:
+            raise _bucket_missing(exc) from None
+        answer = self.expect_object(resp, "object list", wrote=False)
+        objects = []
+        for item in answer.get("items") or []:
+            name = item.get("name") if isinstance(item, dict) else None
+            if not isinstance(name, str) or name.startswith(BACKUP_PREFIX):
+                continue
+            size = str(item.get("size", "0"))
+            objects.append(
+                {
+                    "key": name,
+                    "size": int(size) if size.isdigit() else 0,
+                    "generation": item.get("generation"),
+                    "updated": item.get("updated"),
+                }
+            )
+        prefixes = [p for p in answer.get("prefixes") or [] if isinstance(p, str)]
+        token = answer.get("nextPageToken")
+        return _Page(objects, prefixes, token if isinstance(token, str) and token else None)
+
+    async def _only_backups_under(self, ctx: CallContext, bucket: str, prefix: str) -> bool:
+        """True when ``prefix``, a listing's common prefix, holds nothing but backups.
+
+        A prefix inside ``.reversi-backups/`` does. One that ``.reversi-backups/`` starts
+        with (``.reversi-`` for the delimiter ``-``, ``.r`` for ``r``) may hold other
+        objects too: an objects.list under it with the delimiter ``/`` rolls every backup
+        up into the one prefix ``.reversi-backups/``, so any other entry is another object.
+        """
+        if prefix.startswith(BACKUP_PREFIX):
+            return True
+        if not prefix or not BACKUP_PREFIX.startswith(prefix):
+            return False
+        params: dict[str, Any] = {"maxResults": 2, "prefix": prefix, "delimiter": "/"}
+        for _ in range(_MAX_PROBE_PAGES):
+            page = await self._list(ctx, bucket, params)
+            if page.objects or any(found != BACKUP_PREFIX for found in page.prefixes):
+                return False
+            if page.token is None:
+                return True
+            params["pageToken"] = page.token
+        return False
+
     async def _rewrite(
         self,
         ctx: CallContext,
@@ -278,7 +341,7 @@ class GcpConnector(HttpConnector):
 
     async def _backup(self, ctx: CallContext, bucket: str, name: str, meta: _Meta) -> str:
         """Copy exactly the generation read to a fresh backup name; return that name."""
-        saved = backup_name()
+        saved = backup_name(name)
         try:
             await self._rewrite(
                 ctx, bucket, name, saved, generation=meta.generation, if_generation="0"
@@ -393,7 +456,10 @@ class GcpConnector(HttpConnector):
         with ``prefix``, ``delimiter``, ``maxResults`` and ``pageToken``. Returns
         ``{"bucket", "prefix", "objects": [{"key", "size", "generation", "updated"}],
         "common_prefixes", "truncated", "next_continuation_token"}``; names under
-        ``.reversi-backups/`` are left out. Raises ``ToolError``: 404 ``no_such_bucket``,
+        ``.reversi-backups/`` are left out, and so is a prefix that holds nothing but
+        backups: one inside ``.reversi-backups/``, or one that name starts with
+        (``.reversi-`` for the delimiter ``-``) once a second, small objects.list under
+        it finds no other object. Raises ``ToolError``: 404 ``no_such_bucket``,
         403 ``forbidden``, 400 for a bad page token.
         """
         params: dict[str, Any] = {"maxResults": args.max_keys}
@@ -403,40 +469,19 @@ class GcpConnector(HttpConnector):
             params["delimiter"] = args.delimiter
         if args.continuation_token is not None:
             params["pageToken"] = args.continuation_token
-        try:
-            resp = await self.request(
-                ctx, "GET", url_path("/storage/v1/b/{bucket}/o", bucket=args.bucket), params=params
-            )
-        except ToolError as exc:
-            raise _bucket_missing(exc) from None
-        answer = self.expect_object(resp, "object list", wrote=False)
-        objects = []
-        for item in answer.get("items") or []:
-            name = item.get("name") if isinstance(item, dict) else None
-            if not isinstance(name, str) or name.startswith(BACKUP_PREFIX):
-                continue
-            size = str(item.get("size", "0"))
-            objects.append(
-                {
-                    "key": name,
-                    "size": int(size) if size.isdigit() else 0,
-                    "generation": item.get("generation"),
-                    "updated": item.get("updated"),
-                }
-            )
+        page = await self._list(ctx, args.bucket, params)
         prefixes = [
-            p
-            for p in answer.get("prefixes") or []
-            if isinstance(p, str) and not p.startswith(BACKUP_PREFIX)
+            prefix
+            for prefix in page.prefixes
+            if not await self._only_backups_under(ctx, args.bucket, prefix)
         ]
-        token = answer.get("nextPageToken")
         return {
             "bucket": args.bucket,
             "prefix": args.prefix,
-            "objects": objects,
+            "objects": page.objects,
             "common_prefixes": prefixes,
-            "truncated": isinstance(token, str) and bool(token),
-            "next_continuation_token": token if isinstance(token, str) and token else None,
+            "truncated": page.token is not None,
+            "next_continuation_token": page.token,
         }
 
     @tool(
@@ -451,7 +496,7 @@ class GcpConnector(HttpConnector):
         """Write an object (at most 5 MiB); an object it replaces is backed up first.
 
         objects.get, then for an existing object objects.rewrite of exactly that
-        generation to ``.reversi-backups/<uuid>``, then a multipart upload with
+        generation to ``.reversi-backups/<tie>-<uuid>``, then a multipart upload with
         ``ifGenerationMatch`` on that generation, or ``0`` for a new object
         (https://cloud.google.com/storage/docs/json_api/v1/objects/insert,
         https://cloud.google.com/storage/docs/request-preconditions). Returns
@@ -561,19 +606,42 @@ class GcpConnector(HttpConnector):
         (the object did not exist), deletes it (objects.delete with ``ifGenerationMatch``,
         https://cloud.google.com/storage/docs/json_api/v1/objects/delete). An object that
         already holds the backup's content (same size, CRC32C and MD5), or is already
-        gone, is left alone: running it again changes nothing. Returns ``{"bucket",
+        gone, is left alone: running it again changes nothing. Neither a ``backup_key``
+        nor an ``expected_generation`` means the call found no object and left none
+        (delete_object of a missing name): it changed nothing, so nothing is done (action
+        ``none``) whatever the name holds now, even with ``ctx.overwrite``: an object
+        someone made there since is theirs. Returns ``{"bucket",
         "key", "action": "copied_back" | "deleted" | "none", "generation"}``. Raises
         ``ToolError`` with code ``changed_since`` (status 412 when Cloud Storage
         refused the conditional request) naming the generation now and the one expected;
+        ``wrong_backup``, before any request, for a backup made from another object (a
+        backup's name carries a digest of its object's: see ``_names.backup_name``);
         ``backup_missing`` when the backup is gone; 403 ``forbidden``;
         ``EffectUncertainError`` when a write's answer was lost. When a person allowed
         this step to overwrite a later change (``ctx.overwrite``, ``reversi rollback RUN
         --overwrite STEP``; docs/engine.md), the comparison is skipped: the backup is
         copied back, or the object deleted, whatever it holds now (still conditional on
         the generation read).
+
+        As a tool of its own, an agent's call with ``gcp:storage:write`` can delete an
+        object through it: with no ``backup_key`` and the object's current generation as
+        ``expected_generation`` (or its checksums as ``expected_crc32c``/``expected_md5``),
+        the object goes, with no backup. (delete_object, which the same permission
+        allows, would back it up first.)
         """
+        if args.backup_key is not None and not backup_of(args.backup_key, args.key):
+            raise ToolError(
+                f"gcp: {args.backup_key} is the backup of another object, not of "
+                f"gs://{args.bucket}/{args.key}; nothing was restored (a backup is copied back "
+                "only onto the object it was made from)",
+                code="wrong_backup",
+            )
         now = await self._meta(ctx, args.bucket, args.key)
         current = now.generation if now is not None else None
+        if args.backup_key is None and args.expected_generation is None:
+            # The call found no object and left none (delete_object of a missing name): it
+            # changed nothing, so there is nothing to undo, whatever the name holds now.
+            return _restored(args, "none", current)
         if args.backup_key is None:
             if now is None:
                 return _restored(args, "none", None)

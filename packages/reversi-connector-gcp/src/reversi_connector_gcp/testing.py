@@ -28,6 +28,7 @@ Storage itself.
 from __future__ import annotations
 
 import base64
+import uuid
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
@@ -50,7 +51,7 @@ from reversi_core.testing import (
 
 from ._fake import FakeGCS, GcsObject, crc32c
 from ._live import LIVE_BUCKET_VARIABLE, LIVE_SUMMARY, LIVE_VARIABLES, LIVE_VOLATILE, live_scenario
-from ._names import BACKUP_PREFIX
+from ._names import BACKUP_PREFIX, backup_name
 from .connector import GcpConnector
 
 __all__ = [
@@ -263,7 +264,9 @@ FAILURES: Mapping[str, list[Failure]] = {
         Failure(
             _at(
                 "notes/hello.txt",
-                backup_key=f"{BACKUP_PREFIX}00000000-0000-4000-8000-000000000000",
+                backup_key=backup_name(
+                    "notes/hello.txt", uuid.UUID("00000000-0000-4000-8000-000000000000")
+                ),
                 expected_generation=None,
                 expected_crc32c=None,
                 expected_md5=None,

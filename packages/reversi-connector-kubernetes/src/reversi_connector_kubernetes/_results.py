@@ -90,9 +90,13 @@ class DeploymentScaled(_Named):
 class ReplicasRestored(_Named):
     """Result of kubernetes.restore_replicas."""
 
-    replicas: int = Field(description="The replica count the deployment has now.")
+    replicas: int | None = Field(
+        description="The replica count the deployment has now; null when nothing was read "
+        "(the undo of a scale that changed nothing)."
+    )
     restored: bool = Field(
-        description="False when it had that count already (nothing was written)."
+        description="False when it had that count already, or the scale undone changed "
+        "nothing (nothing was written)."
     )
 
 

@@ -648,13 +648,17 @@ class KubernetesConnector(HttpConnector):
     async def restore_replicas(self, args: RestoreReplicasArgs, ctx: CallContext) -> dict[str, Any]:
         """Put back the replica count scale_deployment replaced, unless someone scaled it since.
 
-        Reads the scale (``GET .../deployments/{name}/scale``). When the deployment has
-        ``replicas`` already, nothing is written (``restored`` false). When it has another
-        count than ``expected_replicas`` (the one scale_deployment set: an autoscaler or a
-        person scaled it since), or its uid is not ``uid`` (it was deleted and created
-        anew), nothing is changed and the call fails with code ``changed_since``,
-        naming the count it has now. Otherwise it sets ``replicas`` with a JSON merge
-        patch carrying the uid and the resourceVersion it read
+        When ``replicas`` and ``expected_replicas`` are the same count, the scale being
+        undone found that count and left it (``changed`` false): it changed nothing, so
+        nothing is read or written (``restored`` false, ``replicas`` null), whatever the
+        deployment has now and even with ``ctx.overwrite``: a later scale is someone
+        else's. Otherwise it reads the scale (``GET .../deployments/{name}/scale``). When
+        the deployment has ``replicas`` already, nothing is written (``restored`` false).
+        When it has another count than ``expected_replicas`` (the one scale_deployment
+        set: an autoscaler or a person scaled it since), or its uid is not ``uid`` (it was
+        deleted and created anew), nothing is changed and the call fails with code
+        ``changed_since``, naming the count it has now. Otherwise it sets ``replicas``
+        with a JSON merge patch carrying the uid and the resourceVersion it read
         (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/deployment-v1/#patch-partially-update-scale-of-the-specified-deployment),
         so a scale made between the read and the write fails it with 409 ``conflict``
         (run it again). When a person allowed this step's undo to overwrite
@@ -667,6 +671,15 @@ class KubernetesConnector(HttpConnector):
         restore); 409 ``conflict``; 401, 403, ``rate_limited``; ``EffectUncertainError``
         when the patch's answer was lost.
         """
+        if args.replicas == args.expected_replicas:
+            # The scale found that count and left it (changed false): it changed nothing, so
+            # there is nothing to undo, whatever the deployment holds now.
+            return {
+                "namespace": args.namespace,
+                "name": args.name,
+                "replicas": None,
+                "restored": False,
+            }
         where = f"deployment {args.namespace}/{args.name}"
         current = await self._read_scale(ctx, args.namespace, args.name)
         if current["uid"] != args.uid and not ctx.overwrite:

@@ -134,13 +134,19 @@ def url_path(template: str, /, **segments: str | int) -> str:
 
 
 def check_base_url(
-    base_url: str, *, vendor: str, scrub: Callable[[str], str] = scrub
+    base_url: str,
+    *,
+    vendor: str,
+    scrub: Callable[[str], str] = scrub,
+    name: str = "base_url",
 ) -> str:
     """``base_url`` as httpx spells it, if it is ``http(s)://host[:port][/path]``.
 
     Raises :class:`~reversi_core.errors.ConfigurationError` (starting with ``vendor:``)
     for a value that is not a URL, that embeds credentials (``user:password@``), that has
-    another scheme, no host, a query string or a fragment, or a port outside 1-65535. The
+    another scheme, no host, a query string or a fragment, or a port outside 1-65535.
+    ``name`` is what the message calls the value: where it came from, such as
+    ``AWS_ENDPOINT_URL_S3 (endpoint_url)``, so that a person knows what to fix. The
     message never shows the credentials part of the URL; ``scrub`` removes registered
     secrets from it.
     """
@@ -148,25 +154,25 @@ def check_base_url(
         url = httpx.URL(base_url)
     except (httpx.InvalidURL, TypeError):
         # the URL itself is not shown: it may hold a credential we cannot parse out
-        raise ConfigurationError(f"{vendor}: base_url is not a valid URL") from None
+        raise ConfigurationError(f"{vendor}: {name} is not a valid URL") from None
     if url.userinfo:
         shown = url.copy_with(username=None, password=None)
         raise ConfigurationError(
             scrub(
-                f"{vendor}: base_url {shown} must not carry credentials (user:password@); "
+                f"{vendor}: {name} {shown} must not carry credentials (user:password@); "
                 "pass them as headers and secrets"
             )
         )
     if url.scheme not in ("http", "https") or not url.host:
-        raise ConfigurationError(f"{vendor}: base_url must be http(s)://host[:port][/path]")
+        raise ConfigurationError(f"{vendor}: {name} must be http(s)://host[:port][/path]")
     if url.query or url.fragment:
-        raise ConfigurationError(f"{vendor}: base_url must not have a query string or fragment")
+        raise ConfigurationError(f"{vendor}: {name} must not have a query string or fragment")
     try:
         port = url.port
     except (httpx.InvalidURL, ValueError):
-        raise ConfigurationError(f"{vendor}: base_url has a port that is not a number") from None
+        raise ConfigurationError(f"{vendor}: {name} has a port that is not a number") from None
     if port is not None and not 0 < port < 65536:
-        raise ConfigurationError(f"{vendor}: base_url port {port} is not 1-65535")
+        raise ConfigurationError(f"{vendor}: {name} port {port} is not 1-65535")
     return str(url)
 
 

@@ -190,7 +190,8 @@ class HttpConnector(Connector):
     ``verify`` (TLS verification: ``True`` for the system's CAs, an
     :class:`ssl.SSLContext`, or a CA file or directory). Raises
     :class:`~reversi_core.errors.ConfigurationError` for a missing or malformed setting
-    (naming its variable, never showing a secret) and for a malformed base URL.
+    (naming its variable, never showing a secret) and for a malformed base URL (naming
+    the variable and option it came from).
     """
 
     settings: ClassVar[tuple[Setting, ...]] = ()
@@ -238,12 +239,22 @@ class HttpConnector(Connector):
         base_url = self.base.resolve(self._values)
         if base_url is None:
             raise ConfigurationError(f"{self.name}: no base URL; set {self._env_of(self.base.option)}")
-        self.base_url = check_base_url(base_url, vendor=self.name).rstrip("/")
+        self.base_url = check_base_url(
+            base_url, vendor=self.name, name=self._base_url_source()
+        ).rstrip("/")
         self.timeouts = timeouts if timeouts is not None else self.default_timeouts
         self._transport = transport
         self._verify = verify
         self._http: HttpClient | None = None
         self._http_loop: object | None = None
+
+    def _base_url_source(self) -> str:
+        """What the base URL is called in an error: the variable and option it was set by,
+        such as ``AWS_ENDPOINT_URL_S3 (endpoint_url)``, or the connector's own default."""
+        option = self.base.option
+        if self._values.get(option) is None:
+            return "the default base URL"
+        return f"{self._env_of(option)} ({option})"
 
     def _env_of(self, option: str) -> str:
         found = [s.env for s in self.settings if s.option == option]
