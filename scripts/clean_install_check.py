@@ -262,11 +262,24 @@ _KIND_PREFIX = re.compile(r"^(?:[A-Za-z]{1,8}[_-]){1,3}")
 which a connector may check before it sends anything."""
 
 
-def closed_port(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` pointing nowhere: URLs at a closed port on 127.0.0.1, secrets replaced by
-    :data:`PROBE_SECRET` (which must then never be printed), after the prefix that names
-    the credential's kind, so that a connector checking it (stripe's ``sk_``) still
-    builds and the probe reaches the closed port."""
+def secret_variables(name: str) -> set[str]:
+    """The variables of connector ``name`` that hold a secret: its credential variable
+    and, for an HTTP connector, every setting declared ``secret``."""
+    from reversi_core.http import HttpConnector
+
+    cls = load_connector_class(name)
+    secret = {cls.credential_env} if cls.credential_env else set()
+    if issubclass(cls, HttpConnector):
+        secret |= {setting.env for setting in cls.settings if setting.secret}
+    return secret
+
+
+def closed_port(env: Mapping[str, str], secrets: set[str]) -> dict[str, str]:
+    """``env`` pointing nowhere: URLs at a closed port on 127.0.0.1, and the values of
+    the ``secrets`` variables replaced by :data:`PROBE_SECRET` (which must then never be
+    printed), after the prefix that names the credential's kind, so that a connector
+    checking it (stripe's ``sk_``) still builds and the probe reaches the closed port.
+    Any other value (aws's ``AWS_REGION``) is kept: the connector must still build."""
     out = {}
     for var, value in env.items():
         parsed = urllib.parse.urlsplit(value)
@@ -275,9 +288,11 @@ def closed_port(env: Mapping[str, str]) -> dict[str, str]:
             out[var] = urllib.parse.urlunsplit(
                 (parsed.scheme, f"{user}127.0.0.1:9", parsed.path, parsed.query, "")
             )
-        else:
+        elif var in secrets:
             kind = _KIND_PREFIX.match(value)
             out[var] = (kind.group(0) if kind else "") + PROBE_SECRET
+        else:
+            out[var] = value
     return out
 
 
@@ -351,8 +366,23 @@ def stand_ins(name: str) -> dict[str, str]:
         for setting in cls.settings:
             if setting.required and setting.default is None:
                 base = setting.option == cls.base.option
-                env[setting.env] = "https://127.0.0.1:9" if base else PROBE_SECRET
+                env[setting.env] = "https://127.0.0.1:9" if base else _stand_in(setting)
     return env
+
+
+def _stand_in(setting: Any) -> str:
+    """:data:`PROBE_SECRET` for a secret; for another setting, the first of a few stand-ins
+    that its own check takes (azure's account name is 3-24 lower-case letters and
+    digits), so that the connector builds and the probe goes on to reach nothing."""
+    if setting.secret or setting.check is None:
+        return PROBE_SECRET
+    for candidate in (PROBE_SECRET, "probe7f3a9c", "us-east-1"):
+        try:
+            setting.check(candidate)
+        except ValueError:
+            continue
+        return candidate
+    return PROBE_SECRET
 
 
 def without(variables: list[str]) -> dict[str, str]:
@@ -387,7 +417,7 @@ def check_without_credentials(name: str, manifests: list[dict[str, Any]], probe:
     payload = compensation_call(undo, first_mapping(fixture, undo) or {})
     if probe is not None:
         what = f"compensate {undo} with its variables at a closed port"
-        closed = dict(bare, **closed_port(probe.env))
+        closed = dict(bare, **closed_port(probe.env, secret_variables(name)))
         line = clean_failure(cli("compensate", stdin=payload, env=closed), 1, what)
         step(f"{what}: exit 1, no credential shown: {line}")
 
