@@ -117,11 +117,15 @@ class EdgeIndex:
     def edges(self, manifest: Manifest, args: dict[str, Any]) -> list[int]:
         """The ``seq`` of the earlier steps a new call of ``manifest`` with ``args`` depends on."""
         found: set[int] = set()
+        looked: dict[tuple[str, str], list[str]] = {}  # requirements often share `this`
         for req in manifest.requires:
             first, rest = req.match[0], req.match[1:]
-            this = resolve_source(first.this, args, None)
+            keys = looked.get((first.this, first.relation))
+            if keys is None:
+                this = resolve_source(first.this, args, None)
+                keys = looked[(first.this, first.relation)] = _lookup_keys(first.relation, this)
             newest: int | None = None
-            for key in _lookup_keys(first.relation, this):
+            for key in keys:
                 bucket = self.keys.get((req.tool, first.earlier, first.relation, key))
                 # newest first, stopping at the first match: a file written a thousand
                 # times costs one look, not a thousand
