@@ -4,6 +4,7 @@ Adding a connector never edits this file: `scripts/new_connector.py NAME` create
 packages/reversi-connector-NAME/ and every session below picks it up.
 
     nox -s tests          every package's tests, the demo test and the certification suite
+                          (over every core: pytest-xdist; -- -n 0 for one process)
     nox -s certify        the certification matrix for every connector in packages/
     nox -s certify -- github          ... for one connector (only it and core installed)
     nox -s certify -- --write         ... and regenerate docs/certification.md first
@@ -52,6 +53,39 @@ INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector-cli@1"
 PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 
 
+def npm_test_tools(names: list[str] | None = None) -> list[str]:
+    """The npm packages the chosen packages' tests need (default: every package's).
+
+    A package declares them in its own pyproject.toml, as npm install arguments::
+
+        [tool.reversi]
+        npm-test-tools = ["azurite@3.35"]
+
+    They are installed into .ci/node, whose node_modules/.bin the tests find in
+    ``REVERSI_NODE_BIN``.
+    """
+    tools: list[str] = []
+    for name in names or list(PACKAGES):
+        meta = tomllib.loads((PACKAGES[name] / "pyproject.toml").read_text())
+        for tool in meta.get("tool", {}).get("reversi", {}).get("npm-test-tools", []):
+            if tool not in tools:
+                tools.append(tool)
+    return tools
+
+
+def install_npm_test_tools(session: nox.Session, extra: list[str], names: list[str] | None = None) -> None:
+    """npm install ``extra`` and the packages' declared test tools into .ci/node; export its bin."""
+    wanted = [*extra, *npm_test_tools(names)]
+    if not wanted:
+        return
+    session.run(
+        "npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR), *wanted,
+        external=True,
+    )
+    session.env["REVERSI_NODE_BIN"] = str(NODE_DIR / "node_modules" / ".bin")
+
+
+
 def install_workspace(session: nox.Session, names: list[str] | None = None) -> None:
     """Install core first, then the chosen packages (default: all), editable."""
     chosen = names or list(PACKAGES)
@@ -67,22 +101,16 @@ def tests(session: nox.Session) -> None:
     """Run every package's tests, the scripts' tests and the certification suite."""
     install_workspace(session)
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    # A real outside MCP client for tests/test_inspector_cli.py, from the npm registry.
-    session.run(
-        "npm",
-        "install",
-        "--silent",
-        "--no-audit",
-        "--no-fund",
-        "--prefix",
-        str(NODE_DIR),
-        INSPECTOR_PACKAGE,
-        external=True,
-    )
+    # A real outside MCP client for tests/test_inspector_cli.py, and the npm tools the
+    # packages' tests declare (their [tool.reversi] npm-test-tools), from the npm registry.
+    install_npm_test_tools(session, [INSPECTOR_PACKAGE])
     session.env["REVERSI_INSPECTOR_CLI"] = str(
         NODE_DIR / "node_modules" / ".bin" / "mcp-inspector-cli"
     )
-    session.run("python", "-m", "pytest", *session.posargs)
+    # One worker per core (pytest-xdist), each test file whole on one worker (--dist
+    # loadfile): a module's fixtures, a started emulator and the certification matrix's
+    # shared outcomes stay in one process. `nox -s tests -- -n 0 ...` runs in one process.
+    session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
 
 
 @nox.session(python="3.11")
@@ -91,6 +119,7 @@ def package(session: nox.Session, name: str) -> None:
     """Run one package's own tests with only that package (and core) installed."""
     install_workspace(session, [name])
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    install_npm_test_tools(session, [], [name])
     session.run("python", "-m", "pytest", str(PACKAGES[name] / "tests"), *session.posargs)
 
 

@@ -16,6 +16,7 @@ Rollback checks use the real engine (:class:`reversi_core.Run`) over a real
 
 from __future__ import annotations
 
+import base64
 import copy
 import dataclasses
 import json
@@ -74,7 +75,6 @@ __all__ = [
 ]
 
 UNDOABLE = (Effect.REVERSIBLE, Effect.COMPENSABLE)
-READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 INJECTED_REFUSAL = 422
 """The status the forward-failure check injects into every call of a backend with faults."""
 
@@ -197,7 +197,8 @@ def armed_on_effect(scene: Scene, fault: Fault, manifest: Manifest) -> Iterator[
     """``fault`` on every request through which the tool of ``manifest`` can lose its effect.
 
     For a writing tool that is every request through which a change takes effect
-    (``writes=True``: an HTTP POST, PUT, PATCH or DELETE; a database's ``COMMIT``): a read
+    (``writes=True``: a request its route declares writing, by default an HTTP POST, PUT,
+    PATCH or DELETE, a GraphQL mutation but not a query; a database's ``COMMIT``): a read
     it makes first (add_labels reads the labels it must not add twice) goes through, so
     the fault lands on the write, whose lost answer must be uncertain. A failed read
     before any write is a plain ToolError, and arming the fault on it would demand a lie.
@@ -273,8 +274,38 @@ def step_of(report: RollbackReport, seq: int) -> StepRecord:
     raise fail(f"the rollback report does not list step {seq}")
 
 
+def header_values(request: Any) -> list[str]:
+    """A recorded request's header values, with an HTTP basic ``Authorization`` decoded too.
+
+    A basic credential travels base64-encoded beside the account name (``email:token``,
+    RFC 7617), so the token is found in the decoded pair.
+    """
+    values = [str(v) for v in dict(getattr(request, "headers", None) or {}).values()]
+    for value in list(values):
+        scheme, _, blob = value.partition(" ")
+        if scheme.lower() == "basic" and blob.strip():
+            try:
+                values.append(base64.b64decode(blob.strip(), validate=True).decode("utf-8"))
+            except (ValueError, UnicodeDecodeError):
+                continue
+    return values
+
+
 def writes(manifest: Manifest) -> bool:
     return manifest.effect is not Effect.READ_ONLY
+
+
+def wrote(request: Any) -> bool:
+    """Whether a request the backend recorded could change it.
+
+    As the backend judged it when it read the request (``FakeRequest.writes``, from the
+    route's declaration: a GraphQL query is a POST that writes nothing), else by its
+    method (POST, PUT, PATCH, DELETE).
+    """
+    judged = getattr(request, "writes", None)
+    if isinstance(judged, bool):
+        return judged
+    return str(request.method).upper() in WRITE_METHODS
 
 
 def must_apply(check: str, subject: Subject) -> str | None:
@@ -381,9 +412,7 @@ async def check_forward_success(subject: Subject) -> str:
                             + difference(before, after)
                         )
                     written = [
-                        f"{r.method} {r.target}"
-                        for r in scene.requests[sent:]
-                        if r.method.upper() not in READ_METHODS
+                        f"{r.method} {r.target}" for r in scene.requests[sent:] if wrote(r)
                     ]
                     if written:
                         raise fail(f"{label(tool, index)} is read_only but sent {written}")
@@ -690,7 +719,7 @@ def _undo_keys(
     if undo not in fixture.sends_idempotency_key or where is None:
         return False
     for name, _, requests in attempts:
-        sent = [r for r in requests if str(r.method).upper() in WRITE_METHODS]
+        sent = [r for r in requests if wrote(r)]
         if not sent and name == "retried":
             raise fail(
                 f"{undo} sends the idempotency key, but the backend recorded no write request "
@@ -1012,7 +1041,7 @@ async def check_redaction(subject: Subject) -> str:
                 )
             if leaks(r.text, credential):
                 raise fail(f"the credential was sent in the body of {r.method} {r.path}")
-            if any(credential in str(v) for v in dict(r.headers).values()):
+            if any(credential in v for v in header_values(r)):
                 seen_in_headers = True
         if leaks(scene.journal_text(), credential):
             raise fail("the credential was written into the journal")
@@ -1109,6 +1138,9 @@ async def check_dependency_block(subject: Subject) -> str | NotApplicableHere:
                     f"(edges: {recorded}); the requires of {dep.later} does not match this pair"
                 )
 
+            if manifests[dep.later].effect is Effect.IRREVERSIBLE:
+                _stands_for_good(what, await run.rollback(compensate=scene.compensator()), first, second)
+                continue
             blocked = await run.rollback(compensate=scene.compensator(), verify=all_but(second))
             later = step_of(blocked, second)
             earlier = step_of(blocked, first)
@@ -1132,6 +1164,29 @@ async def check_dependency_block(subject: Subject) -> str | NotApplicableHere:
             if norm(scene.fingerprint()) != norm(before):
                 raise fail(f"{what}: after the full rollback the backend is not as before")
     return f"{len(pairs)} dependency pairs over {len(declaring)} tools"
+
+
+def _stands_for_good(what: str, report: RollbackReport, first: int, second: int) -> None:
+    """An irreversible later step is never undone: the earlier one stays deferred behind it.
+
+    Nothing can take the later step back (a refund of a payment intent the run created),
+    so its step is ``unrecoverable``, the earlier one ``deferred`` and the rollback
+    incomplete, however often it runs: the part of the check that undoes the later step
+    and expects a complete rollback does not apply.
+    """
+    later = step_of(report, second)
+    earlier = step_of(report, first)
+    if later.rollback_state is not RollbackState.UNRECOVERABLE:
+        state = later.rollback_state.value if later.rollback_state else None
+        raise fail(f"{what}: the later step is irreversible, yet the rollback made it {state}")
+    if earlier.rollback_state is not RollbackState.DEFERRED:
+        state = earlier.rollback_state.value if earlier.rollback_state else None
+        raise fail(
+            f"{what}: the irreversible later step stands for good, yet the earlier one is "
+            f"{state} instead of deferred"
+        )
+    if report.complete:
+        raise fail(f"{what}: a rollback with a deferred step reported complete")
 
 
 # -- 12. manifest drift ----------------------------------------------------------------

@@ -48,6 +48,7 @@ import importlib.metadata
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -256,9 +257,29 @@ def probe_backend(name: str, work: Path) -> Iterator[Probe | None]:
         context.__exit__(None, None, None)
 
 
-def closed_port(env: Mapping[str, str]) -> dict[str, str]:
-    """``env`` pointing nowhere: URLs at a closed port on 127.0.0.1, secrets replaced by
-    :data:`PROBE_SECRET` (which must then never be printed)."""
+_KIND_PREFIX = re.compile(r"^(?:[A-Za-z]{1,8}[_-]){1,3}")
+"""The part of a credential that says what kind it is (``sk_test_``, ``ghp_``, ``xoxb-``),
+which a connector may check before it sends anything."""
+
+
+def secret_variables(name: str) -> set[str]:
+    """The variables of connector ``name`` that hold a secret: its credential variable
+    and, for an HTTP connector, every setting declared ``secret``."""
+    from reversi_core.http import HttpConnector
+
+    cls = load_connector_class(name)
+    secret = {cls.credential_env} if cls.credential_env else set()
+    if issubclass(cls, HttpConnector):
+        secret |= {setting.env for setting in cls.settings if setting.secret}
+    return secret
+
+
+def closed_port(env: Mapping[str, str], secrets: set[str]) -> dict[str, str]:
+    """``env`` pointing nowhere: URLs at a closed port on 127.0.0.1, and the values of
+    the ``secrets`` variables replaced by :data:`PROBE_SECRET` (which must then never be
+    printed), after the prefix that names the credential's kind, so that a connector
+    checking it (stripe's ``sk_``) still builds and the probe reaches the closed port.
+    Any other value (aws's ``AWS_REGION``) is kept: the connector must still build."""
     out = {}
     for var, value in env.items():
         parsed = urllib.parse.urlsplit(value)
@@ -267,8 +288,11 @@ def closed_port(env: Mapping[str, str]) -> dict[str, str]:
             out[var] = urllib.parse.urlunsplit(
                 (parsed.scheme, f"{user}127.0.0.1:9", parsed.path, parsed.query, "")
             )
+        elif var in secrets:
+            kind = _KIND_PREFIX.match(value)
+            out[var] = (kind.group(0) if kind else "") + PROBE_SECRET
         else:
-            out[var] = PROBE_SECRET
+            out[var] = value
     return out
 
 
@@ -329,6 +353,38 @@ def connector_variables(name: str) -> list[str]:
     return [v for v in dict.fromkeys([cls.credential_env, *cls.env_vars]) if v]
 
 
+def stand_ins(name: str) -> dict[str, str]:
+    """Values for the variables the connector needs to be built, reaching nothing: the
+    credential and every required setting :data:`PROBE_SECRET`, except the base URL's
+    setting of an HTTP connector, a closed port on 127.0.0.1 over https (kubernetes's
+    ``KUBE_API_SERVER`` is both its credential variable and its base URL)."""
+    from reversi_core.http import HttpConnector
+
+    cls = load_connector_class(name)
+    env = {cls.credential_env: PROBE_SECRET} if cls.credential_env else {}
+    if issubclass(cls, HttpConnector):
+        for setting in cls.settings:
+            if setting.required and setting.default is None:
+                base = setting.option == cls.base.option
+                env[setting.env] = "https://127.0.0.1:9" if base else _stand_in(setting)
+    return env
+
+
+def _stand_in(setting: Any) -> str:
+    """:data:`PROBE_SECRET` for a secret; for another setting, the first of a few stand-ins
+    that its own check takes (azure's account name is 3-24 lower-case letters and
+    digits), so that the connector builds and the probe goes on to reach nothing."""
+    if setting.secret or setting.check is None:
+        return PROBE_SECRET
+    for candidate in (PROBE_SECRET, "probe7f3a9c", "us-east-1"):
+        try:
+            setting.check(candidate)
+        except ValueError:
+            continue
+        return candidate
+    return PROBE_SECRET
+
+
 def without(variables: list[str]) -> dict[str, str]:
     """This process's environment minus ``variables``: a developer's own credentials
     never reach the probe."""
@@ -361,7 +417,7 @@ def check_without_credentials(name: str, manifests: list[dict[str, Any]], probe:
     payload = compensation_call(undo, first_mapping(fixture, undo) or {})
     if probe is not None:
         what = f"compensate {undo} with its variables at a closed port"
-        closed = dict(bare, **closed_port(probe.env))
+        closed = dict(bare, **closed_port(probe.env, secret_variables(name)))
         line = clean_failure(cli("compensate", stdin=payload, env=closed), 1, what)
         step(f"{what}: exit 1, no credential shown: {line}")
 
@@ -385,10 +441,7 @@ def check_serve_and_compensate(name: str, manifests: list[dict[str, Any]], probe
     bare = without(variables)
     wanted = sorted(m["name"] for m in manifests)
     if probe is None:  # stand-ins: the handshake needs no backend
-        env = dict(bare)
-        cls = load_connector_class(name)
-        if cls.credential_env:
-            env[cls.credential_env] = PROBE_SECRET
+        env = dict(bare, **stand_ins(name))
         served = anyio.run(serve_session, name, [], env, None)
         step(f"serve {name}: MCP handshake with {served.server}, protocol {served.protocol}")
         expect(served.tools == wanted, f"tools/list gives {served.tools}, the manifests {wanted}")

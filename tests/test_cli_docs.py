@@ -65,10 +65,10 @@ def test_every_subcommand_is_documented_and_every_documented_one_exists(prog: st
     assert set(subcommands(parser)) == set(sections(prog))
 
 
-CONNECTOR_ARGV = {"serve": ["serve", "fs"], "compensate": ["compensate"]}
-"""How each subcommand is built for the check: ``serve`` and ``compensate`` take the options
-their connectors declare (``--root`` and ``--backup-dir`` are fs's), so the parser is
-built as for fs, the connector docs/cli.md's headings name."""
+CONNECTOR_ARGV = {"serve": ["serve", "fs"], "compensate": ["compensate"], "replay": ["replay"]}
+"""How each subcommand is built for the check: ``serve``, ``compensate`` and ``replay`` take
+the options their connectors declare (``--root`` and ``--backup-dir`` are fs's), so the parser
+is built as for fs, the connector docs/cli.md's headings name."""
 
 
 def parsed(prog: str, name: str) -> argparse.ArgumentParser:

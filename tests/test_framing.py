@@ -257,3 +257,40 @@ def test_an_oversized_line_is_refused_without_being_held(peer: Peer) -> None:
     assert peer.close() == 0
     assert "over the limit" in peer.stderr()
     assert not (Path(peer.errlog).parent / "root" / "big.txt").exists()
+
+
+def test_requests_in_flight_when_the_client_closes_stdin_are_each_answered(peer: Peer) -> None:
+    # a client that half-closes (stdin) still reads: every request it sent gets one answer,
+    # its result or "Connection closed" (-32000) when it was cancelled by the end of input
+    peer.initialize()
+    ids = list(range(1, 21))
+    peer.send_raw(b"".join(json.dumps(read_call(rid)).encode() + b"\n" for rid in ids))
+    assert peer.proc.stdin is not None
+    peer.proc.stdin.close()
+    answers: list[dict[str, Any]] = []
+    while (answer := peer.recv()) is not None:
+        answers.append(answer)
+    assert sorted(a["id"] for a in answers) == ids, answers
+    for a in answers:
+        if "error" in a:
+            assert a["error"] == {"code": -32000, "message": "Connection closed"}, a
+        else:
+            assert a["result"]["structuredContent"]["content"] == "hello", a
+    assert peer.proc.wait(timeout=60) == 0
+
+
+def test_blank_lines_are_skipped_whatever_their_whitespace(peer: Peer) -> None:
+    # an empty line, and the empty line of a client ending its lines with CRLF, are nothing
+    peer.initialize()
+    peer.send_raw(b"\n   \n\r\n\t \r\n")
+    peer.ping("after-blank-lines")  # the next line out is the ping's answer, not an error
+    assert "refused" not in peer.stderr()
+
+
+def test_a_message_with_neither_method_nor_result_is_answered(peer: Peer) -> None:
+    peer.initialize()
+    peer.send({"jsonrpc": "2.0", "id": 7})
+    assert_error(peer.recv(), 7, -32600, "needs a method")
+    peer.send({"jsonrpc": "2.0", "id": [1], "params": {}})
+    assert_error(peer.recv(), None, -32600, "needs a method")
+    assert_read(peer, 8)

@@ -34,7 +34,9 @@ is not the note's current one is refused 412 ``precondition_failed``
 - ``DELETE /notes/{id}``: 204, or 404; 412 (``If-Match``);
 - ``POST /notes/{id}/tags`` ``{"tag"}``: 201; 404 without the note; 422 when tagged already;
 - ``DELETE /notes/{id}/tags/{tag}``: 204, or 404;
-- ``POST /notes/{id}/views``: counts a view (only the broken reader calls it).
+- ``POST /notes/{id}/views``: counts a view (only the broken reader calls it);
+- ``POST /notes/query`` ``{"id"}``: the note, or 404: a read by POST, declared
+  ``writes=False`` as a GraphQL query would be (only :class:`MemoReadsByPost` calls it).
 """
 
 from __future__ import annotations
@@ -104,6 +106,7 @@ class MemoApp(FakeApp):
         self.add_route("POST", "/notes/{id}/tags", self.add_tag)
         self.add_route("DELETE", "/notes/{id}/tags/{tag}", self.remove_tag)
         self.add_route("POST", "/notes/{id}/views", self.count_view)
+        self.add_route("POST", "/notes/query", self.query_note, writes=False)
 
     def dispatch(self, request: FakeRequest) -> FakeResponse:
         if request.headers.get("authorization") != f"Bearer {TOKEN}":
@@ -203,6 +206,10 @@ class MemoApp(FakeApp):
             return self.missing()
         note["tags"].remove(tag)
         return FakeResponse(204)
+
+    def query_note(self, request: FakeRequest) -> FakeResponse:
+        note = self.notes.get(str((request.json or {}).get("id")))
+        return FakeResponse(200, json=note) if note else self.missing()
 
     def count_view(self, request: FakeRequest) -> FakeResponse:
         note = self.notes.get(request.path_params["id"])
@@ -633,6 +640,42 @@ def memo_fixture(
         concurrent_change=person_edits,
         restores_nothing=RESTORES_NOTHING,
     )
+
+
+class MemoReadsByPost(MemoConnector):
+    """A good connector whose reads are POSTs, as a GraphQL vendor's are.
+
+    get_note reads through ``POST /notes/query``, and tag_note looks the note up there
+    before it tags it; the fake declares that route ``writes=False``. Read-only checks
+    must not count those POSTs as writes, and a writing tool's lost answer must land on
+    its real write (the tag), not on the lookup before it.
+    """
+
+    async def _query(self, note_id: str, ctx: CallContext) -> dict[str, Any]:
+        resp = await self.http.request(
+            "POST", "/notes/query", json={"id": note_id}, write=False, timeouts=self.limits(ctx)
+        )
+        return dict(resp.json or {})
+
+    @tool(effect=Effect.READ_ONLY, permission="memo:read", input=NoteId, output=Note)
+    async def get_note(self, args: NoteId, ctx: CallContext) -> dict[str, Any]:
+        """Read a note through the query route."""
+        return await self._query(args.id, ctx)
+
+    @tool(
+        effect=Effect.REVERSIBLE,
+        permission="memo:write",
+        input=NoteTag,
+        output=Tagged,
+        compensation=Compensation(
+            tool="memo.untag_note", argument_map={"id": "args.id", "tag": "args.tag"}
+        ),
+        requires=[CREATED_HERE],
+    )
+    async def tag_note(self, args: NoteTag, ctx: CallContext) -> dict[str, Any]:
+        """Look the note up, then tag it."""
+        await self._query(args.id, ctx)
+        return await super().tag_note(args, ctx)
 
 
 # -- broken variants: each gets one thing wrong ----------------------------------------

@@ -134,6 +134,14 @@ async def test_a_broken_connector_fails(
     assert words in outcome.detail, outcome.detail
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("check", ["forward_success", "retry", "timeout"])
+async def test_reads_by_post_on_a_route_that_does_not_write_pass(check: str, tmp_path: Path) -> None:
+    """A POST the backend's route declares read-only is a read (GraphQL queries)."""
+    outcome = await runner.run_check(check, subject(memo.MemoReadsByPost, tmp_path))
+    assert outcome.status == "pass", outcome.detail
+
+
 CODED_CHECKS = ("forward_failure", "retry", "permission_denial", "redaction")
 """The checks in which a refusal's status or code is looked at (the others see no difference)."""
 
@@ -599,3 +607,43 @@ def test_a_concurrent_change_names_what_changed_and_can_be_reverted() -> None:
         ConcurrentChange(what=" ", revert=lambda: None)
     with pytest.raises(ValueError, match="revert"):
         ConcurrentChange(what="the text", revert=None)  # type: ignore[arg-type]
+
+
+def _step(seq: int, state: Any) -> Any:
+    from reversi_core.journal import StepRecord, StepState
+
+    return StepRecord(
+        run_id="run_1", seq=seq, tool=f"memo.t{seq}", effect="reversible", permission="memo:write",
+        args={}, reason=None, state=StepState.SUCCEEDED, idempotency_key=f"reversi-run_1-{seq}",
+        started_at=0.0, rollback_state=state,
+    )
+
+
+@pytest.mark.parametrize(
+    ("later", "earlier", "complete", "words"),
+    [
+        ("unrecoverable", "deferred", False, None),
+        ("compensated", "deferred", False, "the later step is irreversible, yet the rollback made it compensated"),
+        ("unrecoverable", "compensated", False, "yet the earlier one is compensated instead of deferred"),
+        ("unrecoverable", "deferred", True, "a rollback with a deferred step reported complete"),
+    ],
+)
+def test_an_irreversible_later_step_must_leave_the_earlier_one_deferred(
+    later: str, earlier: str, complete: bool, words: str | None
+) -> None:
+    """The dependency check's branch for an irreversible later tool (a refund of a payment
+    intent the run created): it accepts only unrecoverable + deferred + incomplete."""
+    from certification import checks
+    from reversi_core.engine import RollbackReport
+    from reversi_core.journal import RollbackState
+
+    report = RollbackReport(
+        run_id="run_1",
+        complete=complete,
+        steps=[_step(2, RollbackState(later)), _step(1, RollbackState(earlier))],
+    )
+    if words is None:
+        checks._stands_for_good("pair", report, 1, 2)
+        return
+    with pytest.raises(runner.CheckFailed, match=words):
+        checks._stands_for_good("pair", report, 1, 2)

@@ -31,6 +31,7 @@ FIELDS = [
     "approval",
     "compensation",
     "requires",
+    "replay",
     "input_schema",
     "output_schema",
 ]
@@ -340,15 +341,22 @@ def test_compensation_with_arguments_the_tool_refuses(
     assert "invalid arguments for note.delete" in proc.stderr.splitlines()[-1]
 
 
-def _serve_with_stderr_on(stderr: int, env: dict[str, str], root: Path) -> int:
-    proc = subprocess.Popen(
+def _serve_on(stdin: int, stderr: int, env: dict[str, str], root: Path) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
         [script("reversi-connectors"), "serve", "note", "--root", str(root)],
-        stdin=subprocess.DEVNULL,  # the input ends at once: the server stops
+        stdin=stdin,
         stdout=subprocess.DEVNULL,
         stderr=stderr,
         env=env,
     )
-    return proc.wait(timeout=60)
+
+
+def _drain(leader: int) -> str:
+    said = b""
+    with suppress(OSError):  # EIO once the terminal's other end is closed and drained
+        while chunk := os.read(leader, 4096):
+            said += chunk
+    return said.decode()
 
 
 def test_serve_says_what_it_is_on_a_terminal_only(
@@ -356,21 +364,30 @@ def test_serve_says_what_it_is_on_a_terminal_only(
 ) -> None:
     import pty
 
+    # typed into by a person: stdin and stderr are the terminal
     leader, follower = pty.openpty()
     try:
-        assert _serve_with_stderr_on(follower, fixture_path, tmp_path) == 0
+        proc = _serve_on(follower, follower, fixture_path, tmp_path)
+        os.write(leader, b"\x04")  # Ctrl-D at the start of a line: the end of input
+        assert proc.wait(timeout=60) == 0
         os.close(follower)
-        said = b""
-        with suppress(OSError):  # EIO once the terminal's other end is closed and drained
-            while chunk := os.read(leader, 4096):
-                said += chunk
+        text = _drain(leader)
     finally:
         os.close(leader)
-    text = said.decode()
     assert "serving the note connector over MCP on stdin/stdout" in text
     assert "Ctrl-D" in text
     assert "Ctrl-C" in text
+    # started by a client (reversi-gateway run from a terminal passes its stderr on): stdin
+    # is the client's pipe, so nobody is typing and there is nothing to say
+    leader, follower = pty.openpty()
+    try:
+        proc = _serve_on(subprocess.DEVNULL, follower, fixture_path, tmp_path)
+        assert proc.wait(timeout=60) == 0
+        os.close(follower)
+        assert _drain(leader) == ""
+    finally:
+        os.close(leader)
     log = tmp_path / "stderr.log"
     with log.open("wb") as err:
-        assert _serve_with_stderr_on(err.fileno(), fixture_path, tmp_path) == 0
+        assert _serve_on(subprocess.DEVNULL, err.fileno(), fixture_path, tmp_path).wait(60) == 0
     assert log.read_text() == ""  # a client's pipe gets no banner

@@ -21,6 +21,7 @@ from reversi_core import (
     Run,
     ToolError,
 )
+from reversi_core.connector import compensator_for
 
 pytestmark = pytest.mark.anyio
 
@@ -52,7 +53,6 @@ async def test_exit_zero_with_empty_or_non_json_stdout() -> None:
 async def test_stdin_is_exactly_the_compensation_call() -> None:
     echo = "import sys; sys.stdout.write(sys.stdin.read())"
     result = await CommandCompensator(shlex.join(py(echo)))(CALL)  # a shell-like string works too
-    assert set(result) == {"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}
     assert result == {
         "tool": "mem.restore",
         "args": {"key": "a", "existed": False},
@@ -60,7 +60,34 @@ async def test_stdin_is_exactly_the_compensation_call() -> None:
         "run_id": "run_x",
         "step": 3,
         "overwrite": False,
+        "timeout": 96.0,  # 80% of the default 120 s: the rest is the process's to start and answer
     }
+
+
+@pytest.mark.req("CMP-1")
+async def test_the_tool_is_given_a_time_limit_inside_the_commands_own() -> None:
+    echo = "import sys; sys.stdout.write(sys.stdin.read())"
+    sent = await CommandCompensator(py(echo), timeout=10)(CALL)
+    assert sent["timeout"] == pytest.approx(8.0)
+    tighter = CompensationCall(**{**CALL.__dict__, "timeout": 3.0})  # the rollback's own limit
+    assert (await CommandCompensator(py(echo), timeout=10)(tighter))["timeout"] == 3.0
+    assert CompensationCall.from_json(sent).timeout == pytest.approx(8.0)
+    assert CompensationCall.from_json({**sent, "timeout": None}).timeout is None
+    for bad in (0, -1, "5", True, float("inf")):
+        with pytest.raises(InvalidArgumentsError, match="timeout: expected a positive number"):
+            CompensationCall.from_json({**sent, "timeout": bad})
+
+
+@pytest.mark.req("CMP-1")
+async def test_a_rollbacks_time_limit_reaches_the_compensations_call_context(
+    mem: MemConnector, make_run: Callable[..., Run]
+) -> None:
+    run = make_run()
+    await run.call("mem.put", {"key": "a", "value": "1"})
+    report = await run.rollback(compensate=compensator_for([mem]), compensation_timeout=7.5)
+    assert report.complete
+    [undo] = [c for c in mem.calls if c.ctx.compensation]
+    assert undo.ctx.timeout == 7.5
 
 
 @pytest.mark.req("CMP-1", "RB-10")
@@ -69,7 +96,7 @@ async def test_the_overwrite_decision_travels_in_the_call_and_back() -> None:
     insisted = CompensationCall(**{**CALL.__dict__, "overwrite": True})
     sent = await CommandCompensator(py(echo))(insisted)
     assert sent["overwrite"] is True
-    assert CompensationCall.from_json(sent) == insisted
+    assert CompensationCall.from_json(sent) == CompensationCall(**{**insisted.__dict__, "timeout": 96.0})
     older = {k: v for k, v in sent.items() if k != "overwrite"}  # an engine before RB-10
     assert CompensationCall.from_json(older).overwrite is False
     with pytest.raises(InvalidArgumentsError, match="overwrite: expected bool"):

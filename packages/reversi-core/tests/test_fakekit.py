@@ -20,7 +20,9 @@ from reversi_core.testing import (
     FakeServer,
     FakeServerError,
     Fault,
+    Faults,
 )
+from reversi_core.testing._app import parse_request
 
 
 class Counter:
@@ -242,6 +244,57 @@ def test_a_writes_fault_takes_only_requests_that_can_change_something(
     assert only_posts.hits == 1
 
 
+def _is_mutation(request: FakeRequest) -> bool:
+    body = request.json if isinstance(request.json, dict) else {}
+    return str(body.get("query", "")).lstrip().startswith("mutation")
+
+
+def test_a_writes_fault_lands_on_what_the_route_says_writes_not_on_every_post() -> None:
+    """One POST route serving reads and writes (GraphQL): the route's predicate decides."""
+    app = FakeApp()
+    seen: list[str] = []
+
+    def graphql(request: FakeRequest) -> FakeResponse:
+        seen.append(str((request.json or {}).get("query")))
+        return FakeResponse(200, json={"data": {}})
+
+    app.add_route("POST", "/graphql", graphql, writes=_is_mutation)
+    app.add_route("POST", "/search", graphql, writes=False)
+    query, mutation = {"query": "query { viewer { id } }"}, {"query": "mutation { x }"}
+    with FakeServer(app) as server, httpx.Client(base_url=server.url, timeout=2.0) as http:
+        armed = server.faults.add(Fault.status(503), writes=True, times=None)
+        assert http.post("/graphql", json=query).status_code == 200
+        assert http.post("/search", json=mutation).status_code == 200  # declared not writing
+        assert http.post("/graphql", json=mutation).status_code == 503
+        assert http.post("/nowhere", json=query).status_code == 503  # no route: by its method
+        assert armed.hits == 2
+        assert [r.writes for r in server.requests] == [False, False, True, True]
+        assert [r.fault for r in server.requests] == [None, None, "status", "status"]
+    assert seen == [query["query"], mutation["query"]]
+
+
+def test_an_app_judges_writes_by_route_then_by_method() -> None:
+    app = FakeApp()
+    app.add_route("POST", "/graphql", lambda r: FakeResponse(200), writes=_is_mutation)
+    app.add_route("GET", "/things", lambda r: FakeResponse(200))
+
+    def request(method: str, target: str, body: bytes = b"") -> FakeRequest:
+        return parse_request(app, method, target, httpx.Headers(), body)
+
+    assert app.writes(request("POST", "/graphql", b'{"query": "mutation { a }"}')) is True
+    assert app.writes(request("POST", "/graphql", b'{"query": "{ a }"}')) is False
+    assert app.writes(request("GET", "/things?x=1")) is False
+    assert app.writes(request("PUT", "/unknown")) is True
+    assert app.writes(request("OPTIONS", "/unknown")) is False
+    # a fault asked about a request nobody judged falls back to the method
+    armed = Fault.status(500)
+    faults = Faults()
+    faults.add(armed, writes=True)
+    assert faults.take("GET", "/x") is None
+    assert faults.take("POST", "/x", writes=False) is None
+    assert faults.take("POST", "/x") is armed
+
+
 def test_the_first_armed_fault_that_matches_wins(http: httpx.Client, server: FakeServer) -> None:
     server.faults.add(Fault.status(429), path="/counter")
     server.faults.add(Fault.status(500))
@@ -381,6 +434,49 @@ def test_tls_with_a_given_ca(counter: Counter) -> None:
         ca.configure_trust(context)
         with httpx.Client(base_url=server.url, verify=context) as http:
             assert http.get("/counter").status_code == 200
+
+
+def test_tls_serves_a_given_certificate(counter: Counter) -> None:
+    import datetime as dt
+
+    import trustme
+
+    ca = trustme.CA()
+    trusting = ssl.create_default_context()
+    ca.configure_trust(trusting)
+    # a certificate for another name: the CA is trusted, the name is not the one dialled
+    other_name = ca.issue_cert("kubernetes.default.svc")
+    with FakeServer(counter.app, tls=ca, certificate=other_name) as server:
+        with httpx.Client(base_url=server.url, verify=trusting) as http, pytest.raises(
+            httpx.ConnectError, match=r"not valid for '127\.0\.0\.1'"
+        ):
+            http.get("/counter")
+        assert server.requests == []
+    # an expired certificate for the right name
+    past = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
+    expired = ca.issue_cert(
+        "127.0.0.1", not_before=past - dt.timedelta(days=30), not_after=past
+    )
+    with (
+        FakeServer(counter.app, tls=ca, certificate=expired) as server,
+        httpx.Client(base_url=server.url, verify=trusting) as http,
+        pytest.raises(httpx.ConnectError, match="certificate has expired"),
+    ):
+        http.get("/counter")
+    # a good certificate served on purpose is used as it is
+    good = ca.issue_cert("127.0.0.1")
+    with (
+        FakeServer(counter.app, tls=ca, certificate=good) as server,
+        httpx.Client(base_url=server.url, verify=trusting) as http,
+    ):
+        assert http.get("/counter").json() == {"value": 0}
+
+
+def test_a_certificate_needs_tls(counter: Counter) -> None:
+    import trustme
+
+    with pytest.raises(ValueError, match="needs tls"):
+        FakeServer(counter.app, certificate=trustme.CA().issue_cert("127.0.0.1"))
 
 
 def test_tls_helpers_need_tls(server: FakeServer) -> None:

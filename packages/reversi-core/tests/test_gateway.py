@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -486,6 +489,55 @@ async def test_one_run_per_session_created_when_the_client_initializes(box: Box)
     assert len(runs) == 2
     assert meta(result)["reversi/run"] in {r.id for r in runs}
     assert all(r.label and "gateway-test via reversi-gateway" in r.label for r in runs)
+
+
+@pytest.mark.anyio
+async def test_a_credential_on_the_upstream_command_line_stays_out_of_the_run_label(box: Box) -> None:
+    # credentials belong in the environment; one written on the upstream's command line
+    # anyway must not be kept in the journal and shown by `reversi runs` and `reversi show`
+    # (the label keeps 200 characters: short paths, so that the arguments fit in them)
+    short = Path(tempfile.mkdtemp(prefix="rv", dir="/tmp"))
+    try:
+        (short / "b.py").symlink_to(box.script)
+        (short / "r").symlink_to(box.root)
+        token = "ghp_" + uuid.uuid4().hex
+        password = "pw-" + uuid.uuid4().hex
+        argv = box.argv()
+        at = argv.index("--upstream-cmd") + 1
+        upstream = [str(short / "b.py"), "serve", str(short / "r"), "--token", token]
+        upstream.append(f"postgresql://app:{password}@db:5432/app")
+        argv[at + 1 :] = [w for word in upstream for w in ("--upstream-arg", word)]
+        params = StdioServerParameters(command=GATEWAY, args=argv, env=dict(os.environ))
+        async with (
+            stdio_client(params) as (read, write),
+            ClientSession(read, write) as client,
+        ):
+            await client.initialize()
+            result = await client.call_tool("box.read", {"name": "x"})
+        with SQLiteJournal.open(box.data, create=False) as journal:
+            (run,) = journal.list_runs()
+    finally:
+        shutil.rmtree(short)
+    assert run.id == meta(result)["reversi/run"]
+    assert run.label is not None
+    assert len(run.label) < 200, run.label
+    assert token not in run.label, run.label
+    assert password not in run.label, run.label
+    # what is not a credential stays readable, so the label still says what ran
+    assert "--token '[REDACTED]'" in run.label, run.label
+    assert "postgresql://app:[REDACTED]@db:5432/app" in run.label, run.label
+
+
+def test_a_missing_manifests_directory_is_refused_before_the_upstream_starts(box: Box) -> None:
+    marker = box.tmp / "started"
+    argv = box.argv()
+    argv[argv.index("--manifests") + 1] = str(box.tmp / "no-such-dir")
+    at = argv.index("--upstream-cmd") + 1
+    argv[at + 1 :] = ["--upstream-arg", "-c", "--upstream-arg", f"open({str(marker)!r}, 'w')"]
+    proc = subprocess.run([GATEWAY, *argv], capture_output=True, text=True, timeout=60, check=False)
+    assert proc.returncode == 2, proc.stderr
+    assert "no-such-dir: does not exist" in proc.stderr
+    assert not marker.exists()  # the upstream was never started
 
 
 @pytest.mark.anyio
@@ -1026,7 +1078,7 @@ async def test_approval_on_a_2026_connection_goes_through_input_required(box: Bo
 # -- start-up errors -------------------------------------------------------------------
 
 
-def test_command_line_defaults_match_the_library() -> None:
+def test_command_line_defaults_match_the_library(tmp_path: Path) -> None:
     from reversi_core.cli import gateway as cli
     from reversi_core.mcp import gateway as lib
 
@@ -1040,7 +1092,7 @@ def test_command_line_defaults_match_the_library() -> None:
     args = cli.parse_args(
         [
             "--manifests",
-            "m",
+            str(tmp_path),  # checked to be a directory before the upstream starts
             "--upstream-cmd",
             "srv",
             "--upstream-arg",

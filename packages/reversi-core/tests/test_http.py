@@ -161,6 +161,27 @@ async def test_a_non_json_or_empty_body_gives_json_none(server: FakeServer) -> N
 # --- HTTP errors -------------------------------------------------------------------------
 
 
+async def test_binary_bodies_come_back_as_bytes_with_credentials_scrubbed(server: FakeServer) -> None:
+    payload = b"\x00\xff\xfe" + TOKEN.encode() + b"\x89PNG"
+    server.app.add_route("GET", "/blob", lambda r: FakeResponse(200, body=payload))
+    async with HttpClient(server.url, vendor="acme", secrets=[TOKEN]) as http:
+        resp = await http.request("GET", "/blob")
+    assert resp.content == b"\x00\xff\xfe" + REDACTED.encode() + b"\x89PNG"
+    assert TOKEN not in resp.text
+
+
+async def test_a_request_can_go_to_another_api_root(server: FakeServer) -> None:
+    """S3's virtual-hosted buckets: one request sent to another root, checked like base_url."""
+    async with HttpClient("https://api.invalid", vendor="acme", timeouts=FAST) as http:
+        resp = await http.request("GET", "/echo", params={"a": "b"}, base_url=server.url + "/")
+        assert resp.json == {"query": {"a": "b"}, "body": ""}
+        assert server.requests[-1].target == "/echo?a=b"
+        with pytest.raises(ConfigurationError, match="credentials"):
+            await http.request("GET", "/echo", base_url="http://user:pw@127.0.0.1:1")
+        with pytest.raises(ConfigurationError, match="query"):
+            await http.request("GET", "/echo", base_url=server.url + "/?x=1")
+
+
 async def test_error_status_names_vendor_method_path_status_and_vendor_code(
     client: HttpClient, fake: Issues
 ) -> None:

@@ -190,6 +190,13 @@ class FakeWidget(VendorFake):
             return self.error(404, "no such widget", code="missing")
         return FakeResponse(204)
 
+    @vendor_route("POST", "/graphql", docs=f"{DOCS}/graphql", writes=False, body="json")
+    def graphql(self, request: FakeRequest) -> FakeResponse:
+        """Answers the refusal the test put in :attr:`graphql_answer` (HTTP 200, errors inside)."""
+        return FakeResponse(200, json=self.graphql_answer)
+
+    graphql_answer: ClassVar[dict[str, Any]] = {"data": {"count": 3}}
+
     @vendor_route("GET", "/shelves/{shelf}/widgets", docs=f"{DOCS}/find")
     def list_widgets(self, request: FakeRequest) -> FakeResponse:
         shelf = request.path_params["shelf"]
@@ -252,6 +259,41 @@ def test_the_base_url_comes_from_the_variable_or_the_option_with_its_suffix() ->
     assert option.setting("base_url") == "https://w.other/v2"
     with pytest.raises(KeyError, match="secret"):
         option.setting("token")
+
+
+class NarrowWidget(WidgetConnector):
+    """A connector whose own constructor takes no ``verify`` (as github's takes only its settings)."""
+
+    def __init__(self, token: str, base_url: str | None = None) -> None:
+        super().__init__(token=token, base_url=base_url)
+
+
+async def test_from_env_trusts_the_ca_certificates_its_environment_names(fake: FakeWidget) -> None:
+    """SSL_CERT_FILE in the environment given, as httpx would read it from the process's."""
+    with FakeServer(fake, tls=True) as server:
+        environ = {"WIDGET_TOKEN": TOKEN, "WIDGET_BASE_URL": server.url}
+        for cls in (WidgetConnector, NarrowWidget):
+            trusting = cls.from_env({**environ, "SSL_CERT_FILE": str(server.ca_path)})
+            try:
+                assert await trusting.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
+            finally:
+                await trusting.aclose()
+        strict = WidgetConnector.from_env(environ)
+        try:
+            with pytest.raises(ToolError, match="certificate"):
+                await strict.call("widget.find", {"shelf": "s"})
+        finally:
+            await strict.aclose()
+        given = WidgetConnector.from_env(
+            {**environ, "SSL_CERT_FILE": "/nonexistent/ca.pem"}, verify=server.client_ssl_context()
+        )
+        try:  # a verify option wins over the variable
+            assert await given.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
+        finally:
+            await given.aclose()
+    missing = WidgetConnector.from_env({"WIDGET_TOKEN": TOKEN, "SSL_CERT_FILE": "/nonexistent/ca.pem"})
+    with pytest.raises(ConfigurationError, match="no CA certificate file"):
+        await missing.call("widget.find", {"shelf": "s"})
 
 
 @pytest.mark.parametrize(
@@ -321,6 +363,42 @@ async def test_a_direct_write_without_a_key_gets_a_fresh_one_each_time(
     assert first != second
 
 
+async def test_idempotency_methods_limit_the_key_to_those_methods(
+    server: FakeServer, fake: FakeWidget
+) -> None:
+    class PostKeyed(WidgetConnector):
+        idempotency_methods = frozenset({"POST"})
+
+    keyed = PostKeyed(token=TOKEN, base_url=server.url)
+    ctx = CallContext(idempotency_key="step-key-2")
+    made = await keyed.call("widget.make", {"shelf": "s", "name": "w"}, ctx)
+    await keyed.call("widget.drop", {"shelf": "s", "id": made["id"]}, ctx)
+    await keyed.aclose()
+    assert fake.keys == ["step-key-2", None]  # the DELETE carries none
+
+
+@pytest.mark.req("RES-3")
+async def test_in_a_replay_only_a_refusal_of_the_request_itself_is_a_tool_error(
+    widget: WidgetConnector, server: FakeServer
+) -> None:
+    ctx = CallContext(idempotency_key="reversi-run_1-1", replay=True)
+    args = {"shelf": "s", "name": "w"}
+    settles = {400: True, 404: True, 422: True, 401: False, 403: False, 409: False, 429: False,
+               500: False, 503: False}
+    for status, settled in settles.items():
+        server.faults.add(Fault.status(status, json={"error": {"code": "x", "message": "no"}}))
+        expected = ToolError if settled else EffectUncertainError
+        with pytest.raises(expected) as raised:
+            await widget.call("widget.make", args, ctx)
+        assert f"HTTP {status}" in str(raised.value), status
+    server.faults.add(Fault.drop_after_read())
+    with pytest.raises(EffectUncertainError):
+        await widget.call("widget.make", args, ctx)
+    server.faults.add(Fault.status(400, json={"error": {"code": "x", "message": "no"}}))
+    with pytest.raises(ToolError):  # outside a replay, every refusal stays a ToolError
+        await widget.call("widget.make", args, CallContext(idempotency_key="k"))
+
+
 async def test_a_compensation_without_a_key_is_refused_before_anything_is_sent(
     widget: WidgetConnector, server: FakeServer
 ) -> None:
@@ -386,6 +464,77 @@ async def test_errors_come_from_the_vendors_table(widget: WidgetConnector, serve
     with pytest.raises(ToolError, match=r"the limit resets at 1970-01-01T00:00:00Z") as limited:
         await widget.call("widget.find", {"shelf": "s"})
     assert limited.value.code == "rate_limited"
+
+
+GRAPHQL_ERRORS = ErrorTable(
+    code_fields=("errors.0.extensions.code",),
+    message_fields=("errors.0.message",),
+    rate_limit=RateLimit(codes=frozenset({"RATELIMITED"})),
+    refused_when=lambda body: isinstance(body, dict) and bool(body.get("errors")),
+)
+
+
+class GraphWidget(WidgetConnector):
+    """The widget vendor reached through a GraphQL endpoint, whose refusals come with 200."""
+
+    name = "gwidget"
+    errors = GRAPHQL_ERRORS
+
+    @tool(effect=Effect.READ_ONLY, permission="widget:read", input=FindArgs, output=FindResult)
+    async def count(self, args: FindArgs, ctx: CallContext) -> dict[str, Any]:
+        """Count through GraphQL (https://widget.example/docs/graphql)."""
+        resp = await self.request(ctx, "POST", "/graphql?op=count", json={"query": "{ count }"}, write=False)
+        return {"shelf": args.shelf, "count": self.expect_object(resp, "answer", wrote=False)["data"]["count"]}
+
+
+@pytest.mark.parametrize(
+    ("errors", "code", "words"),
+    [
+        (
+            [{"message": "Entity not found", "extensions": {"code": "INVALID_INPUT"}}],
+            "INVALID_INPUT",
+            "Entity not found",
+        ),
+        ([{"message": "slow down", "extensions": {"code": "RATELIMITED"}}], "rate_limited", "slow down (wait"),
+        ([{"message": "no code at all"}], "refused", "no code at all"),
+    ],
+)
+async def test_a_refusal_inside_a_2xx_answer_is_a_tool_error_with_the_tables_code(
+    server: FakeServer, fake: FakeWidget, monkeypatch: pytest.MonkeyPatch,
+    errors: list[dict[str, Any]], code: str | None, words: str,
+) -> None:
+    graph = GraphWidget(token=TOKEN, base_url=server.url)
+    try:
+        assert await graph.call("gwidget.count", {"shelf": "s"}) == {"shelf": "s", "count": 3}
+        monkeypatch.setattr(FakeWidget, "graphql_answer", {"data": None, "errors": errors})
+        with pytest.raises(ToolError) as caught:
+            await graph.call("gwidget.count", {"shelf": "s"})
+        assert (caught.value.status, caught.value.code) == (200, code)
+        text = str(caught.value)
+        assert text.startswith("gwidget: POST /graphql failed: HTTP 200"), text  # no query string
+        assert words in text
+        assert "op=count" not in text
+        assert TOKEN not in text
+    finally:
+        await graph.aclose()
+
+
+def test_a_secret_may_carry_a_declared_scheme_word() -> None:
+    class Schemed(HttpConnector):
+        name = "schemed"
+        settings = (Setting("S_KEY", "api_key", "a key, or Bearer and a token", secret=True, schemes=("Bearer",)),)
+        base = BaseUrl("https://s.example")
+        auth = RawAuthorization("api_key")
+
+    token = "oauth-token-0123456789abcdef"
+    Schemed(api_key=f"Bearer {token}")
+    assert token not in scrub(f"leaked {token}")  # the token alone is registered too
+    assert token not in scrub(f"Authorization: Bearer {token}")
+    Schemed(api_key="lin_api_bare-key-0123456789")
+    for wrong in ("Bearer ", "Bearer  two-spaces-0123", "Bearer a-secret b", "Basic a-secret-0123", "Bearer\ta-secret"):
+        with pytest.raises(ConfigurationError, match="empty or contains whitespace") as caught:
+            Schemed(api_key=wrong)
+        assert "a-secret" not in str(caught.value)
 
 
 # -- one-request tools ----------------------------------------------------------------
@@ -504,3 +653,211 @@ def test_error_tables_classify_answers(
 ) -> None:
     got = table.classify(status, httpx.Headers(headers), body)
     assert got == (code, message)
+
+
+# -- refusals inside a 2xx answer (Slack's {"ok": false}, a GraphQL "errors" list) ---------
+
+
+def _not_ok(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("ok") is False
+
+
+CHATTY_ERRORS = ErrorTable(
+    code_fields=("error",),
+    message_fields=("detail",),
+    rate_limit=RateLimit(codes=frozenset({"ratelimited"})),
+    refused_when=_not_ok,
+)
+
+
+class PostArgs(_Args):
+    text: str
+
+
+class PostResult(_Args):
+    id: str
+
+
+class UnpostArgs(_Args):
+    id: str
+
+
+class UnpostResult(_Args):
+    id: str
+    removed: bool
+
+
+class ChattyConnector(HttpConnector):
+    """A vendor that answers every call HTTP 200 and says in the body whether it worked."""
+
+    name = "chatty"
+    settings = (
+        Setting("CHATTY_TOKEN", "token", "a Chatty token", secret=True),
+        Setting("CHATTY_BASE_URL", "base_url", "the Chatty API root", required=False),
+    )
+    base = BaseUrl("https://chatty.example/api")
+    auth = Bearer("token")
+    errors = CHATTY_ERRORS
+
+    post = RequestTool(
+        "POST",
+        "/post",
+        effect=Effect.REVERSIBLE,
+        permission="chatty:write",
+        input=PostArgs,
+        output=PostResult,
+        compensation=Compensation(tool="chatty.unpost", argument_map={"id": "result.id"}),
+        summary="Post a text.",
+        docs=f"{DOCS}/post",
+        body=("text",),
+        keep={"id": "id"},
+        required=("id",),
+    )
+    unpost = RequestTool(
+        "POST",
+        "/unpost",
+        effect=Effect.IDEMPOTENT,
+        permission="chatty:write",
+        input=UnpostArgs,
+        output=UnpostResult,
+        summary="Take a post down; one already gone counts as done.",
+        docs=f"{DOCS}/unpost",
+        body=("id",),
+        already_done=((200, "post_not_found"),),
+        echo=("id",),
+        done_field="removed",
+    )
+
+
+class FakeChatty(VendorFake):
+    """Every answer is HTTP 200: ``{"ok": true, ...}`` or ``{"ok": false, "error", "detail"}``."""
+
+    def __init__(self) -> None:
+        super().__init__(token=TOKEN, prefix="/api")
+        self.posts: dict[str, str] = {}
+        self.busy = False
+
+    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+        return FakeResponse(200, json={"ok": False, "error": code or "failed", "detail": message})
+
+    @vendor_route("POST", "/post", docs=f"{DOCS}/post", body="json")
+    def make_post(self, request: FakeRequest) -> FakeResponse:
+        if self.busy:
+            answer = self.error(200, "slow down", code="ratelimited")
+            return FakeResponse(200, json=answer.json, headers={"Retry-After": "3"})
+        text = request.json.get("text")
+        if not text:
+            return self.error(200, "say something", code="no_text")
+        ident = f"p{len(self.posts) + 1}"
+        self.posts[ident] = text
+        return FakeResponse(200, json={"ok": True, "id": ident})
+
+    @vendor_route("POST", "/unpost", docs=f"{DOCS}/unpost", body="json")
+    def take_down(self, request: FakeRequest) -> FakeResponse:
+        if self.posts.pop(request.json.get("id"), None) is None:
+            return self.error(200, "no such post", code="post_not_found")
+        return FakeResponse(200, json={"ok": True})
+
+
+@pytest.fixture
+def chatty_fake() -> FakeChatty:
+    return FakeChatty()
+
+
+@pytest.fixture
+async def chatty(chatty_fake: FakeChatty) -> AsyncIterator[tuple[ChattyConnector, FakeServer]]:
+    with FakeServer(chatty_fake) as running:
+        connector = ChattyConnector(token=TOKEN, base_url=running.url + "/api")
+        yield connector, running
+        await connector.aclose()
+
+
+async def test_a_refusal_in_a_2xx_answer_is_a_tool_error_with_the_vendors_code(
+    chatty: tuple[ChattyConnector, FakeServer], chatty_fake: FakeChatty
+) -> None:
+    connector, _ = chatty
+    with pytest.raises(ToolError) as caught:
+        await connector.call("chatty.post", {"text": ""})
+    assert not isinstance(caught.value, EffectUncertainError)  # the vendor answered: definite
+    assert (caught.value.status, caught.value.code) == (200, "no_text")
+    assert str(caught.value) == (
+        "chatty: POST /post failed: HTTP 200, refused in the answer's body (no_text): say something"
+    )
+    assert chatty_fake.posts == {}
+    assert await connector.call("chatty.post", {"text": "hi"}) == {"id": "p1"}
+
+
+async def test_a_2xx_refusal_with_a_rate_limit_code_is_rate_limited(
+    chatty: tuple[ChattyConnector, FakeServer], chatty_fake: FakeChatty
+) -> None:
+    connector, _ = chatty
+    chatty_fake.busy = True
+    with pytest.raises(ToolError, match=r"slow down \(retry after 3 s\)") as caught:
+        await connector.call("chatty.post", {"text": "hi"})
+    assert (caught.value.status, caught.value.code) == (200, "rate_limited")
+
+
+async def test_a_2xx_refusal_can_mean_the_undo_is_already_done(
+    chatty: tuple[ChattyConnector, FakeServer], chatty_fake: FakeChatty
+) -> None:
+    connector, _ = chatty
+    ctx = CallContext(idempotency_key="undo-1", compensation=True)
+    made = await connector.call("chatty.post", {"text": "hi"})
+    assert await connector.call("chatty.unpost", made, ctx) == {"id": "p1", "removed": True}
+    assert await connector.call("chatty.unpost", made, ctx) == {"id": "p1", "removed": False}
+    assert chatty_fake.posts == {}
+
+
+async def test_a_2xx_refusal_never_shows_the_credential(chatty_fake: FakeChatty) -> None:
+    def echo(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"ok": False, "error": "bad", "detail": f"you sent {TOKEN}"})
+
+    connector = ChattyConnector(token=TOKEN, transport=httpx.MockTransport(echo))
+    with pytest.raises(ToolError) as caught:
+        await connector.call("chatty.post", {"text": "hi"})
+    assert TOKEN not in str(caught.value)
+    assert caught.value.code == "bad"
+    await connector.aclose()
+
+
+async def test_a_connector_may_override_how_a_2xx_refusal_is_found() -> None:
+    class Strict(ChattyConnector):
+        def refusal_in(self, resp: Any) -> tuple[str, str | None] | None:
+            if isinstance(resp.json, dict) and "ok" not in resp.json:
+                return "no_ok_field", "the answer does not say whether it worked"
+            return super().refusal_in(resp)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"id": "p9"})
+
+    plain = ChattyConnector(token=TOKEN, transport=httpx.MockTransport(answer))
+    assert await plain.call("chatty.post", {"text": "hi"}) == {"id": "p9"}
+    strict = Strict(token=TOKEN, transport=httpx.MockTransport(answer))
+    with pytest.raises(ToolError) as caught:
+        await strict.call("chatty.post", {"text": "hi"})
+    assert caught.value.code == "no_ok_field"
+    await plain.aclose()
+    await strict.aclose()
+
+
+@pytest.mark.parametrize(
+    ("table", "status", "body", "expected"),
+    [
+        (CHATTY_ERRORS, 200, {"ok": True, "error": "ignored"}, None),
+        (CHATTY_ERRORS, 200, {"ok": False, "error": "no_text", "detail": "d"}, ("no_text", "d")),
+        (CHATTY_ERRORS, 201, {"ok": False}, ("refused", None)),
+        (CHATTY_ERRORS, 200, None, None),
+        (CHATTY_ERRORS, 400, {"ok": False, "error": "bad"}, None),  # an error status: classify's
+        (ErrorTable(), 200, {"ok": False, "error": "bad"}, None),  # no refused_when: never
+        (
+            ErrorTable(refused_when=lambda body: bool(body.get("errors")), refused_code="graphql"),
+            200,
+            {"data": None, "errors": [{"message": "Entity not found"}]},
+            ("graphql", "Entity not found"),
+        ),
+    ],
+)
+def test_error_tables_find_refusals_in_2xx_answers(
+    table: ErrorTable, status: int, body: Any, expected: tuple[str, str | None] | None
+) -> None:
+    assert table.refusal(status, httpx.Headers({}), body) == expected

@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import copy
 import json
+import uuid
 from collections.abc import Generator, Iterator, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -609,6 +610,53 @@ async def test_a_replay_fails_for_a_changed_query(server: FakeServer, tmp_path: 
     assert "differing in query" in failed.value.problems[0], failed.value.problems
 
 
+class _NonceSigner(httpx.Auth):
+    """Puts a fresh random nonce in each request's query, as some signing schemes do."""
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.url = request.url.copy_merge_params({"nonce": str(uuid.uuid4())})
+        yield request
+
+
+class MakesUpNames(Keyed):
+    """Sends a uuid4 it makes up itself in every query and in the body of a new note."""
+
+    create_note = _retarget(
+        Keyed.create_note,
+        body=lambda args: {"text": args.text, "kind": "plain", "pinned": False, "tag": str(uuid.uuid4())},
+    )
+
+    def signer(self) -> httpx.Auth | None:
+        return _NonceSigner()
+
+
+UUID4 = r"[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"
+
+
+@pytest.mark.anyio
+async def test_what_the_connector_makes_up_matches_only_where_declared_volatile(
+    server: FakeServer, tmp_path: Path
+) -> None:
+    steady = LiveScenario(
+        name="note", summary="The note scenario.", run=note_scenario, volatile=(UUID4,)
+    )
+    cassette = await record(MakesUpNames, server, tmp_path, steady)  # recording replays once too
+    assert (await replay_cassette(MakesUpNames, steady, cassette)).exchanges == 4
+    with pytest.raises(CassetteMismatch) as strict:  # the same cassette, nothing declared
+        await replay_cassette(MakesUpNames, SCENARIO, cassette)
+    assert "differing in query" in strict.value.problems[0], strict.value.problems
+
+    class OtherTagField(MakesUpNames):
+        create_note = _retarget(
+            MakesUpNames.create_note,
+            body=lambda args: {"text": args.text, "kind": "plain", "pinned": False, "label": str(uuid.uuid4())},
+        )
+
+    with pytest.raises(CassetteMismatch) as changed:  # only the values are volatile, not the rest
+        await replay_cassette(MakesUpNames, steady, cassette, connector_class=OtherTagField)
+    assert "differing in body" in changed.value.problems[0], changed.value.problems
+
+
 @pytest.mark.anyio
 async def test_a_cassette_of_another_scenario_is_refused(cassette: Path) -> None:
     other = LiveScenario(name="other", summary="Another scenario.", run=note_scenario)
@@ -659,6 +707,10 @@ def test_declarations_are_checked() -> None:
             run=note_scenario,
             variables=(LiveVariable("A_B", "x"), LiveVariable("A_B", "y")),
         )
+    with pytest.raises(ValueError, match="does not compile"):
+        LiveScenario(name="notes", summary="s", run=note_scenario, volatile=("[0-9",))
+    with pytest.raises(ValueError, match="matches the empty string"):
+        LiveScenario(name="notes", summary="s", run=note_scenario, volatile=("[0-9a-f]*",))
     with pytest.raises(ValueError, match="live must be a LiveScenario or a NotApplicable"):
         CertificationFixture(
             backend=lambda d: None,  # type: ignore[arg-type,return-value]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from .__about__ import __version__
 
 if TYPE_CHECKING:
-    from .compensator import CommandCompensator
+    from .compensator import CommandCompensator, CommandReplayer
     from .connector import (
         CallContext,
         CliOption,
@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         enabled_from_env,
         executor_for,
         registry_for,
+        replayer_for,
         tool,
     )
     from .engine import (
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
         ApprovalDecision,
         ApprovalRequest,
         CallOutcome,
+        ReplayOutcome,
         RollbackReport,
         Run,
         Withheld,
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
         JournalVersionError,
         ManifestError,
         PermissionDenied,
+        ReplayRefusedError,
         ReversiError,
         RollbackInProgressError,
         RunClosedError,
@@ -79,6 +82,7 @@ if TYPE_CHECKING:
         Effect,
         Manifest,
         Match,
+        Replay,
         Requirement,
     )
     from .redact import register_secret, scrub
@@ -91,6 +95,7 @@ if TYPE_CHECKING:
 
 _LAZY: dict[str, str] = {
     "CommandCompensator": ".compensator",
+    "CommandReplayer": ".compensator",
     "CallContext": ".connector",
     "CliOption": ".connector",
     "CompensationCall": ".connector",
@@ -102,11 +107,13 @@ _LAZY: dict[str, str] = {
     "enabled_from_env": ".connector",
     "executor_for": ".connector",
     "registry_for": ".connector",
+    "replayer_for": ".connector",
     "tool": ".connector",
     "REJECTED_ARGS_LIMIT": ".engine",
     "ApprovalDecision": ".engine",
     "ApprovalRequest": ".engine",
     "CallOutcome": ".engine",
+    "ReplayOutcome": ".engine",
     "RollbackReport": ".engine",
     "Run": ".engine",
     "Withheld": ".engine",
@@ -122,6 +129,7 @@ _LAZY: dict[str, str] = {
     "ManifestError": ".errors",
     "PermissionDenied": ".errors",
     "ReversiError": ".errors",
+    "ReplayRefusedError": ".errors",
     "RollbackInProgressError": ".errors",
     "RunClosedError": ".errors",
     "RunStateError": ".errors",
@@ -142,6 +150,7 @@ _LAZY: dict[str, str] = {
     "Effect": ".manifest",
     "Manifest": ".manifest",
     "Match": ".manifest",
+    "Replay": ".manifest",
     "Requirement": ".manifest",
     "register_secret": ".redact",
     "scrub": ".redact",
@@ -177,6 +186,7 @@ __all__ = [
     "CallRejected",
     "CliOption",
     "CommandCompensator",
+    "CommandReplayer",
     "Compensation",
     "CompensationCall",
     "Compensator",
@@ -197,6 +207,9 @@ __all__ = [
     "Match",
     "PermissionDenied",
     "Registry",
+    "Replay",
+    "ReplayOutcome",
+    "ReplayRefusedError",
     "Requirement",
     "ReversiError",
     "RollbackInProgressError",
@@ -224,6 +237,7 @@ __all__ = [
     "open_journal",
     "register_secret",
     "registry_for",
+    "replayer_for",
     "schema_hash",
     "scrub",
     "tool",

@@ -17,7 +17,26 @@ from .errors import RunStateError
 from .journal import Journal, RollbackState, StepRecord, StepState
 from .registry import Registry
 
-__all__ = ["allow_overwrite", "resolve_step"]
+__all__ = ["allow_overwrite", "check_resolvable", "resolve_step"]
+
+
+def check_resolvable(record: StepRecord) -> None:
+    """Raise :class:`RunStateError` unless ``record`` is an uncertain step not compensated yet.
+
+    What a resolution needs, whether a person gives it (:func:`resolve_step`) or a replay
+    learns it (:func:`reversi_core._replay.check_replayable`).
+    """
+    if record.state is not StepState.UNCERTAIN:
+        raise RunStateError(
+            f"step {record.seq} of run {record.run_id} is {record.state.value}, not uncertain; "
+            "only uncertain steps are resolved"
+        )
+    if record.rollback_state is RollbackState.COMPENSATED:
+        # resolving would clear the rollback state and make the next rollback undo it again
+        raise RunStateError(
+            f"step {record.seq} of run {record.run_id} was already compensated; "
+            "there is nothing left to resolve"
+        )
 
 
 def resolve_step(
@@ -30,17 +49,7 @@ def resolve_step(
 ) -> StepRecord:
     """See :meth:`reversi_core.engine.Run.resolve`."""
     record = journal.get_step(run_id, step)
-    if record.state is not StepState.UNCERTAIN:
-        raise RunStateError(
-            f"step {step} of run {run_id} is {record.state.value}, not uncertain; "
-            "only uncertain steps are resolved"
-        )
-    if record.rollback_state is RollbackState.COMPENSATED:
-        # resolving would clear the rollback state and make the next rollback undo it again
-        raise RunStateError(
-            f"step {step} of run {run_id} was already compensated; "
-            "there is nothing left to resolve"
-        )
+    check_resolvable(record)
     compensation: dict[str, Any] | None = None
     comp_error: str | None = None
     if applied:

@@ -234,6 +234,7 @@ class _Saga:
             run_id=self.run_id,
             step=step.seq,
             overwrite=step.overwrite is not None,
+            timeout=self.timeout,
         )
         self.journal.add_event(
             self.run_id,

@@ -1,4 +1,4 @@
-"""Running compensations in a separate process (``--compensator-cmd``).
+"""Running compensations, and replays, in a separate process (``--compensator-cmd``).
 
 :class:`CommandCompensator` starts the command once per compensation (split like a
 shell line with :func:`shlex.split`, run without a shell), writes the
@@ -6,6 +6,12 @@ shell line with :func:`shlex.split`, run without a shell), writes the
 reads the outcome: exit 0 means the undo succeeded (stdout may carry a JSON result);
 any other exit means it failed, with the last line of stderr as the reason. A command
 that runs past its time limit is killed and counts as failed.
+
+:class:`CommandReplayer` runs an uncertain step's replay the same way (the object on
+stdin has the same fields: the step's forward call with its original key), and reads
+three outcomes: exit 0, the call took effect and stdout holds its JSON result; exit
+:data:`EXIT_NOT_APPLIED` (3), the vendor's answer shows it did not; any other exit, or
+running out of time, leaves the outcome unknown.
 """
 
 from __future__ import annotations
@@ -15,25 +21,28 @@ import contextlib
 import json
 import shlex
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
-from .connector import CompensationCall
-from .errors import ConfigurationError, ToolError
+from .connector import CallContext, CompensationCall
+from .errors import ConfigurationError, EffectUncertainError, ToolError
 from .redact import scrub
 
-__all__ = ["DEFAULT_COMPENSATION_TIMEOUT", "CommandCompensator"]
+__all__ = ["DEFAULT_COMPENSATION_TIMEOUT", "EXIT_NOT_APPLIED", "CommandCompensator", "CommandReplayer"]
+
+EXIT_NOT_APPLIED = 3
+"""The exit status of a replay process whose answer shows the call did not take effect."""
 
 DEFAULT_COMPENSATION_TIMEOUT = 120.0
 """Seconds one compensation command may run before it is killed and counted as failed."""
 
 
-class CommandCompensator:
-    """A compensator that runs an external command per call (see the module docstring).
+class _Command:
+    """A command run once per call: ``command`` split like a shell line (or an argument
+    list), run without a shell, within ``timeout`` seconds, with ``env`` as its whole
+    environment when given. Raises :class:`ConfigurationError` for an empty command."""
 
-    ``command`` is a shell-like string or an argument list; ``timeout`` is in seconds;
-    ``env`` replaces the environment of the child (default: inherit).
-    Raises :class:`ConfigurationError` for an empty command.
-    """
+    empty = "the command is empty"
 
     def __init__(
         self,
@@ -44,10 +53,21 @@ class CommandCompensator:
     ) -> None:
         argv = shlex.split(command) if isinstance(command, str) else list(command)
         if not argv:
-            raise ConfigurationError("--compensator-cmd is empty")
+            raise ConfigurationError(self.empty)
         self.argv = argv
         self.timeout = timeout
         self.env = dict(env) if env is not None else None
+
+
+class CommandCompensator(_Command):
+    """A compensator that runs an external command per call (see the module docstring).
+
+    ``command`` is a shell-like string or an argument list; ``timeout`` is in seconds;
+    ``env`` replaces the environment of the child (default: inherit).
+    Raises :class:`ConfigurationError` for an empty command.
+    """
+
+    empty = "--compensator-cmd is empty"
 
     async def __call__(self, call: CompensationCall) -> dict[str, Any]:
         """Run one compensation; return its JSON result (``{}`` if stdout is empty).
@@ -56,43 +76,112 @@ class CommandCompensator:
         non-zero, cannot be started, or exceeds the time limit (the child is killed).
         A child that exits without reading its stdin is judged by its exit status alone.
         """
-        payload = json.dumps(call.to_json()).encode()
-        try:
-            proc = await asyncio.create_subprocess_exec(
-                *self.argv,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self.env,
-            )
-        except OSError as exc:
-            raise ToolError(
-                f"cannot start compensator {self.argv[0]}: {exc.strerror}", code="spawn"
-            ) from None
-        try:
-            # communicate() tolerates a child that closes stdin early (BrokenPipe).
-            stdout, stderr = await asyncio.wait_for(proc.communicate(payload), self.timeout)
-        except TimeoutError:
-            await _kill(proc)
-            raise ToolError(
-                f"compensator {self.argv[0]} did not finish {call.tool} within {self.timeout} s",
-                code="timeout",
-            ) from None
-        except BaseException:
-            await _kill(proc)
-            raise
-        if proc.returncode != 0:
-            lines = [ln for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
-            reason = lines[-1] if lines else f"exit status {proc.returncode}, no message"
-            raise ToolError(scrub(reason), code=f"exit_{proc.returncode}")
-        out = stdout.decode(errors="replace").strip()
-        if not out:
+        code, stdout, reason = await _run_once(
+            self.argv, _within(call, self.timeout), self.timeout, self.env, "compensator"
+        )
+        if code is None:
+            raise ToolError(reason, code=stdout or "spawn")
+        if code != 0:
+            raise ToolError(reason, code=f"exit_{code}")
+        if not stdout:
             return {}
         try:
-            value = json.loads(out.splitlines()[-1])
+            value = json.loads(stdout.splitlines()[-1])
         except json.JSONDecodeError:
-            return {"output": scrub(out)}
+            return {"output": scrub(stdout)}
         return value if isinstance(value, dict) else {"result": value}
+
+
+class CommandReplayer(_Command):
+    """An executor that replays an uncertain step through an external command.
+
+    Given to :meth:`reversi_core.engine.Run.replay` as ``execute``: for each call it
+    starts ``command`` (a shell-like string or an argument list, run without a shell),
+    writes ``{"tool", "args", "idempotency_key", "run_id", "step"}`` on its stdin (the
+    key being the step's own, from ``ctx``), and reads the outcome (module docstring).
+    ``timeout`` is in seconds; ``env`` replaces the child's environment. Raises
+    :class:`ConfigurationError` for an empty command.
+    """
+
+    empty = "the replay command is empty"
+
+    async def __call__(self, tool: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
+        """Replay one call; return its JSON result (the call took effect).
+
+        Raises :class:`ToolError` with the command's last stderr line when it exits
+        :data:`EXIT_NOT_APPLIED` (the call did not take effect), and
+        :class:`EffectUncertainError` for every other failure (another exit status, a
+        command that cannot be started or runs out of time, a result that is not one JSON
+        object): the outcome is still unknown.
+        """
+        if not (ctx.idempotency_key and ctx.run_id and ctx.step is not None):
+            raise EffectUncertainError("a replay needs the step's run, number and key; nothing was sent")
+        call = CompensationCall(
+            tool, args, ctx.idempotency_key, ctx.run_id, ctx.step, timeout=ctx.timeout
+        )
+        code, stdout, reason = await _run_once(
+            self.argv, _within(call, self.timeout), self.timeout, self.env, "replay command"
+        )
+        if code == EXIT_NOT_APPLIED:
+            raise ToolError(reason, code="not_applied")
+        if code != 0:
+            raise EffectUncertainError(reason)
+        try:
+            value = json.loads(stdout.splitlines()[-1]) if stdout else None
+        except json.JSONDecodeError:
+            value = None
+        if not isinstance(value, dict):
+            raise EffectUncertainError(
+                f"the replay command {self.argv[0]} succeeded but printed no JSON object result"
+            )
+        return value
+
+
+CHILD_SHARE = 0.8
+"""The share of the command's time limit its tool is given (``"timeout"`` on its stdin):
+the command needs the rest to start and to answer, so that its own requests give up, and
+it says why, before it is killed."""
+
+
+def _within(call: CompensationCall, limit: float) -> CompensationCall:
+    """``call`` with a ``timeout`` the command can keep: the smaller of the call's own and
+    :data:`CHILD_SHARE` of ``limit`` (the seconds before the command is killed)."""
+    share = limit * CHILD_SHARE
+    return replace(call, timeout=share if call.timeout is None else min(call.timeout, share))
+
+
+async def _run_once(
+    argv: list[str], call: CompensationCall, timeout: float, env: dict[str, str] | None, what: str
+) -> tuple[int | None, str, str]:
+    """Run ``argv`` once with ``call`` as JSON on stdin: ``(exit status, stdout, reason)``.
+
+    ``reason`` is the last non-empty line of stderr (scrubbed). A command that cannot be
+    started or runs past ``timeout`` gives ``(None, "spawn" or "timeout", reason)``; a
+    timed-out child is killed.
+    """
+    payload = json.dumps(call.to_json()).encode()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=env,
+        )
+    except OSError as exc:
+        return None, "spawn", f"cannot start {what} {argv[0]}: {exc.strerror}"
+    try:
+        # communicate() tolerates a child that closes stdin early (BrokenPipe).
+        stdout, stderr = await asyncio.wait_for(proc.communicate(payload), timeout)
+    except TimeoutError:
+        await _kill(proc)
+        return None, "timeout", f"{what} {argv[0]} did not finish {call.tool} within {timeout} s"
+    except BaseException:
+        await _kill(proc)
+        raise
+    lines = [ln for ln in stderr.decode(errors="replace").splitlines() if ln.strip()]
+    reason = lines[-1] if lines else f"exit status {proc.returncode}, no message"
+    return proc.returncode, stdout.decode(errors="replace").strip(), scrub(reason)
 
 
 async def _kill(proc: asyncio.subprocess.Process) -> None:

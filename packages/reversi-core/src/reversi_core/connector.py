@@ -43,7 +43,8 @@ from .errors import (
     ToolError,
     UnknownToolError,
 )
-from .manifest import Approval, Compensation, Effect, Manifest, Requirement
+from .journal import step_idempotency_key
+from .manifest import Approval, Compensation, Effect, Manifest, Replay, Requirement
 from .redact import scrub
 from .registry import Registry, schema_hash
 
@@ -63,6 +64,7 @@ __all__ = [
     "executor_for",
     "load_connector_class",
     "registry_for",
+    "replayer_for",
     "tool",
 ]
 
@@ -77,7 +79,11 @@ class CallContext:
 
     ``idempotency_key`` is stable for the step (and, for a compensation, for the run and
     step, across every retry of the rollback). ``compensation`` is true when the call is
-    a rollback's compensation. ``timeout`` is the caller's limit in seconds, if any.
+    a rollback's compensation. ``replay`` is true when the call re-sends an uncertain
+    step's forward call with the step's original key, to learn its outcome
+    (:meth:`reversi_core.engine.Run.replay`): a tool then raises ``ToolError`` only when
+    the answer shows that the call did not take effect, and ``EffectUncertainError`` when
+    it does not settle the question. ``timeout`` is the caller's limit in seconds, if any.
 
     ``overwrite`` is true only for a compensation a person allowed to overwrite what
     changed since the call (``reversi rollback RUN --overwrite STEP``, recorded in the
@@ -92,6 +98,7 @@ class CallContext:
     step: int | None = None
     idempotency_key: str | None = None
     compensation: bool = False
+    replay: bool = False
     timeout: float | None = None
     overwrite: bool = False
 
@@ -101,7 +108,9 @@ class CompensationCall:
     """One compensation to run: the JSON object a compensator process reads on stdin.
 
     ``overwrite`` is true when a person allowed this step's compensation to overwrite a
-    change made since the call (:attr:`CallContext.overwrite`).
+    change made since the call (:attr:`CallContext.overwrite`). ``timeout`` is how long
+    the call may take, in seconds (``None``: no limit given); it reaches the tool as
+    :attr:`CallContext.timeout`, so that its requests give up within it.
     """
 
     tool: str
@@ -110,10 +119,12 @@ class CompensationCall:
     run_id: str
     step: int
     overwrite: bool = False
+    timeout: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        """``{"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}``."""
-        return {
+        """``{"tool", "args", "idempotency_key", "run_id", "step", "overwrite"}``, and
+        ``"timeout"`` (seconds) when there is one."""
+        data: dict[str, Any] = {
             "tool": self.tool,
             "args": self.args,
             "idempotency_key": self.idempotency_key,
@@ -121,13 +132,17 @@ class CompensationCall:
             "step": self.step,
             "overwrite": self.overwrite,
         }
+        if self.timeout is not None:
+            data["timeout"] = self.timeout
+        return data
 
     @classmethod
     def from_json(cls, data: Any) -> CompensationCall:
         """Parse the stdin object; raises :class:`InvalidArgumentsError` naming the bad field.
 
         ``overwrite`` may be missing (an engine older than it), which means false; when
-        present it must be a boolean.
+        present it must be a boolean. ``timeout`` may be missing (no limit) or null; when
+        present it is a positive number of seconds.
         """
         if not isinstance(data, dict):
             raise InvalidArgumentsError("compensation call must be a JSON object")
@@ -145,6 +160,13 @@ class CompensationCall:
                 problems.append(f"{key}: expected {kind.__name__}")
         if not isinstance(data.get("overwrite", False), bool):
             problems.append("overwrite: expected bool")
+        timeout = data.get("timeout")
+        if timeout is not None and (
+            isinstance(timeout, bool)
+            or not isinstance(timeout, int | float)
+            or not 0 < timeout < float("inf")
+        ):
+            problems.append("timeout: expected a positive number of seconds")
         if problems:
             raise InvalidArgumentsError(
                 "invalid compensation call: " + "; ".join(problems), problems=problems
@@ -156,6 +178,7 @@ class CompensationCall:
             run_id=data["run_id"],
             step=data["step"],
             overwrite=data.get("overwrite", False),
+            timeout=float(timeout) if timeout is not None else None,
         )
 
 
@@ -196,6 +219,7 @@ class ToolSpec:
     compensation: Compensation | None = None
     approval: Approval = Approval.NEVER
     requires: tuple[Requirement, ...] = ()
+    replay: Replay | None = None
     doc: str = ""
     """The tool's whole docstring (the description is its first paragraph)."""
 
@@ -209,6 +233,7 @@ def tool(
     compensation: Compensation | None = None,
     approval: Approval | None = None,
     requires: Iterable[Requirement] = (),
+    replay: Replay | None = None,
     description: str | None = None,
 ) -> Callable[[F], F]:
     """Mark a connector method as a tool (see the module docstring).
@@ -221,7 +246,9 @@ def tool(
     ``extra="forbid"`` for a result whose keys are fixed). The tool's name is
     ``<connector>.<method name>``; its description defaults to the first paragraph of
     the method's docstring. ``approval`` defaults to ``always`` for irreversible tools
-    and ``never`` otherwise.
+    and ``never`` otherwise. ``replay`` declares that the vendor honours the call's
+    idempotency key, so that an uncertain call can be sent again with it
+    (:class:`~reversi_core.manifest.Replay`).
     """
 
     def mark(func: F) -> F:
@@ -239,6 +266,7 @@ def tool(
             if approval is not None
             else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
             requires=tuple(requires),
+            replay=replay,
             doc=full,
         )
         func.__reversi_tool__ = spec  # type: ignore[attr-defined]
@@ -297,6 +325,7 @@ class Connector:
                     approval=spec.approval,
                     compensation=spec.compensation,
                     requires=list(spec.requires),
+                    replay=spec.replay,
                     input_schema=spec.input.model_json_schema(),
                     output_schema=spec.output.model_json_schema(),
                 )
@@ -469,7 +498,7 @@ def connector_schema_hashes(connector: Connector | type[Connector]) -> dict[str,
 def compensator_for(connectors: Iterable[Connector]) -> Compensator:
     """An in-process :data:`Compensator` that dispatches each call to its connector.
 
-    The call's idempotency key, and its ``overwrite``, reach the tool in
+    The call's idempotency key, its ``overwrite`` and its ``timeout`` reach the tool in
     :class:`CallContext`. A tool of a connector that is not in ``connectors`` fails with
     :class:`ConfigurationError` naming the connector (its credential is probably not
     set); a tool that is not idempotent (so cannot be a compensation) fails with
@@ -494,10 +523,65 @@ def compensator_for(connectors: Iterable[Connector]) -> Compensator:
             idempotency_key=call.idempotency_key,
             compensation=True,
             overwrite=call.overwrite,
+            timeout=call.timeout,
         )
         return await connector.call(call.tool, call.args, ctx)
 
     return compensate
+
+
+def replayer_for(connectors: Iterable[Connector]) -> Compensator:
+    """An in-process replayer: runs an uncertain step's forward call again, as a replay.
+
+    Takes the same object as a compensation (:class:`CompensationCall`: the step's tool,
+    its journaled args, its key, run and step) and accepts it only as a replay: the tool
+    must declare :class:`~reversi_core.manifest.Replay` (its vendor honours the key) and
+    the key must be the step's original one, ``reversi-<run>-<step>``, and ``overwrite``
+    false (it is a compensation's, never a forward call's). The tool then runs
+    with ``CallContext(replay=True)`` and that key. Raises
+    :class:`ConfigurationError` for a connector that is not enabled,
+    :class:`UnknownToolError`, :class:`InvalidArgumentsError` for a tool that cannot be
+    replayed or a key that is not the step's, or whatever the tool raises
+    (``ToolError``: the call did not take effect; ``EffectUncertainError``: still unknown).
+    See docs/engine.md (RES-3).
+    """
+    by_name = {c.name: c for c in connectors}
+
+    async def replay(call: CompensationCall) -> dict[str, Any]:
+        prefix = call.tool.split(".", 1)[0]
+        connector = by_name.get(prefix)
+        if connector is None:
+            raise ConfigurationError(_not_enabled(call.tool, prefix))
+        spec = connector.tool_specs().get(call.tool)
+        if spec is None:
+            raise UnknownToolError(f"unknown tool {call.tool!r} for connector {prefix!r}")
+        if spec.replay is None:
+            raise InvalidArgumentsError(
+                f"{call.tool} cannot be replayed: its manifest does not declare that the vendor "
+                "honours its idempotency key, so a second call could act twice"
+            )
+        if call.overwrite:
+            raise InvalidArgumentsError(
+                f"a replay of step {call.step} of {call.run_id} re-sends its forward call, which "
+                "nothing may mark overwrite: that applies to a compensation only"
+            )
+        original = step_idempotency_key(call.run_id, call.step)
+        if call.idempotency_key != original:
+            raise InvalidArgumentsError(
+                f"a replay of step {call.step} of {call.run_id} must carry the step's own "
+                f"idempotency key {original!r}, not another: with another key the vendor "
+                "would carry the call out again"
+            )
+        ctx = CallContext(
+            run_id=call.run_id,
+            step=call.step,
+            idempotency_key=call.idempotency_key,
+            replay=True,
+            timeout=call.timeout,
+        )
+        return await connector.call(call.tool, call.args, ctx)
+
+    return replay
 
 
 def _not_enabled(tool: str, prefix: str) -> str:

@@ -7,8 +7,9 @@ journals its outcome, and returns a :class:`CallOutcome` whatever happened;
 :meth:`Run.rollback` undoes the run's steps newest first, honouring ``requires`` edges
 (see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`.
 :meth:`Run.resolve` records a person's decision about an uncertain step, and
-:meth:`Run.allow_overwrite` a person's decision that one step's compensation may
-overwrite a change made since the call (RB-10).
+:meth:`Run.replay` settles one by sending its call again with its own idempotency key
+(see :mod:`reversi_core._replay`), and :meth:`Run.allow_overwrite` records a person's
+decision that one step's compensation may overwrite a change made since the call (RB-10).
 
 Every refusal is the engine's: an unknown tool, a tool withheld by whoever serves the
 run (:attr:`Run.withheld`), a permission outside the scope, invalid arguments, a denied
@@ -45,6 +46,7 @@ from ._outcome import (
     run_tool,
     unicode_problems,
 )
+from ._replay import ReplayOutcome, replay_step
 from ._rollback import (
     OutstandingStep,
     ProgressCallback,
@@ -91,6 +93,7 @@ __all__ = [
     "CallOutcome",
     "Executor",
     "OutstandingStep",
+    "ReplayOutcome",
     "RollbackReport",
     "Run",
     "Verifier",
@@ -588,6 +591,41 @@ class Run:
         :class:`~reversi_core.errors.JournalError` when the run has no such step.
         """
         return allow_overwrite(self.journal, self.id, step, by)
+
+    async def replay(
+        self,
+        step: int,
+        *,
+        execute: Executor | None = None,
+        timeout: float | None = None,
+        now: float | None = None,
+    ) -> ReplayOutcome:
+        """Send an uncertain step's call again, with its original key, and resolve it by the answer.
+
+        Only for a tool whose manifest declares :class:`~reversi_core.manifest.Replay`, within
+        its ``window`` seconds of the step's start (``now``: UNIX seconds, default the clock).
+        ``execute`` (default: the run's executor) gets a context with the step's key and
+        ``replay=True``; ``timeout`` (seconds) bounds it. A result resolves the step applied
+        with that result, a ``ToolError`` not applied, anything else leaves it uncertain;
+        returns the :class:`ReplayOutcome` (rules and errors: :mod:`reversi_core._replay`).
+        Raises :class:`~reversi_core.errors.ReplayRefusedError`, nothing sent, when the tool
+        may not be replayed, the step already has a resolution (a person's or an earlier
+        replay's), or the run's rollback has started (a replay may carry the call out for the
+        first time: a new call, which such a run no longer takes); :class:`RunStateError` as
+        :meth:`resolve` does.
+        """
+        execute = execute or self.executor
+        if execute is None:
+            raise RunStateError("no executor: pass execute= or open the run with executor=")
+        return await replay_step(
+            self.journal,
+            self.registry,
+            self.journal.get_step(self.id, step),
+            execute=execute,
+            resolve=self.resolve,
+            timeout=timeout,
+            now=now,
+        )
 
     # -- rollback --------------------------------------------------------------------
 

@@ -14,7 +14,8 @@ is one of these. Connectors map transport and vendor errors into this tree; no r
     │   └── JournalVersionError     the journal was written by a newer schema
     ├── RunStateError               the run cannot take this operation now
     │   ├── RunClosedError          the run was rolled back; it takes no new calls
-    │   └── RollbackInProgressError another rollback of the run is running
+    │   ├── RollbackInProgressError another rollback of the run is running
+    │   └── ReplayRefusedError      an uncertain step cannot be replayed safely
     ├── CallRejected                refused before anything was executed
     │   ├── UnknownToolError        no manifest for the tool
     │   ├── PermissionDenied        the run's scope lacks the tool's permission
@@ -46,6 +47,7 @@ __all__ = [
     "JournalVersionError",
     "ManifestError",
     "PermissionDenied",
+    "ReplayRefusedError",
     "ReversiError",
     "RollbackInProgressError",
     "RunClosedError",
@@ -101,6 +103,12 @@ class RunClosedError(RunStateError):
 
 class RollbackInProgressError(RunStateError):
     """Another process is rolling back the same run right now."""
+
+
+class ReplayRefusedError(RunStateError):
+    """An uncertain step cannot be replayed safely: its tool's vendor does not honour the key,
+    the key may have expired, the step was resolved already, or the run's rollback has
+    started. Nothing was sent; the message says why."""
 
 
 class CallRejected(ReversiError):

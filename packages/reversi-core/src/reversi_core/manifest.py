@@ -3,7 +3,9 @@
 A :class:`Manifest` names a tool's effect, the permission it needs, whether a person
 must approve each call, the compensation that undoes it (a tool plus an argument map
 from the call's ``args`` and ``result``), and the earlier steps it depends on
-(:class:`Requirement`). Manifests are plain data: they are printed by
+(:class:`Requirement`), and whether the vendor honours the call's idempotency key so
+that an uncertain call can be settled by sending it again (:class:`Replay`). Manifests
+are plain data: they are printed by
 ``reversi-connectors manifests``, read back by the gateway, and validated together by
 :class:`reversi_core.registry.Registry`.
 """
@@ -27,6 +29,7 @@ __all__ = [
     "Manifest",
     "MappingFailed",
     "Match",
+    "Replay",
     "Requirement",
     "Source",
     "evaluate_argument_map",
@@ -123,6 +126,24 @@ class Requirement(BaseModel):
     match: list[Match] = Field(min_length=1)
 
 
+class Replay(BaseModel):
+    """The vendor honours this tool's idempotency key, so an uncertain call can be replayed.
+
+    Declared by a tool whose every write carries the call's idempotency key to a vendor
+    that, for a repeat of the same request with the same key, answers with the outcome
+    of the first request instead of acting again (Stripe:
+    https://docs.stripe.com/api/idempotent_requests). ``window`` is how many seconds
+    after the call such a repeat is still safe: less than the time the vendor keeps a
+    key (Stripe prunes keys once they are 24 hours old, and then carries a repeat out
+    as a new request), with a margin. ``reversi resolve RUN STEP --replay`` re-sends an
+    uncertain step's call with its original key only within that window
+    (docs/engine.md, RES-2).
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    window: float = Field(gt=0, description="seconds after the call during which a replay is safe")
+
+
 class Manifest(BaseModel):
     """The declaration of one tool (the fields ``reversi-connectors manifests`` prints)."""
 
@@ -134,6 +155,7 @@ class Manifest(BaseModel):
     approval: Approval = Approval.NEVER
     compensation: Compensation | None = None
     requires: list[Requirement] = Field(default_factory=list)
+    replay: Replay | None = None
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
     output_schema: dict[str, Any] | None = None
 

@@ -10,12 +10,22 @@ registered by the connector itself), with ``[REDACTED]``.
 
 from __future__ import annotations
 
+import re
+import shlex
 import threading
 import urllib.parse
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["REDACTED", "Redactor", "default_redactor", "register_secret", "scrub", "scrub_json"]
+__all__ = [
+    "REDACTED",
+    "Redactor",
+    "default_redactor",
+    "register_secret",
+    "scrub",
+    "scrub_command",
+    "scrub_json",
+]
 
 REDACTED = "[REDACTED]"
 
@@ -59,6 +69,17 @@ class Redactor:
                 text = text.replace(secret, REDACTED)
         return text
 
+    def scrub_bytes(self, data: bytes) -> bytes:
+        """Return ``data`` with the UTF-8 bytes of every registered secret replaced by ``[REDACTED]``."""
+        if not self._secrets:
+            return data
+        with self._lock:
+            secrets = [s.encode("utf-8", "surrogatepass") for s in self._secrets]
+        for secret in secrets:
+            if secret in data:
+                data = data.replace(secret, REDACTED.encode())
+        return data
+
     def scrub_json(self, value: Any) -> Any:
         """Return a copy of a JSON value (dict, list, str, number, bool, None) with strings scrubbed.
 
@@ -100,3 +121,76 @@ def scrub(text: str) -> str:
 def scrub_json(value: Any) -> Any:
     """Scrub a JSON value with the process-wide redactor."""
     return default_redactor.scrub_json(value)
+
+
+#: Words that make an option, a variable or a query parameter name a credential's
+#: (``--api-key``, ``--token``, ``GITHUB_TOKEN=``, ``?access_token=``), matched in any case.
+_SECRET_NAME = re.compile(
+    r"(?i)(token|secret|passw(or)?d|pwd|api[-_]?key|access[-_]?key|private[-_]?key|"
+    r"credential|auth(?:orization|entication)?(?![a-z])|bearer|cookie|signature|^key$)"
+)
+_ASSIGNMENT = re.compile(r"^(-{0,2}[A-Za-z_][A-Za-z0-9_.-]*)=(.*)$", re.S)
+
+
+def _secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name.lstrip("-")))
+
+
+def _scrub_url(word: str) -> str:
+    """``word`` with a URL's password (or lone user token) and credential query values hidden."""
+    if "://" not in word:
+        return word
+    try:
+        parts = urllib.parse.urlsplit(word)
+    except ValueError:
+        return word
+    netloc = parts.netloc
+    if "@" in netloc:
+        userinfo, _, host = netloc.rpartition("@")
+        user, colon, _password = userinfo.partition(":")
+        # user:password@ keeps the user; a lone userinfo (https://TOKEN@host) is the secret
+        netloc = f"{user}:{REDACTED}@{host}" if colon else f"{REDACTED}@{host}"
+    query = parts.query
+    if query:
+        pairs = urllib.parse.parse_qsl(query, keep_blank_values=True)
+        if any(_secret_name(k) for k, _ in pairs):
+            query = "&".join(
+                f"{urllib.parse.quote(k, safe='')}="
+                + (REDACTED if _secret_name(k) else urllib.parse.quote(v, safe=""))
+                for k, v in pairs
+            )
+    if netloc == parts.netloc and query == parts.query:
+        return word
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+def scrub_command(argv: Sequence[str]) -> str:
+    """A command line, shell-quoted (:func:`shlex.join`), with what looks like a credential hidden.
+
+    For showing an upstream server's command in a run's label, a message or a log:
+    beside every registered secret (:func:`scrub`), it hides the value of an option
+    whose name says it holds one (``--token X``, ``--api-key=X``, ``-p``-style short
+    options are not guessed), of a ``NAME=value`` word whose name does
+    (``GITHUB_TOKEN=...`` before a command, as ``env`` takes them), a URL's password
+    (``postgresql://user:[REDACTED]@host/db``) or lone user token, and credential
+    query parameters (``?access_token=[REDACTED]``). Credentials belong in the
+    environment, where none of this is shown; this is a safety net for a command line
+    written otherwise. Returns the redacted, quoted command line (a ``str``).
+    """
+    out: list[str] = []
+    hide_next = False
+    for word in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+            continue
+        assignment = _ASSIGNMENT.match(word)
+        if assignment and _secret_name(assignment.group(1)):
+            out.append(f"{assignment.group(1)}={REDACTED}")
+            continue
+        if word.startswith("--") and "=" not in word and _secret_name(word):
+            out.append(word)
+            hide_next = True
+            continue
+        out.append(_scrub_url(word))
+    return scrub(shlex.join(out))

@@ -6,6 +6,8 @@ naming the tool, any set in which a rollback could not work end to end:
 - a ``reversible`` or ``compensable`` tool without a compensation, or a ``read_only``,
   ``idempotent`` or ``irreversible`` tool with one;
 - an ``irreversible`` tool whose approval is not ``always``;
+- a ``read_only`` tool that declares a :class:`~reversi_core.manifest.Replay` (a read is
+  never uncertain, so there is nothing to replay);
 - a compensation tool that is not in the set or is not ``idempotent``;
 - an argument map that does not produce exactly the compensation's arguments (a
   required argument missing, or an argument the compensation does not take);
@@ -348,6 +350,12 @@ class Registry:
             raise ManifestError(m.name, f"effect {m.effect.value} takes no compensation")
         if m.effect is Effect.IRREVERSIBLE and m.approval is not Approval.ALWAYS:
             raise ManifestError(m.name, "an irreversible tool must have approval 'always'")
+        if m.replay is not None and m.effect is Effect.READ_ONLY:
+            raise ManifestError(
+                m.name,
+                "a read_only tool declares replay, but a read is never uncertain: "
+                "there is nothing to replay",
+            )
         if m.compensation is not None:
             comp = by_name.get(m.compensation.tool)
             if comp is None:

@@ -1,5 +1,5 @@
-"""``reversi-connectors``: serve a connector over MCP, print manifests, run a compensation,
-print the certification checklist.
+"""``reversi-connectors``: serve a connector over MCP, print manifests, run a compensation
+or replay an uncertain call, print the certification checklist.
 
 Credentials come from the environment only; a flag that looks like one (``--token``,
 ``--api-key``, ``--password``, ``--secret``...) is refused with the name of the variable
@@ -21,6 +21,7 @@ from typing import Any
 import anyio
 import yaml
 
+from ..compensator import EXIT_NOT_APPLIED
 from ..connector import (
     CliOption,
     CompensationCall,
@@ -29,11 +30,26 @@ from ..connector import (
     compensator_for,
     enabled_from_env,
     load_connector_class,
+    replayer_for,
 )
-from ..errors import ConfigurationError, InvalidArgumentsError, ReversiError
+from ..errors import (
+    CallRejected,
+    ConfigurationError,
+    InvalidArgumentsError,
+    ReversiError,
+    ToolError,
+)
 from ._common import CliError, Parser, fail, one_line, reader_went_away
 
-__all__ = ["EXIT_FAILED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main", "manifest_objects"]
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_NOT_APPLIED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+    "manifest_objects",
+]
 
 PROG = "reversi-connectors"
 
@@ -43,12 +59,17 @@ EXIT_USAGE = 2
 
 EPILOG = """\
 exit status:
-  0  success (compensate: the undo succeeded; its JSON result is on stdout)
+  0  success (compensate: the undo succeeded; replay: the call took effect;
+     its JSON result is on stdout)
   1  compensate: the compensation ran and failed, or its outcome is unknown;
      the reason is the last line of stderr
      certify: a connector has no certification fixture (it would fail every check)
+     replay: the outcome of the replayed call is still unknown
   2  usage or bad input: unknown connector, a credential passed as a flag,
-     malformed JSON on stdin, a connector that cannot be configured
+     malformed JSON on stdin, a connector that cannot be configured;
+     replay: a call that cannot be replayed (its vendor does not honour keys,
+     or the key is not the step's own)
+  3  replay: the vendor's answer shows the call did not take effect
 130  interrupted (Ctrl-C)
 
 Credentials are read from the environment only, never from flags.
@@ -72,7 +93,7 @@ def _declared_options(argv: Sequence[str]) -> tuple[list[CliOption], list[CliOpt
         installed = available_connectors()
         # the first word after serve that names a connector (options may come before it)
         names = [w for w in words[1:] if w in installed][:1]
-    elif command == "compensate":
+    elif command in ("compensate", "replay"):
         names = sorted(available_connectors())
     found: dict[str, CliOption] = {}
     for name in names:
@@ -144,6 +165,21 @@ def build_parser(argv: Sequence[str] = ()) -> Parser:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     _add_connector_options(compensate, compensate_options)
+
+    replay = sub.add_parser(
+        "replay",
+        help="replay an uncertain step's call read from stdin, with its original key",
+        description="Read one JSON object {tool, args, idempotency_key, run_id, step} on stdin: "
+        "an uncertain step's forward call with the step's own idempotency key. Send it again, "
+        "only if the tool's manifest declares that its vendor honours the key (replay) and the "
+        "key is the step's own, and print its JSON result (exit 0: the call took effect). Exit "
+        f"{EXIT_NOT_APPLIED} when the vendor's answer shows it did not take effect, 1 when the "
+        "outcome is still unknown; the reason is the last line of stderr. "
+        "'reversi resolve RUN STEP --replay' runs this.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_connector_options(replay, compensate_options)
 
     certify = sub.add_parser(
         "certify",
@@ -284,7 +320,7 @@ def _cmd_serve(args: Any) -> int:
         raise CliError(str(exc), EXIT_USAGE) from None
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", EXIT_USAGE)
-    if sys.stderr.isatty():
+    if sys.stdin.isatty() and sys.stderr.isatty():  # a person typing, not a client's pipe
         print(
             f"{PROG}: serving the {args.name} connector over MCP on stdin/stdout: this is meant "
             "for an MCP client (or reversi-gateway) to start, not to type into. "
@@ -296,7 +332,8 @@ def _cmd_serve(args: Any) -> int:
     return EXIT_OK
 
 
-def _cmd_compensate(args: Any) -> int:
+def _read_call() -> CompensationCall:
+    """The call object on stdin; :class:`CliError` (status 2) when it is malformed."""
     raw = sys.stdin.read()
     try:
         data = json.loads(raw)
@@ -308,25 +345,59 @@ def _cmd_compensate(args: Any) -> int:
             EXIT_USAGE,
         ) from None
     try:
-        call = CompensationCall.from_json(data)
+        return CompensationCall.from_json(data)
     except InvalidArgumentsError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def _enabled(args: Any) -> list[Connector]:
     try:
-        connectors = enabled_from_env(**_options(args))
+        return enabled_from_env(**_options(args))
     except ConfigurationError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
 
+
+async def _closing(connectors: list[Connector], coro: Any) -> dict[str, Any]:
+    try:
+        result: dict[str, Any] = await coro
+        return result
+    finally:
+        for connector in connectors:
+            await connector.aclose()
+
+
+def _cmd_compensate(args: Any) -> int:
+    call = _read_call()
+    connectors = _enabled(args)
+
     async def run() -> dict[str, Any]:
-        try:
-            return await compensator_for(connectors)(call)
-        finally:
-            for connector in connectors:
-                await connector.aclose()
+        return await _closing(connectors, compensator_for(connectors)(call))
 
     try:
         result = anyio.run(run)
     except ReversiError as exc:
         # the protocol: exit non-zero, the reason alone on the last line of stderr
+        print(one_line(str(exc)) or type(exc).__name__, file=sys.stderr)
+        return EXIT_FAILED
+    print(json.dumps(result))
+    return EXIT_OK
+
+
+def _cmd_replay(args: Any) -> int:
+    call = _read_call()
+    connectors = _enabled(args)
+
+    async def run() -> dict[str, Any]:
+        return await _closing(connectors, replayer_for(connectors)(call))
+
+    try:
+        result = anyio.run(run)
+    except CallRejected as exc:  # not replayable, not the step's key: nothing was sent
+        raise CliError(str(exc), EXIT_USAGE) from None
+    except ToolError as exc:  # in a replay, a refusal that shows the call did not take effect
+        print(one_line(str(exc)) or type(exc).__name__, file=sys.stderr)
+        return EXIT_NOT_APPLIED
+    except ReversiError as exc:
         print(one_line(str(exc)) or type(exc).__name__, file=sys.stderr)
         return EXIT_FAILED
     print(json.dumps(result))
@@ -439,6 +510,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_serve(args)
         if args.command == "certify":
             return _cmd_certify(args)
+        if args.command == "replay":
+            return _cmd_replay(args)
         return _cmd_compensate(args)
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from typing import TYPE_CHECKING
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
 from ..errors import ConfigurationError, ManifestError
 from ..journal import Durability, resolve_data_dir
+from ..redact import scrub_command
 from ._common import CliError, Parser, fail
 
 if TYPE_CHECKING:
@@ -156,6 +156,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    # checked before the upstream is started (the manifests themselves are read after, while
+    # it starts): a mistyped directory is said at once, with no server started for nothing
+    manifests = Path(args.manifests)
+    if not manifests.is_dir():
+        what = "is not a directory" if manifests.exists() else "does not exist"
+        raise CliError(f"--manifests {args.manifests}: {what}", 2)
     return args
 
 
@@ -233,7 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         process = _start_upstream(args)
     except OSError as exc:
-        command = shlex.join([args.upstream_cmd, *args.upstream_arg])
+        command = scrub_command([args.upstream_cmd, *args.upstream_arg])
         return fail(
             PROG, f"the upstream server ({command}) could not be started: {exc.strerror or exc}", 1
         )

@@ -29,9 +29,10 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator
+from .._replay import check_replayable
+from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator, CommandReplayer
 from ..connector import load_connector_class
-from ..engine import RollbackReport, Run
+from ..engine import ReplayOutcome, RollbackReport, Run
 from ..errors import (
     ConfigurationError,
     JournalError,
@@ -89,8 +90,12 @@ exit status:
   0  success; for rollback: the rollback is complete
   1  rollback incomplete: some steps are outstanding (listed in the report);
      deal with them and run the same command again
+     resolve --replay: the replay did not settle the step; it stays uncertain
   2  usage or bad input: bad arguments, unknown run or step, malformed JSON,
-     a step that is not uncertain, a compensator command that cannot be found
+     a step that is not uncertain, a compensator command that cannot be found,
+     a step that cannot be replayed (its vendor does not honour keys, its
+     replay window has passed, it was resolved already, or its run's rollback
+     has started)
   3  journal error: the data directory or journal is missing or unreadable,
      or was written by a newer reversi-core
   4  another process is rolling back the same run right now
@@ -100,6 +105,9 @@ exit status:
 
 The data directory is --data DIR, else $REVERSI_DATA, else ./reversi-data.
 """
+
+DEFAULT_REPLAY_CMD = "reversi-connectors replay"
+"""The command ``reversi resolve --replay`` sends a step's call through, unless told otherwise."""
 
 # -- parsing ------------------------------------------------------------------------------
 
@@ -198,13 +206,36 @@ def build_parser() -> Parser:
         epilog=EPILOG,
         formatter_class=fmt,
         description="Record a person's finding about an uncertain step: it was applied (a "
-        "rollback will undo it) or not applied (a rollback will leave it alone).",
+        "rollback will undo it) or not applied (a rollback will leave it alone). Or, with "
+        "--replay, learn it: send the step's call again with its original idempotency key, "
+        "for tools whose vendor honours keys, and record what the vendor answers.",
     )
     resolve.add_argument("run", metavar="RUN", help="run id")
     resolve.add_argument("step", metavar="STEP", type=int, help="step number")
     which = resolve.add_mutually_exclusive_group(required=True)
     which.add_argument("--applied", action="store_true", help="the call did take effect")
     which.add_argument("--not-applied", action="store_true", help="the call did not take effect")
+    which.add_argument(
+        "--replay",
+        action="store_true",
+        help="send the call again with the step's own idempotency key (only for tools whose "
+        "manifest declares replay, within its window, for a step not resolved yet, in a run "
+        "whose rollback has not started) and record the vendor's answer",
+    )
+    resolve.add_argument(
+        "--replay-cmd",
+        metavar="CMD",
+        default=DEFAULT_REPLAY_CMD,
+        help="with --replay: the command that sends the call, reading it as JSON on stdin "
+        f'(split like a shell line, run without a shell; default: "{DEFAULT_REPLAY_CMD}")',
+    )
+    resolve.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=_positive_seconds,
+        default=DEFAULT_COMPENSATION_TIMEOUT,
+        help=f"with --replay: time limit of the replay (default: {DEFAULT_COMPENSATION_TIMEOUT:g})",
+    )
     resolve.add_argument(
         "--result-json",
         metavar="JSON",
@@ -330,21 +361,19 @@ def _cmd_show(args: argparse.Namespace, out: Console) -> int:
     return EXIT_OK
 
 
-def _check_command(cmd: str) -> None:
+def _check_command(cmd: str, flag: str = "--compensator-cmd", what: str = "compensator") -> None:
     try:
         argv = shlex.split(cmd)
     except ValueError as exc:
-        raise CliError(
-            f"--compensator-cmd cannot be split like a shell line: {exc}", EXIT_USAGE
-        ) from None
+        raise CliError(f"{flag} cannot be split like a shell line: {exc}", EXIT_USAGE) from None
     if not argv:
-        raise CliError("--compensator-cmd is empty", EXIT_USAGE)
+        raise CliError(f"{flag} is empty", EXIT_USAGE)
     exe = argv[0]
     if os.sep in exe:
         if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            raise CliError(f"compensator command {exe} is not an executable file", EXIT_USAGE)
+            raise CliError(f"{what} command {exe} is not an executable file", EXIT_USAGE)
     elif shutil.which(exe) is None:
-        raise CliError(f"compensator command {exe!r} is not on PATH", EXIT_USAGE)
+        raise CliError(f"{what} command {exe!r} is not on PATH", EXIT_USAGE)
 
 
 async def _interruptible_rollback(
@@ -494,7 +523,87 @@ def _parse_result(text: str | None) -> dict[str, Any] | None:
     return value
 
 
+def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
+    """``reversi resolve RUN STEP --replay``: send the call again, record the vendor's answer."""
+    with _open_journal(args) as journal:
+        _get_run(journal, args.run)
+        step = _get_step(journal, args.run, args.step)
+        manifest = _manifest_for(step.tool, args.manifests)
+        manifests = {step.tool: manifest} if manifest is not None else {}
+        if manifest is not None and manifest.compensation is not None:
+            comp = _manifest_for(manifest.compensation.tool, args.manifests)
+            if comp is not None:
+                manifests[comp.name] = comp
+        run = Run.open(journal, Registry(manifests), args.run)
+        try:
+            # refused (nothing sent) before the command is even looked for
+            replayer = CommandReplayer(args.replay_cmd, timeout=args.timeout)
+            outcome = anyio.run(partial(_replayed, run, args, replayer))
+        except ConfigurationError as exc:
+            raise CliError(str(exc), EXIT_USAGE) from None
+        except RunStateError as exc:  # ReplayRefusedError among them
+            raise CliError(str(exc), EXIT_USAGE) from None
+    if args.json:
+        print_json(outcome.to_json())
+    else:
+        _print_replay(out, args, outcome)
+    return EXIT_OK if outcome.applied is not None else EXIT_INCOMPLETE
+
+
+async def _replayed(run: Run, args: argparse.Namespace, replayer: CommandReplayer) -> ReplayOutcome:
+    """Check that the step may be replayed, then that the command exists, then replay."""
+    check_replayable(run.registry, run.journal.get_step(run.id, args.step), run.journal.get_run(run.id))
+    _check_command(args.replay_cmd, "--replay-cmd", "replay")
+    # the command is killed at --timeout; this outer bound is the engine's
+    return await run.replay(args.step, execute=replayer, timeout=args.timeout + 5)
+
+
+def _print_replay(out: Console, args: argparse.Namespace, outcome: ReplayOutcome) -> None:
+    step = outcome.step
+    head = f"step {step.seq} ({escape(step.tool)}) of run {escape(args.run)} was replayed"
+    if outcome.applied is None:
+        out.print(f"{head}; its outcome is still unknown, so it stays uncertain:")
+        out.print(escape(outcome.reason or ""), soft_wrap=True)
+        out.print("Try the replay again later, or resolve it with --applied or --not-applied.")
+        return
+    if outcome.applied is False:
+        out.print(f"{head}: it did not take effect, and is resolved as not applied.")
+        out.print(escape(outcome.reason or ""), soft_wrap=True)
+        out.print("A rollback will leave it alone.")
+        return
+    out.print(f"{head}: it took effect, and is resolved as applied.")
+    out.print(escape(json.dumps(step.result, ensure_ascii=False)), soft_wrap=True)
+    _print_undo(out, step)
+
+
+def _print_undo(out: Console, resolved: StepRecord) -> None:
+    if resolved.compensation:
+        call = json.dumps(resolved.compensation["args"], ensure_ascii=False)
+        out.print(
+            f"A rollback will undo it with {escape(resolved.compensation['tool'])} {escape(call)}.",
+            soft_wrap=True,
+        )
+    elif resolved.compensation_error:
+        out.print(
+            "[bold red]Its compensation cannot be computed:[/] "
+            + escape(resolved.compensation_error)
+        )
+    else:
+        out.print(
+            "It has no compensation: a rollback will list it as unrecoverable, "
+            "for a person to undo."
+        )
+
+
 def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
+    if args.replay:
+        if args.result_json is not None:
+            raise CliError(
+                "--result-json goes with --applied only: a replay records the result the "
+                "vendor answers",
+                EXIT_USAGE,
+            )
+        return _cmd_replay(args, out)
     applied = bool(args.applied)
     if not applied and args.result_json is not None:
         raise CliError("--result-json goes with --applied only", EXIT_USAGE)
@@ -528,22 +637,8 @@ def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
     )
     if not applied:
         out.print("A rollback will leave it alone.")
-    elif resolved.compensation:
-        call = json.dumps(resolved.compensation["args"], ensure_ascii=False)
-        out.print(
-            f"A rollback will undo it with {escape(resolved.compensation['tool'])} {escape(call)}.",
-            soft_wrap=True,
-        )
-    elif resolved.compensation_error:
-        out.print(
-            "[bold red]Its compensation cannot be computed:[/] "
-            + escape(resolved.compensation_error)
-        )
     else:
-        out.print(
-            "It has no compensation: a rollback will list it as unrecoverable, "
-            "for a person to undo."
-        )
+        _print_undo(out, resolved)
     return EXIT_OK
 
 

@@ -90,13 +90,16 @@ class HttpResponse:
 
     ``headers`` is case-insensitive (``resp.headers["etag"]``). ``json`` is the parsed
     body, or ``None`` when the body is empty or not JSON; ``text`` is the body decoded
-    (charset from ``Content-Type``, else UTF-8).
+    (charset from ``Content-Type``, else UTF-8); ``content`` the body's bytes, for a
+    vendor that serves binary data (an object store), with every registered credential's
+    UTF-8 bytes replaced as in ``text``.
     """
 
     status: int
     headers: Mapping[str, str]
     json: Any
     text: str
+    content: bytes = b""
 
     @property
     def ok(self) -> bool:
@@ -236,7 +239,9 @@ class HttpClient:
     (values shorter than four characters are ignored by the redactor). ``timeouts`` are
     the defaults of every request. ``error_code`` extracts ``(code, message)`` from an
     error response (default: :func:`default_error_code`). ``idempotency_header``, when
-    set (``"Idempotency-Key"`` for Stripe), is sent on every write. ``transport``
+    set (``"Idempotency-Key"`` for Stripe), is sent on every write, or only on the writes
+    whose method is in ``idempotency_methods`` when that is given (Stripe: ``POST``, since
+    a key on a ``DELETE`` has no effect there). ``transport``
     replaces the network transport (tests); ``verify`` is ``True`` (system CAs via
     certifi), ``False``, an :class:`ssl.SSLContext`, or the path of a PEM CA file or
     directory (a custom cluster CA). ``user_agent`` defaults to ``reversi/<version>``.
@@ -260,6 +265,7 @@ class HttpClient:
         timeouts: Timeouts | None = None,
         error_code: ErrorCodeHook | None = None,
         idempotency_header: str | None = None,
+        idempotency_methods: Collection[str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
         verify: ssl.SSLContext | bool | str | os.PathLike[str] = True,
         user_agent: str | None = None,
@@ -274,6 +280,9 @@ class HttpClient:
         self.base_url = check_base_url(base_url, vendor=vendor, scrub=self._scrub)
         self._error_code = error_code
         self._idempotency_header = idempotency_header
+        self._idempotency_methods = (
+            None if idempotency_methods is None else frozenset(m.upper() for m in idempotency_methods)
+        )
         # httpcore honours the trace extension; an arbitrary transport may not, and then
         # we cannot tell "not sent yet" from "sent" and assume the worse.
         self._traced = transport is None or isinstance(transport, httpx.AsyncHTTPTransport)
@@ -319,6 +328,7 @@ class HttpClient:
         idempotency_key: str | None = None,
         ok_statuses: Collection[int] = (),
         timeouts: Timeouts | None = None,
+        base_url: str | None = None,
     ) -> HttpResponse:
         """Send one request and return its answer, or raise a core exception.
 
@@ -330,10 +340,14 @@ class HttpClient:
         between :class:`~reversi_core.errors.EffectUncertainError` and
         :class:`~reversi_core.errors.ToolError` when the outcome is lost.
         ``idempotency_key`` is sent in the client's ``idempotency_header`` on a write (a
-        fresh ``uuid4`` when ``None``; never on a read; ignored when the client has no
+        fresh ``uuid4`` when ``None``; never on a read, nor on a write whose method is not
+        in the client's ``idempotency_methods``; ignored when the client has no
         idempotency header). ``ok_statuses`` are non-2xx statuses to return instead of
         raising (``{404}`` for an undo whose target is already gone). ``timeouts``
-        replaces the client's for this call.
+        replaces the client's for this call. ``base_url`` sends this one request to
+        another API root than the client's (a vendor that names a resource in the host,
+        such as an S3 bucket in ``https://BUCKET.s3.REGION.amazonaws.com``); it is checked
+        as the client's is, and ``path`` is appended to it the same way.
 
         Raises :class:`~reversi_core.errors.ToolError` (``status`` and the vendor's
         ``code`` for an HTTP error; ``code`` ``"connect"``, ``"timeout"``,
@@ -352,15 +366,24 @@ class HttpClient:
                 f"{self.vendor}: {shown}: the path must be relative to base_url and start with one /"
             )
         limits = timeouts if timeouts is not None else self.timeouts
+        target = path
+        if base_url is not None:
+            root = check_base_url(base_url, vendor=self.vendor, scrub=self._scrub).rstrip("/")
+            target = root + path
         send_headers = dict(headers or {})
         header = self._idempotency_header
-        if header and writes and not any(k.lower() == header.lower() for k in send_headers):
+        if (
+            header
+            and writes
+            and (self._idempotency_methods is None or method in self._idempotency_methods)
+            and not any(k.lower() == header.lower() for k in send_headers)
+        ):
             send_headers[header] = idempotency_key or str(uuid.uuid4())
         progress = _Progress()
         try:
             req = self._client.build_request(
                 method,
-                path,
+                target,
                 params=params,
                 json=json,
                 data=data,
@@ -420,6 +443,7 @@ class HttpClient:
             headers=httpx.Headers([(k, self._scrub(v)) for k, v in response.headers.multi_items()]),
             json=self._scrub_json(body),
             text=self._scrub(text),
+            content=self._redactor.scrub_bytes(response.content),
         )
 
     def _http_error(self, response: httpx.Response, shown: str) -> ToolError:
@@ -435,9 +459,35 @@ class HttpClient:
             code, message = default_error_code(response)
         if message is None:
             message = response.reason_phrase or None
+        return self._refusal(shown, status, code, message)
+
+    def refused(
+        self, method: str, path: str, status: int, code: str | None, message: str | None
+    ) -> ToolError:
+        """The :class:`~reversi_core.errors.ToolError` for a vendor's refusal inside an answer.
+
+        For an answer whose status says success but whose body says the vendor refused
+        (Slack's HTTP 200 ``{"ok": false, "error": ...}``): the same message an error
+        status gets (the vendor, the method, the path without its query, the status, the
+        vendor's ``code`` and ``message``), scrubbed, with ``status`` and ``code`` set.
+        """
+        shown = f"{method.upper()} {self._scrub(path.split('?', 1)[0])}"
+        return self._refusal(shown, status, code, message, in_body=True)
+
+    def _refusal(
+        self,
+        shown: str,
+        status: int,
+        code: str | None,
+        message: str | None,
+        *,
+        in_body: bool = False,
+    ) -> ToolError:
         if message is not None and len(message) > _MAX_VENDOR_MESSAGE:
             message = message[:_MAX_VENDOR_MESSAGE] + "…"
         text = f"{self.vendor}: {shown} failed: HTTP {status}"
+        if in_body:
+            text += ", refused in the answer's body"
         if code:
             text += f" ({code})"
         if message:

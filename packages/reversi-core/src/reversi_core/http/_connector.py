@@ -57,6 +57,7 @@ __all__ = [
 ]
 
 _WHITESPACE = re.compile(r"\s")
+_CA_VARIABLES = ("SSL_CERT_FILE", "SSL_CERT_DIR")  # what httpx's default context reads
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,10 @@ class Setting:
     must be non-empty without whitespace; it is never shown. ``required`` settings
     without a ``default`` must be given. ``check`` normalises a given value or raises
     ``ValueError`` with a message saying what is wrong (never repeating a secret).
+    ``schemes`` are words a secret may start with, followed by one space, kept as part of
+    the value (a Linear OAuth token given as ``Bearer <token>`` beside a bare API key): the
+    whitespace rule applies to what follows, and both the whole value and that part are
+    registered for scrubbing.
     """
 
     env: str
@@ -78,6 +83,7 @@ class Setting:
     required: bool = True
     default: str | None = None
     check: Callable[[str], str] | None = None
+    schemes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -175,8 +181,9 @@ class HttpConnector(Connector):
     every setting's); ``base`` (:class:`BaseUrl`); ``auth`` (an :class:`AuthScheme`, or
     ``None`` when :meth:`signer` signs each request instead); ``headers`` sent with every
     request; ``errors`` (:class:`~reversi_core.http.ErrorTable`); ``idempotency_header``
-    when the vendor takes an idempotency key on writes (Stripe's ``Idempotency-Key``);
-    ``default_timeouts``.
+    when the vendor takes an idempotency key on writes (Stripe's ``Idempotency-Key``),
+    and ``idempotency_methods`` when it takes it only with some methods (Stripe: ``POST``;
+    ``None``, the default, is every write); ``default_timeouts``.
 
     The constructor takes every setting by its option name, plus ``timeouts`` (default
     :attr:`default_timeouts`), ``transport`` (an ``httpx`` transport, for tests) and
@@ -192,6 +199,7 @@ class HttpConnector(Connector):
     headers: ClassVar[Mapping[str, str]] = {}
     errors: ClassVar[ErrorTable] = ErrorTable()
     idempotency_header: ClassVar[str | None] = None
+    idempotency_methods: ClassVar[frozenset[str] | None] = None
     default_timeouts: ClassVar[Timeouts] = Timeouts()
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
@@ -252,12 +260,16 @@ class HttpConnector(Connector):
         if not isinstance(value, str):
             raise ConfigurationError(f"{self.name}: {setting.option} must be a string")
         if setting.secret:
-            if not value.strip() or _WHITESPACE.search(value):
+            bare = next(
+                (value[len(s) + 1 :] for s in setting.schemes if value.startswith(f"{s} ")), value
+            )
+            if not bare.strip() or _WHITESPACE.search(bare):
                 raise ConfigurationError(
                     f"{self.name}: the {setting.option} is empty or contains whitespace; set "
                     f"{setting.env} to {setting.help}"
                 )
-            register_secret(value)  # scrubbed from journal entries and CLI output from now on
+            for part in {value, bare}:
+                register_secret(part)  # scrubbed from journal entries and CLI output from now on
         if setting.check is not None:
             try:
                 value = setting.check(value)
@@ -271,7 +283,11 @@ class HttpConnector(Connector):
 
         An option named like a setting (``base_url``) wins over its variable; the options
         ``timeouts``, ``transport`` and ``verify`` are passed on; options meant for other
-        connectors (``root``, ``backup_dir``) are ignored. Raises
+        connectors (``root``, ``backup_dir``) are ignored. Unless ``verify`` is given,
+        ``SSL_CERT_FILE`` (else ``SSL_CERT_DIR``) in ``environ`` names the CA certificates
+        to trust, as httpx reads them from the process's own environment: a connector
+        built from a given environment trusts what one built in a process with that
+        environment would (``reversi-connectors serve``; a test's TLS fake). Raises
         :class:`~reversi_core.errors.ConfigurationError` naming the variable of a
         required setting that is missing or blank.
         """
@@ -291,7 +307,13 @@ class HttpConnector(Connector):
         for option in ("timeouts", "transport", "verify"):
             if options.get(option) is not None:
                 values[option] = options[option]
-        return cls(**values)
+        made = cls(**values)
+        if "verify" not in values:
+            # set after construction: a connector's own __init__ may not take verify
+            named = [v for v in ((environ.get(n) or "").strip() for n in _CA_VARIABLES) if v]
+            if named:
+                made._verify = named[0]
+        return made
 
     def setting(self, option: str) -> str | None:
         """The resolved value of a non-secret setting (``None`` when unset)."""
@@ -326,6 +348,7 @@ class HttpConnector(Connector):
                 timeouts=self.timeouts,
                 error_code=self.errors.hook(),
                 idempotency_header=self.idempotency_header,
+                idempotency_methods=self.idempotency_methods,
                 transport=self._transport,
                 verify=self._verify,
                 auth=self.signer(),
@@ -369,32 +392,82 @@ class HttpConnector(Connector):
         headers: Mapping[str, str] | None = None,
         write: bool | None = None,
         ok_statuses: Collection[int] = (),
+        base_url: str | None = None,
     ) -> HttpResponse:
         """Send one request for the call ``ctx`` and return the answer, or raise.
 
         Every timeout is capped at the call's own limit (``ctx.timeout``, in seconds),
         reads and writes alike; a write to a vendor with an :attr:`idempotency_header`
-        carries :meth:`idempotency_key`. The arguments are those of
-        :meth:`reversi_core.http.HttpClient.request`, which says what is raised: a
-        ``ToolError`` naming the status and the vendor's code (from :attr:`errors`), or
-        ``EffectUncertainError`` for a write whose answer was lost.
+        carries :meth:`idempotency_key` (only with :attr:`idempotency_methods`, when
+        set). The arguments are those of :meth:`reversi_core.http.HttpClient.request`,
+        which says what is raised: a ``ToolError`` naming the status and the vendor's
+        code (from :attr:`errors`), or ``EffectUncertainError`` for a write whose answer
+        was lost. A 2xx answer that :meth:`refusal_in` finds to be a refusal (Slack's
+        HTTP 200 ``{"ok": false}``) is raised as a ``ToolError`` with that status and the
+        vendor's code, never returned. In a replay (``ctx.replay``), a ``ToolError`` that
+        does not show the call left the backend unchanged (:meth:`replay_settles`) is
+        raised as ``EffectUncertainError`` instead.
         """
         client = self._client()
         writes = write if write is not None else method.upper() not in READ_METHODS
-        key = self.idempotency_key(ctx) if self.idempotency_header and writes else None
-        return await client.request(
-            method,
-            path,
-            params=params,
-            json=json,
-            data=data,
-            content=content,
-            headers=headers,
-            write=writes,
-            idempotency_key=key,
-            ok_statuses=ok_statuses,
-            timeouts=client.timeouts.capped_at(ctx.timeout),
-        )
+        keyed = self.idempotency_methods is None or method.upper() in self.idempotency_methods
+        key = self.idempotency_key(ctx) if self.idempotency_header and writes and keyed else None
+        try:
+            resp = await client.request(
+                method,
+                path,
+                params=params,
+                json=json,
+                data=data,
+                content=content,
+                headers=headers,
+                write=writes,
+                idempotency_key=key,
+                ok_statuses=ok_statuses,
+                timeouts=client.timeouts.capped_at(ctx.timeout),
+                base_url=base_url,
+            )
+            refused = self.refusal_in(resp) if resp.ok else None
+            if refused is not None:
+                raise client.refused(method, path, resp.status, *refused)
+        except ToolError as exc:
+            if ctx.replay and not self.replay_settles(exc):
+                raise EffectUncertainError(
+                    f"{exc}; as the answer to a replay this does not tell whether the first "
+                    "call took effect"
+                ) from None
+            raise
+        return resp
+
+    def refusal_in(self, resp: HttpResponse) -> tuple[str, str | None] | None:
+        """``(code, message)`` when a 2xx answer says the vendor refused the call, else ``None``.
+
+        The default asks :attr:`errors` (:meth:`~reversi_core.http.ErrorTable.refusal`:
+        its ``refused_when`` test, then its fields and rate-limit rules, so Slack's
+        ``ratelimited`` is ``rate_limited``). Override it for a vendor whose refusals the
+        table cannot describe. :meth:`request` calls it on every 2xx answer (not on an
+        ``ok_statuses`` answer outside 2xx); ``resp`` is already scrubbed of credentials.
+        """
+        return self.errors.refusal(resp.status, resp.headers, resp.json)
+
+    def replay_settles(self, error: ToolError) -> bool:
+        """Whether ``error``, answering a replay, shows that the call did not take effect.
+
+        A replay re-sends an uncertain step's request with its original idempotency key
+        (:meth:`reversi_core.engine.Run.replay`); a vendor that honours the key answers
+        with the first request's outcome, or carries the request out now if the first
+        never reached it. A refusal of the request itself (a 4xx naming what is wrong)
+        settles it: the call did not take effect. What does not: no answer at all (status
+        ``None``: nothing sent, or the connection lost), 401 and 403 (the credential may
+        have changed since), 408, 409 (the first request may still be running), a rate
+        limit, and every 5xx (the vendor may have stored a failure whose effect is
+        unknown). A connector overrides this for the vendor's own codes (Stripe's
+        ``idempotency_error``: the key was first used with other parameters).
+        """
+        status = error.status
+        if status is None or not 400 <= status < 500:
+            return False
+        return status not in (401, 403, 408, 409, 429) and error.code != "rate_limited"
 
     # -- reading answers --------------------------------------------------------------
 

@@ -6,6 +6,15 @@ message texts mean which code, the code of each status when the body names none,
 when an answer is a rate limit rather than a refusal (:class:`RateLimit`). The HTTP
 layer turns every answer that is neither 2xx nor an accepted status into a
 :class:`~reversi_core.errors.ToolError` whose ``code`` comes from the table.
+
+Some vendors refuse a call inside a successful HTTP answer: Slack answers HTTP 200 with
+``{"ok": false, "error": "channel_not_found"}``
+(https://docs.slack.dev/apis/web-api/), a GraphQL server answers 200 with an
+``errors`` list. Such a table sets ``refused_when``, a test on a 2xx answer's JSON body;
+:meth:`ErrorTable.refusal` then classifies that answer as it classifies an error answer
+(the same fields, prefixes and rate-limit rules), and
+:meth:`reversi_core.http.HttpConnector.request` raises the
+:class:`~reversi_core.errors.ToolError` instead of returning the answer.
 """
 
 from __future__ import annotations
@@ -167,6 +176,14 @@ class ErrorTable:
     the message (GitHub's list of 422 field errors). ``rate_limit`` says when an answer
     is a rate limit: its code is then ``rate_limited`` and the message says when to try
     again (``None``: never).
+
+    ``refused_when`` is for a vendor that refuses inside a 2xx answer: given the answer's
+    parsed JSON body (``None`` when it has none), it returns true when the vendor did not
+    do what was asked (Slack: ``lambda body: isinstance(body, dict) and body.get("ok") is
+    False``). It must say true only for a refusal: a flagged answer is a definite failure,
+    never an uncertain one, so a partial success (a GraphQL answer with both ``data`` and
+    ``errors``) must be told apart by the test or by the connector. ``refused_code`` is the
+    code of a flagged answer whose body names none. See :meth:`refusal`.
     """
 
     statuses: Mapping[int, str] = field(default_factory=dict)
@@ -176,6 +193,8 @@ class ErrorTable:
     details: Callable[[Any], str] | None = None
     rate_limit: RateLimit | None = field(default_factory=RateLimit)
     server_error: str = "server_error"
+    refused_when: Callable[[Any], bool] | None = None
+    refused_code: str = "refused"
 
     def classify(
         self, status: int, headers: Mapping[str, str], body: Any
@@ -205,6 +224,23 @@ class ErrorTable:
         if code is None:
             code = self.statuses.get(status) or (self.server_error if status >= 500 else None)
         return code, text
+
+    def refusal(
+        self, status: int, headers: Mapping[str, str], body: Any
+    ) -> tuple[str, str | None] | None:
+        """``(code, message)`` when a 2xx answer is a refusal (``refused_when``), else ``None``.
+
+        The answer is classified as :meth:`classify` classifies an error answer: a rate
+        limit is ``rate_limited`` (``RateLimit.codes`` holds the vendor's own codes, such as
+        Slack's ``ratelimited``); a refusal whose body names no code gets
+        :attr:`refused_code`. ``None`` for a status outside 200-299 and for a table without
+        ``refused_when``. ``headers`` must be case-insensitive (``httpx.Headers``) or
+        lower-cased.
+        """
+        if self.refused_when is None or not 200 <= status < 300 or not self.refused_when(body):
+            return None
+        code, message = self.classify(status, headers, body)
+        return code or self.refused_code, message
 
     def hook(self) -> ErrorCodeHook:
         """This table as the :data:`ErrorCodeHook` of an :class:`~reversi_core.http.HttpClient`."""

@@ -41,7 +41,7 @@ from pydantic import BaseModel
 
 from ..connector import CallContext, ToolSpec
 from ..errors import ToolError
-from ..manifest import Approval, Compensation, Effect, Requirement
+from ..manifest import Approval, Compensation, Effect, Replay, Requirement
 from ._client import READ_METHODS, HttpResponse, url_path
 from ._errors import body_value
 
@@ -81,6 +81,7 @@ class RequestTool:
         compensation: Compensation | None = None,
         approval: Approval | None = None,
         requires: Iterable[Requirement] = (),
+        replay: Replay | None = None,
         body: Sequence[str] | Callable[[Any], Any] | None = None,
         form: bool = False,
         query: Sequence[str] = (),
@@ -117,6 +118,7 @@ class RequestTool:
             if approval is not None
             else (Approval.ALWAYS if effect is Effect.IRREVERSIBLE else Approval.NEVER),
             "requires": tuple(requires),
+            "replay": replay,
         }
         self.__doc__ = self._docstring(summary, details)
         self._spec: ToolSpec | None = None

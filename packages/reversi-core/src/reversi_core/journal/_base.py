@@ -323,6 +323,17 @@ class Journal(Protocol):
         """Record a person's resolution of an uncertain step."""
         ...
 
+    def begin_replay(self, run_id: str, seq: int) -> bool:
+        """Record that step ``seq`` is being replayed, if it still may be; else record nothing.
+
+        In one transaction: only while the run is ``open`` (its rollback has not started)
+        and the step is ``uncertain`` with no resolution, append a ``replay_started`` event
+        and return ``True``; otherwise return ``False``. A rollback that starts at the same
+        moment is ordered before or after it, never between the check and the record, as
+        for :meth:`begin_step`.
+        """
+        ...
+
     def start_rollback(self, run_id: str) -> RunRecord:
         """Close the run to new calls and take its rollback lock.
 

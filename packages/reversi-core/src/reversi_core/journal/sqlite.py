@@ -501,6 +501,19 @@ class SQLiteJournal:
             )
             self._event(c, run_id, seq, "resolved", {"applied": applied})
 
+    def begin_replay(self, run_id: str, seq: int) -> bool:
+        with self._tx() as c:
+            # one statement: record the replay only if the run is open and the step unresolved
+            cur = c.execute(
+                "INSERT INTO events (run_id, seq, at, kind, detail) "
+                "SELECT ?, ?, ?, 'replay_started', '{}' "
+                "WHERE (SELECT status FROM runs WHERE id = ?) = 'open' "
+                "AND EXISTS (SELECT 1 FROM steps WHERE run_id = ? AND seq = ? "
+                "AND state = 'uncertain' AND resolution IS NULL)",
+                (run_id, seq, time.time(), run_id, run_id, seq),
+            )
+            return cur.rowcount == 1
+
     # -- rollback ----------------------------------------------------------------
 
     def start_rollback(self, run_id: str) -> RunRecord:

@@ -119,6 +119,8 @@ class Downstream:
 
     def _on_line(self, line: bytes) -> None:
         message = screen(line)
+        if message is None:  # a blank line
+            return
         if isinstance(message, Mistake):
             self.refuse(message)
             return

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from contextlib import suppress
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,7 +23,7 @@ import mcp_types as types
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
-from mcp_types import INTERNAL_ERROR, INVALID_REQUEST
+from mcp_types import CONNECTION_CLOSED, INTERNAL_ERROR, INVALID_REQUEST
 
 from ._wire import (
     DEFAULT_MAX_MESSAGE_BYTES,
@@ -130,7 +131,10 @@ async def serve_sdk_stdio(
     """Run ``server`` on this process's stdin/stdout until the client closes stdin.
 
     ``say`` prints one line on stderr (each framing mistake is said there as well as
-    answered); ``max_message_bytes`` is the longest line accepted.
+    answered); ``max_message_bytes`` is the longest line accepted. When the client closes
+    stdin the SDK's server stops and cancels the requests still running; each of them is
+    answered ``-32000`` ("Connection closed", as the gateway answers them), so that a
+    client that only half-closed still gets exactly one answer per request.
     """
     to_server, server_in = anyio.create_memory_object_stream[SessionMessage | Exception](math.inf)
     server_out, from_server = anyio.create_memory_object_stream[SessionMessage](0)
@@ -144,8 +148,12 @@ async def serve_sdk_stdio(
             )
             try:
                 async with anyio.create_task_group() as tg:
-                    tg.start_soon(pump, from_server, out, say)
+                    tg.start_soon(partial(pump, seen=reader.answered), from_server, out, say)
                     await server.run(server_in, server_out, server.create_initialization_options())
+                for rid in reader.unanswered():
+                    out.write(error_line(rid, CONNECTION_CLOSED, "Connection closed"))
+                with suppress(OSError):
+                    await out.drain()
             finally:
                 stop()
         finally:
@@ -166,6 +174,17 @@ class _Reader:
         self._out = out
         self._say = say
         self._limit = limit
+        # ids of the requests handed to the server and not answered yet, in arrival order
+        self._pending: dict[Any, None] = {}
+
+    def answered(self, message: types.JSONRPCMessage) -> None:
+        """:func:`pump`'s ``seen``: a response or error to a request settles it."""
+        if isinstance(message, types.JSONRPCResponse | types.JSONRPCError):
+            self._pending.pop(message.id, None)
+
+    def unanswered(self) -> list[Any]:
+        """The ids of the requests the server never answered (it stopped first)."""
+        return list(self._pending)
 
     def refuse(self, mistake: Mistake) -> None:
         """Say ``mistake`` on stderr and answer it when it is a request's."""
@@ -175,6 +194,8 @@ class _Reader:
 
     def on_line(self, line: bytes) -> None:
         checked = screen(line)
+        if checked is None:  # a blank line
+            return
         if isinstance(checked, Mistake):
             self.refuse(checked)
             return
@@ -182,6 +203,15 @@ class _Reader:
         if isinstance(model, Mistake):
             self.refuse(model)
             return
+        if isinstance(model, types.JSONRPCRequest):
+            self._pending[model.id] = None
+        elif (
+            isinstance(model, types.JSONRPCNotification)
+            and model.method == "notifications/cancelled"
+            and isinstance(model.params, dict)
+        ):
+            # a cancelled request gets no answer (MCP's cancellation rules)
+            self._pending.pop(model.params.get("requestId"), None)
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._to_server.send_nowait(SessionMessage(model))
 

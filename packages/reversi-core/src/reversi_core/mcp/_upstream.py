@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import shlex
 import signal
 import subprocess
 import sys
@@ -29,6 +28,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERS
 from ..__about__ import __version__
 from .._json import loads
 from ..errors import ReversiError
+from ..redact import scrub_command
 from ._messages import PROG, describe, leaf_errors, say
 from ._wire import LineReader, WriteProtocol, encode_line
 
@@ -313,8 +313,9 @@ class Upstream:
 
     @property
     def description(self) -> str:
-        """The upstream command line, for messages."""
-        return shlex.join(self.argv)
+        """The upstream command line for messages and the run's label, credentials hidden
+        (:func:`reversi_core.redact.scrub_command`)."""
+        return scrub_command(self.argv)
 
     @property
     def live(self) -> UpstreamConnection | None:

@@ -111,17 +111,23 @@ def _kind(value: Any) -> str:
     }.get(type(value), "a number")
 
 
-def screen(line: bytes) -> dict[str, Any] | Mistake:
-    """The message on ``line`` as parsed JSON, or the :class:`Mistake` it makes."""
+def screen(line: bytes) -> dict[str, Any] | Mistake | None:
+    """The message on ``line`` as parsed JSON, or the :class:`Mistake` it makes.
+
+    ``None`` for a line of JSON whitespace only (spaces, tabs, a carriage return: the
+    empty line of a client that ends its lines with CRLF), skipped as an empty line is.
+    """
     try:
         message = loads(line)
+    except ValueError as exc:
+        if not line.strip(b" \t\r"):
+            return None
+        what = str(exc).split(":")[0] if not isinstance(exc, UnicodeDecodeError) else "not UTF-8"
+        return Mistake(None, PARSE_ERROR, f"Parse error: the line is not JSON ({what})")
     except RecursionError:  # valid JSON maybe, but nested deeper than the parser goes
         return Mistake(
             None, PARSE_ERROR, "Parse error: the line nests arrays or objects too deeply to read"
         )
-    except ValueError as exc:
-        what = str(exc).split(":")[0] if not isinstance(exc, UnicodeDecodeError) else "not UTF-8"
-        return Mistake(None, PARSE_ERROR, f"Parse error: the line is not JSON ({what})")
     if type(message) is not dict:
         if type(message) is list:
             return Mistake(
@@ -136,7 +142,15 @@ def screen(line: bytes) -> dict[str, Any] | Mistake:
             f"Invalid Request: a message is a JSON object, not {_kind(message)}",
         )
     if "method" not in message:
-        return message  # an answer to a request of ours: the receiver checks it
+        if "result" in message or "error" in message:
+            return message  # an answer to a request of ours: the receiver checks it
+        rid = message.get("id")
+        return Mistake(
+            rid if _valid_id(rid) else None,
+            INVALID_REQUEST,
+            "Invalid Request: a message needs a method (a request or a notification), "
+            "or a result or an error (an answer)",
+        )
     has_id = "id" in message
     rid = message.get("id")
     if has_id and not _valid_id(rid):

@@ -15,7 +15,7 @@ modules import it) and needs nothing beyond core's dependencies, except ``trustm
 for ``FakeServer(app, tls=True)`` and ``vcrpy`` to record or replay a live scenario.
 """
 
-from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route
+from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route, WritesPredicate
 from ._cassettes import (
     CASSETTE_DIR,
     MATCH_ON,
@@ -58,6 +58,7 @@ from ._faults import WRITE_METHODS, ArmedFault, Fault, FaultKind, Faults
 from ._live import (
     REPLAY_CREDENTIAL,
     SUFFIX_PLACEHOLDER,
+    VOLATILE_PLACEHOLDER,
     CassetteMismatch,
     CassetteRejected,
     LiveCheckFailed,
@@ -95,6 +96,7 @@ __all__ = [
     "SUFFIX_PLACEHOLDER",
     "SUITE_CHECKS_FILE",
     "SUITE_TEST",
+    "VOLATILE_PLACEHOLDER",
     "WRITE_METHODS",
     "ArgsBuilder",
     "ArmedFault",
@@ -138,6 +140,7 @@ __all__ = [
     "Route",
     "Secret",
     "VendorFake",
+    "WritesPredicate",
     "cassette_problems",
     "credential_headers",
     "fixture_entry_point",

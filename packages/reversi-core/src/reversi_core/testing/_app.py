@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-__all__ = ["FakeApp", "FakeRequest", "FakeResponse", "Handler", "Route"]
+__all__ = ["FakeApp", "FakeRequest", "FakeResponse", "Handler", "Route", "WritesPredicate"]
 
 _READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -29,7 +29,10 @@ class FakeRequest:
     a name repeats); ``headers`` case-insensitive; ``body`` the raw bytes (chunked
     bodies already joined); ``json`` the parsed body or ``None`` when it is not JSON.
     ``fault`` names the fault injected into this request (``"drop_after_read"``,
-    ``"status"``, ``"hang"``) or is ``None``.
+    ``"status"``, ``"hang"``) or is ``None``. ``writes`` says whether the request could
+    change the backend, as the app judged it (:meth:`FakeApp.writes`: the route's
+    declaration, which for a GraphQL endpoint looks at the operation); ``None`` when no
+    app judged it (a request built by hand).
     """
 
     method: str
@@ -41,6 +44,7 @@ class FakeRequest:
     path_params: Mapping[str, str] = field(default_factory=dict)
     json: Any = None
     fault: str | None = None
+    writes: bool | None = None
 
     @property
     def text(self) -> str:
@@ -91,6 +95,9 @@ class FakeResponse:
 Handler = Callable[[FakeRequest], FakeResponse]
 """A route handler: takes the request, returns the response (runs in a server thread)."""
 
+WritesPredicate = Callable[[FakeRequest], bool]
+"""Whether one request to a route may change the backend (a GraphQL mutation, not a query)."""
+
 H = TypeVar("H", bound=Handler)
 
 _PLACEHOLDER = re.compile(r"\{(\w+)(?::(path))?\}")
@@ -119,8 +126,9 @@ class Route:
     """A registered route: method, path template, handler, and the vendor page it follows.
 
     ``writes`` says whether a request to it may change the backend (default: every
-    method but GET, HEAD and OPTIONS; a GraphQL fake's read queries are POSTs that
-    do not write). ``body`` is how the handler expects the request body (``"json"``,
+    method but GET, HEAD and OPTIONS): a bool, or a predicate over the request for a
+    route where it depends on the request (a GraphQL endpoint, where one POST route
+    serves read queries and mutations alike). ``body`` is how the handler expects the request body (``"json"``,
     ``"form"`` or ``None`` for none or raw bytes).
     """
 
@@ -129,8 +137,12 @@ class Route:
     pattern: re.Pattern[str]
     handler: Handler
     docs: str | None = None
-    writes: bool = False
+    writes: bool | WritesPredicate = False
     body: str | None = None
+
+    def request_writes(self, request: FakeRequest) -> bool:
+        """Whether ``request``, which this route answers, may change the backend."""
+        return self.writes(request) if callable(self.writes) else self.writes
 
 
 def _not_found(request: FakeRequest) -> FakeResponse:
@@ -179,7 +191,7 @@ class FakeApp:
         handler: Handler,
         *,
         docs: str | None = None,
-        writes: bool | None = None,
+        writes: bool | WritesPredicate | None = None,
         body: str | None = None,
     ) -> None:
         """Register ``handler`` for ``method`` (``"GET"``, ``"POST"``...) and a path template.
@@ -222,6 +234,18 @@ class FakeApp:
         """Return the handler and decoded path parameters for a raw (encoded) path, if any."""
         found = self.route_for(method, raw_path)
         return (found[0].handler, found[1]) if found else None
+
+    def writes(self, request: FakeRequest) -> bool:
+        """Whether ``request`` may change the backend: its route's ``writes`` declaration.
+
+        A request no route answers writes unless its method is GET, HEAD or OPTIONS. The
+        server asks this of every request it reads (``FakeRequest.writes``), and faults
+        armed with ``writes=True`` land only where it is true.
+        """
+        found = self.route_for(request.method, _raw_path(request.target))
+        if found is None:
+            return request.method.upper() not in _READ_METHODS
+        return found[0].request_writes(request)
 
     def dispatch(self, request: FakeRequest) -> FakeResponse:
         """Run the matching handler (or ``not_found``) under the lock; a raise becomes a 500."""

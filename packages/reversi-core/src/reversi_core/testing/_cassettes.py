@@ -18,7 +18,10 @@ replaced by :data:`SUFFIX_PLACEHOLDER` in the saved cassette, and a replay runs 
 placeholder as its suffix; the runs' ids (``run_live_<suffix>_<n>``), and therefore every
 idempotency key the engine derives from them (``reversi-<run id>-<step>``, ``...-undo``),
 and the keys of the scenario's direct calls (``reversi-live-<suffix>-direct-<n>``) follow
-the suffix.
+the suffix. What the connector itself makes up at random on each run (a backup's
+``uuid4``) cannot follow it: the scenario declares it (``LiveScenario.volatile``, regular
+expressions), and each match is made equal on both sides before the path, query and
+body are compared.
 
 Credentials (:func:`secrets_in`): the value of every secret setting of an
 :class:`~reversi_core.http.HttpConnector` (and of ``credential_env`` for any other
@@ -56,6 +59,7 @@ from ..connector import (
 from ._live import (
     REPLAY_CREDENTIAL,
     SUFFIX_PLACEHOLDER,
+    VOLATILE_PLACEHOLDER,
     CassetteMismatch,
     CassetteRejected,
     LiveContext,
@@ -320,16 +324,53 @@ def _recorded_settings(cls: type[Connector], environ: Mapping[str, str]) -> dict
     }
 
 
-def _vcr(record_mode: str, **options: Any) -> Any:
-    import vcr
+def _steady(patterns: Sequence[str]) -> Callable[[Any], Any]:
+    """A copy of a vcrpy request with every match of ``patterns`` in its URI and body
+    replaced by :data:`VOLATILE_PLACEHOLDER` (bytes kept as bytes)."""
+    from vcr.request import Request
 
-    return vcr.VCR(
+    compiled = [re.compile(p) for p in patterns]
+
+    def text(value: str) -> str:
+        for pattern in compiled:
+            value = pattern.sub(VOLATILE_PLACEHOLDER, value)
+        return value
+
+    def steady(request: Any) -> Any:
+        body = request.body
+        if isinstance(body, bytes | bytearray):
+            body = text(bytes(body).decode("latin-1")).encode("latin-1")
+        elif isinstance(body, str):
+            body = text(body)
+        return Request(request.method, text(request.uri), body, request.headers)
+
+    return steady
+
+
+def _vcr(record_mode: str, *, volatile: Sequence[str] = (), **options: Any) -> Any:
+    """vcrpy configured as the module docstring says; ``volatile`` patterns (a scenario's)
+    are made equal in the path, query and body before those are compared."""
+    import vcr
+    import vcr.matchers
+
+    config = vcr.VCR(
         serializer="yaml",
         record_mode=record_mode,
         match_on=MATCH_ON,
         decode_compressed_response=True,
         **options,
     )
+    if volatile:
+        steady = _steady(volatile)
+        for name in ("path", "query", "body"):
+            compare = getattr(vcr.matchers, name)
+
+            def matcher(r1: Any, r2: Any, compare: Callable[[Any, Any], None] = compare) -> None:
+                compare(steady(r1), steady(r2))
+
+            matcher.__name__ = name  # vcrpy names a mismatch by its matcher's name
+            config.register_matcher(name, matcher)
+    return config
 
 
 async def record_live(
@@ -376,6 +417,7 @@ async def record_live(
     }
     recorder = _vcr(
         "all",
+        volatile=scenario.volatile,
         before_save_interaction=_mask_headers(credential_headers(cls), secrets),
         filter_sensitive_data=_scrub_pairs(secrets, suffix),
     )
@@ -525,7 +567,7 @@ async def replay_cassette(
     restore = [(s.placeholder, s.value) for s in secrets_in(builder, environ)]
     transport = _ReplayTransport(CannotOverwriteExistingCassetteException)
     problems: list[str] = []
-    replayer = _vcr("none", filter_sensitive_data=restore)
+    replayer = _vcr("none", volatile=scenario.volatile, filter_sensitive_data=restore)
     with (
         tempfile.TemporaryDirectory(prefix="reversi-replay-") as scratch,
         replayer.use_cassette(str(cassette), allow_playback_repeats=False) as recorded,

@@ -125,7 +125,8 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
             "dependency_block",
             "Dependency block",
             "for every tool declaring requires, the engine records the edge, and a rollback "
-            "defers the earlier step while the later one still stands",
+            "defers the earlier step while the later one still stands (for good, when the "
+            "later tool is irreversible)",
         ),
         CheckInfo(
             "manifest_drift",

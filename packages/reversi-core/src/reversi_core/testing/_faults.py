@@ -107,11 +107,17 @@ class ArmedFault:
         """How many more requests this fault will take; ``None`` when unlimited."""
         return None if self.times is None else self.times - self.hits
 
-    def matches(self, method: str, path: str) -> bool:
-        """Whether a request (decoded path) is one this fault is armed for."""
+    def matches(self, method: str, path: str, *, writes: bool | None = None) -> bool:
+        """Whether a request (decoded path) is one this fault is armed for.
+
+        ``writes`` is whether the request may change the backend, as its app judged it
+        (:meth:`reversi_core.testing.FakeApp.writes`); ``None`` falls back to its method
+        (:data:`WRITE_METHODS`).
+        """
         if self.method is not None and method.upper() != self.method:
             return False
-        if self.writes and method.upper() not in WRITE_METHODS:
+        request_writes = writes if writes is not None else method.upper() in WRITE_METHODS
+        if self.writes and not request_writes:
             return False
         if self._pattern is not None and not self._pattern.fullmatch(path):
             return False
@@ -151,7 +157,9 @@ class Faults:
 
         ``method`` (any when ``None``); ``path`` an exact path or a route template such
         as ``/repos/{owner}/{repo}/issues``; ``path_prefix`` a prefix of the decoded
-        path; ``writes`` only requests that can change something (:data:`WRITE_METHODS`);
+        path; ``writes`` only requests that can change something, as the app's route
+        declares it (:meth:`reversi_core.testing.FakeApp.writes`: a GraphQL mutation, not
+        a query), by default every :data:`WRITE_METHODS` request;
         ``times`` how many requests it takes (``None``: every one until cleared).
 
         ``times`` and ``writes`` are the part of this signature that the certification
@@ -176,11 +184,16 @@ class Faults:
         with self._lock:
             return [a for a in self._armed if a.remaining is None or a.remaining > 0]
 
-    def take(self, method: str, path: str) -> Fault | None:
-        """Consume one use of the first armed fault matching the request, if any."""
+    def take(self, method: str, path: str, *, writes: bool | None = None) -> Fault | None:
+        """Consume one use of the first armed fault matching the request, if any.
+
+        ``writes`` is whether the request may change the backend (``None``: judged by
+        its method); see :meth:`ArmedFault.matches`.
+        """
         with self._lock:
             for armed in self._armed:
-                if (armed.remaining is None or armed.remaining > 0) and armed.matches(method, path):
+                live = armed.remaining is None or armed.remaining > 0
+                if live and armed.matches(method, path, writes=writes):
                     armed.hits += 1
                     return armed.fault
         return None

@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 __all__ = [
     "REPLAY_CREDENTIAL",
     "SUFFIX_PLACEHOLDER",
+    "VOLATILE_PLACEHOLDER",
     "CassetteMismatch",
     "CassetteRejected",
     "LiveCheckFailed",
@@ -63,6 +64,9 @@ SUFFIX_PLACEHOLDER = "cassette00"
 
 REPLAY_CREDENTIAL = "reversi-replay-credential"
 """The value a replay gives each secret setting, unless the scenario's ``replay_env`` says."""
+
+VOLATILE_PLACEHOLDER = "<volatile>"
+"""What a match of a scenario's ``volatile`` pattern stands as when a replay compares requests."""
 
 
 _SCENARIO_NAME = re.compile(r"^[a-z0-9][a-z0-9-]{0,62}$")
@@ -116,9 +120,15 @@ class LiveScenario:
     certification fixture's backend, ``handle`` being what the fixture's ``backend``
     yielded; the fixture's ``command_line`` gives the rest. ``replay_env`` gives the
     values a replay builds the connector with for its secret settings, when
-    :data:`REPLAY_CREDENTIAL` does not pass the connector's own checks.
+    :data:`REPLAY_CREDENTIAL` does not pass the connector's own checks. ``volatile`` are
+    regular expressions of what the connector itself makes up anew on every run and
+    sends (an object store's backup named ``.reversi-backups/<uuid4>``): a replay
+    compares a request's path, query and body with each match replaced by
+    :data:`VOLATILE_PLACEHOLDER` on both sides, so that a fresh value still matches the
+    recorded one; everything else is compared as ever.
 
-    Raises ``ValueError`` for a malformed name, an empty summary or a repeated variable.
+    Raises ``ValueError`` for a malformed name, an empty summary, a repeated variable,
+    or a ``volatile`` pattern that does not compile or matches the empty string.
     """
 
     name: str
@@ -128,6 +138,7 @@ class LiveScenario:
     record: bool = True
     test_env: Callable[[Any], Mapping[str, str]] | None = None
     replay_env: Mapping[str, str] = field(default_factory=dict)
+    volatile: Sequence[str] = ()
 
     def __post_init__(self) -> None:
         if not _SCENARIO_NAME.match(self.name):
@@ -139,6 +150,17 @@ class LiveScenario:
         names = [v.env for v in self.variables]
         if len(set(names)) != len(names):
             raise ValueError(f"live scenario {self.name} declares a variable twice: {names}")
+        for pattern in self.volatile:
+            try:
+                compiled = re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(
+                    f"live scenario {self.name}: volatile pattern {pattern!r} does not compile: {exc}"
+                ) from None
+            if compiled.fullmatch(""):
+                raise ValueError(
+                    f"live scenario {self.name}: volatile pattern {pattern!r} matches the empty string"
+                )
 
 
 class LiveCheckFailed(AssertionError):

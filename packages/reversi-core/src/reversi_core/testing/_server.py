@@ -84,7 +84,9 @@ class _Handler(http.server.BaseHTTPRequestHandler):
             return
         headers = httpx.Headers(list(self.headers.items()))
         request = parse_request(owner.app, self.command, self.path, headers, body)
-        fault = owner.faults.take(request.method, request.path)
+        writes = owner.app.writes(request)
+        request = dataclasses.replace(request, writes=writes)
+        fault = owner.faults.take(request.method, request.path, writes=writes)
         if fault is not None:
             request = dataclasses.replace(request, fault=fault.kind)
         owner._record(request)
@@ -205,7 +207,11 @@ class FakeServer:
     connections and, with ``tls``, a real TLS handshake. ``tls=True`` makes a throwaway
     certificate authority with ``trustme`` (``pip install trustme``; imported only
     then); ``tls=<trustme.CA>`` uses that one. The server certificate is for
-    ``127.0.0.1`` and ``localhost``.
+    ``127.0.0.1`` and ``localhost``, issued by that CA, unless ``certificate`` gives
+    the ``trustme.LeafCert`` to serve instead: one for another name
+    (``ca.issue_cert("kubernetes.default.svc")``), one that has expired
+    (``not_after=`` in the past), or one issued by another CA, to test that a client
+    refuses it. ``certificate`` needs ``tls``.
 
     ``close()`` (or leaving the ``with`` block) stops the server, cuts open
     connections, ends hangs early and joins every thread, so nothing leaks between
@@ -214,7 +220,12 @@ class FakeServer:
     """
 
     def __init__(
-        self, app: FakeApp, *, tls: bool | trustme.CA = False, strict: bool = True
+        self,
+        app: FakeApp,
+        *,
+        tls: bool | trustme.CA = False,
+        certificate: trustme.LeafCert | None = None,
+        strict: bool = True,
     ) -> None:
         self.app = app
         self.faults = Faults()
@@ -229,12 +240,15 @@ class FakeServer:
         self.ca: trustme.CA | None = None
         """The certificate authority that signed the server's certificate (with ``tls``)."""
         server_context = None
+        if certificate is not None and tls is False:
+            raise ValueError("a FakeServer given a certificate needs tls (True or a trustme.CA)")
         if tls is not False:
             import trustme  # an optional test dependency, imported only when TLS is asked for
 
             self.ca = trustme.CA() if tls is True else tls
             server_context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-            self.ca.issue_cert("127.0.0.1", "localhost").configure_cert(server_context)
+            served = certificate or self.ca.issue_cert("127.0.0.1", "localhost")
+            served.configure_cert(server_context)
         self._server = _HTTPServer(self, server_context)
 
     @property

@@ -38,7 +38,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from typing import Any, ClassVar, TypeVar
 
-from ._app import FakeApp, FakeRequest, FakeResponse, Route
+from ._app import FakeApp, FakeRequest, FakeResponse, Route, WritesPredicate
 
 __all__ = [
     "BasicAuth",
@@ -118,18 +118,24 @@ class _RouteDecl:
     method: str
     template: str
     docs: str
-    writes: bool | None
+    writes: bool | WritesPredicate | None
     body: str | None
     order: int
 
 
 def vendor_route(
-    method: str, template: str, *, docs: str, writes: bool | None = None, body: str | None = None
+    method: str,
+    template: str,
+    *,
+    docs: str,
+    writes: bool | WritesPredicate | None = None,
+    body: str | None = None,
 ) -> Callable[[M], M]:
     """Mark a :class:`VendorFake` method as the handler of ``method template``.
 
     ``docs`` is the vendor documentation page the route follows (an ``https://`` URL);
-    ``writes`` and ``body`` are described in :class:`reversi_core.testing.Route`.
+    ``writes`` (a bool, or a predicate over the request: a GraphQL endpoint writes for a
+    mutation only) and ``body`` are described in :class:`reversi_core.testing.Route`.
     Routes are registered in the order they are defined.
     """
 
@@ -196,7 +202,7 @@ class VendorFake(FakeApp):
         handler: Callable[[FakeRequest], FakeResponse],
         *,
         docs: str | None = None,
-        writes: bool | None = None,
+        writes: bool | WritesPredicate | None = None,
         body: str | None = None,
     ) -> None:
         """As :meth:`FakeApp.add_route`, but ``docs`` (the vendor page) is required."""
@@ -288,11 +294,7 @@ class VendorFake(FakeApp):
             self.rate_remaining -= 1
         found = self.route_for(request.method, request.target.split("?", 1)[0])
         route: Route | None = found[0] if found else None
-        writes = route.writes if route is not None else request.method.upper() not in (
-            "GET",
-            "HEAD",
-            "OPTIONS",
-        )
+        writes = self.writes(request)
         gated = self.gate(request, writes=writes, credential=credential)
         if gated is not None:
             return gated
