@@ -58,6 +58,21 @@ def _lookup_keys(relation: str, value: Any) -> list[str]:
     return [".", *("/".join(parts[:i]) for i in range(1, len(parts)))]
 
 
+_Plan = list[tuple[str, str, list[tuple[str, str, list[Match]]]]]
+"""A manifest's requirements grouped by their first match's ``this`` and relation:
+``[(this, relation, [(earlier tool, earlier source, the other matches), ...]), ...]``."""
+
+
+def _plan(manifest: Manifest) -> _Plan:
+    groups: dict[tuple[str, str], list[tuple[str, str, list[Match]]]] = {}
+    for req in manifest.requires:
+        first = req.match[0]
+        groups.setdefault((first.this, first.relation), []).append(
+            (req.tool, first.earlier, req.match[1:])
+        )
+    return [(this, relation, reqs) for (this, relation), reqs in groups.items()]
+
+
 @dataclass
 class _Entry:
     seq: int
@@ -75,6 +90,8 @@ class EdgeIndex:
     keys: dict[tuple[str, str, str, str], list[int]] = field(default_factory=dict)
     """``(tool, source, relation, key) -> [seq, ...]`` in ascending step order (a step's
     result values arrive when it finishes, which may be after later steps began)."""
+    _plans: dict[str, _Plan] = field(default_factory=dict, init=False, repr=False)
+    """Per tool (the index serves one registry): its requirements by first match."""
 
     @classmethod
     def for_manifests(cls, manifests: Iterable[Manifest]) -> EdgeIndex:
@@ -95,8 +112,10 @@ class EdgeIndex:
         if entry is None:
             entry = self.entries[seq] = _Entry(seq, {})
         for source, relation in sources:
+            if source in entry.values:
+                continue
             value = resolve_source(source, args, result)
-            if value is MISSING or source in entry.values:
+            if value is MISSING:
                 continue
             entry.values[source] = value
             for key in _keys(relation, value):
@@ -116,24 +135,29 @@ class EdgeIndex:
 
     def edges(self, manifest: Manifest, args: dict[str, Any]) -> list[int]:
         """The ``seq`` of the earlier steps a new call of ``manifest`` with ``args`` depends on."""
+        plan = self._plans.get(manifest.name)
+        if plan is None:
+            plan = self._plans[manifest.name] = _plan(manifest)
         found: set[int] = set()
-        for req in manifest.requires:
-            first, rest = req.match[0], req.match[1:]
-            this = resolve_source(first.this, args, None)
-            newest: int | None = None
-            for key in _lookup_keys(first.relation, this):
-                bucket = self.keys.get((req.tool, first.earlier, first.relation, key))
-                # newest first, stopping at the first match: a file written a thousand
-                # times costs one look, not a thousand
-                for seq in reversed(bucket or ()):
-                    if newest is not None and seq <= newest:
-                        break
-                    entry = self.entries[seq]
-                    if entry.applied and all(self._holds(m, args, entry) for m in rest):
-                        newest = seq
-                        break
-            if newest is not None:
-                found.add(newest)
+        for this, relation, requirements in plan:
+            keys = _lookup_keys(relation, resolve_source(this, args, None))
+            if not keys:
+                continue
+            for tool, earlier, rest in requirements:
+                newest: int | None = None
+                for key in keys:
+                    bucket = self.keys.get((tool, earlier, relation, key))
+                    # newest first, stopping at the first match: a file written a thousand
+                    # times costs one look, not a thousand
+                    for seq in reversed(bucket or ()):
+                        if newest is not None and seq <= newest:
+                            break
+                        entry = self.entries[seq]
+                        if entry.applied and all(self._holds(m, args, entry) for m in rest):
+                            newest = seq
+                            break
+                if newest is not None:
+                    found.add(newest)
         return sorted(found)
 
     @staticmethod

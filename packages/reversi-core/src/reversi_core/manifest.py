@@ -12,7 +12,9 @@ are plain data: they are printed by
 
 from __future__ import annotations
 
+import functools
 import posixpath
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Any, Literal
 
@@ -194,7 +196,7 @@ def _split_source(source: str, *, where: str) -> tuple[str, list[str]]:
     return root, rest.split(".")
 
 
-def lookup(value: Any, path: list[str]) -> Any:
+def lookup(value: Any, path: Sequence[str]) -> Any:
     """Follow ``path`` through nested dicts (and list indices); :data:`MISSING` if absent."""
     for part in path:
         if isinstance(value, dict) and part in value:
@@ -206,11 +208,19 @@ def lookup(value: Any, path: list[str]) -> Any:
     return value
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed_source(source: str) -> tuple[str, tuple[str, ...]]:
+    """:func:`_split_source`, once per source: every call resolves the same few sources of
+    its manifest (requirements, the argument map) again."""
+    root, path = _split_source(source, where="source")
+    return root, tuple(path)
+
+
 def resolve_source(source: Source, args: dict[str, Any], result: dict[str, Any] | None) -> Any:
     """Return the value a source names, or :data:`MISSING`."""
     if isinstance(source, Const):
         return source.const
-    root, path = _split_source(source, where="source")
+    root, path = _parsed_source(source)
     if root == "args":
         return lookup(args, path)
     if result is None:

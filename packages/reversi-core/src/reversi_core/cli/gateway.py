@@ -23,9 +23,10 @@ from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+# Only what parsing the command line needs: the upstream is started before the slow
+# imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
 from ..errors import ConfigurationError, ManifestError
 from ..journal import Durability, resolve_data_dir
-from ..manifest import Approval
 from ..redact import scrub_command
 from ._common import CliError, Parser, fail
 
@@ -166,6 +167,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 
 def make_config(args: argparse.Namespace) -> GatewayConfig:
     """Read the manifests and check the rest; raises :class:`CliError` (status 2)."""
+    from ..manifest import Approval
     from ..mcp.gateway import GatewayConfig, load_manifest_dir
 
     try:
