@@ -148,7 +148,9 @@ def as_uri(url: str) -> str:
     port = params.pop("port", None) or "5432"
     dbname = urllib.parse.quote(str(params.pop("dbname", "") or ""), safe="")
     auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
-    query = urllib.parse.urlencode({k: str(v) for k, v in params.items()}, quote_via=urllib.parse.quote)
+    query = urllib.parse.urlencode(
+        {k: str(v) for k, v in params.items()}, quote_via=urllib.parse.quote
+    )
     return f"postgresql://{auth}{host}:{port}/{dbname}" + (f"?{query}" if query else "")
 
 
@@ -410,7 +412,6 @@ def stop_shared_server() -> None:
         stack, _shared_stack, _shared = _shared_stack, None, None
     if stack is not None:
         stack.close()
-
 
 
 @contextlib.contextmanager
