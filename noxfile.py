@@ -87,12 +87,14 @@ def install_npm_test_tools(session: nox.Session, extra: list[str], names: list[s
 
 
 def install_workspace(session: nox.Session, names: list[str] | None = None) -> None:
-    """Install core first, then the chosen packages (default: all), editable."""
+    """Install core first (with its ``postgresql`` extra), then the chosen packages
+    (default: all), editable."""
     chosen = names or list(PACKAGES)
     ordered = ["core", *[n for n in chosen if n != "core"]]
     args: list[str] = []
     for name in ordered:
-        args += ["-e", str(PACKAGES[name])]
+        # core with its postgresql extra (psycopg): its journal tests run on PostgreSQL too
+        args += ["-e", f"{PACKAGES[name]}[postgresql]" if name == "core" else str(PACKAGES[name])]
     session.install(*args)
 
 

@@ -8,6 +8,7 @@ import socket
 import sqlite3
 import stat
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -452,3 +453,35 @@ def test_unknown_run_and_step_raise_journal_error(journal: Journal) -> None:
     journal.create_run("run_a", [], None)
     with pytest.raises(JournalError, match="has no step 7"):
         journal.get_step("run_a", 7)
+
+
+@pytest.mark.req("JNL-8")
+def test_processes_opening_a_fresh_journal_at_once_create_it_once(location: str, store: str) -> None:
+    """Eight sessions (threads, each with its own connection) open one journal that does
+    not exist yet at the same moment: every open succeeds, the schema is made once."""
+    barrier = threading.Barrier(8)
+    errors: list[BaseException] = []
+    opened: list[Journal] = []
+
+    def open_one() -> None:
+        try:
+            barrier.wait(timeout=30)
+            opened.append(open_journal(location))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_one) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    for journal in opened:
+        journal.close()
+    assert errors == []
+    assert len(opened) == 8
+    if store == "sqlite":
+        assert _user_version(Path(location) / JOURNAL_FILENAME) == SCHEMA_VERSION
+        assert _tables(Path(location) / JOURNAL_FILENAME) >= TABLES
+    else:
+        rows = sql(location, "SELECT version FROM reversi_migrations ORDER BY version")
+        assert rows == [(n,) for n in range(1, SCHEMA_VERSION + 1)]

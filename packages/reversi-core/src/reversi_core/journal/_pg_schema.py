@@ -12,9 +12,10 @@ Versions: the table ``reversi_migrations`` holds one row per migration applied
 (``version``, ``applied_at``, the ``reversi_core`` version that applied it).
 :data:`PG_MIGRATIONS` has one entry per schema version, the same versions as the SQLite
 journal's :data:`~reversi_core.journal._schema.MIGRATIONS`. :func:`migrate` reads the
-version without a lock and, only when something is missing, takes a transaction-level
-advisory lock (one per schema) and reads it again, so that processes opening a fresh
-database at once migrate it once: the others wait for the lock and find it done.
+version without a lock and, only when something is missing, takes a session-level
+advisory lock (one per schema) and reads it again in a new transaction, so that
+processes opening a fresh database at once migrate it once: the others wait for the
+lock and find it done.
 """
 
 from __future__ import annotations
@@ -137,45 +138,60 @@ def migrate(conn: Any, where: str, *, create: bool) -> None:
         return
     if version == 0 and not create:
         raise JournalError(f"no Reversi journal in {where}; nothing has run here")
-    with conn.transaction():
-        schema = conn.execute("SELECT current_schema()").fetchone()[0]
-        if schema is None:
+    schema = conn.execute("SELECT current_schema()").fetchone()[0]
+    if schema is None:
+        raise JournalError(
+            f"journal {where}: no schema to create the journal's tables in (none of the "
+            "connection's search_path exists); create one, or set search_path with "
+            "options=-csearch_path=SCHEMA in the URL"
+        )
+    key = advisory_key("migrate", schema)
+    conn.execute("SELECT pg_advisory_lock(%s)", [key])
+    try:
+        with conn.transaction():
+            _migrate_locked(conn, where, schema)
+    finally:
+        conn.execute("SELECT pg_advisory_unlock(%s)", [key])
+
+
+def _migrate_locked(conn: Any, where: str, schema: str) -> None:
+    """The migration, in a transaction begun once the migration lock was held.
+
+    The lock is a session lock taken before the transaction rather than a transaction
+    lock inside it: a transaction begun after another process's migration committed
+    reads the catalog afresh, where one that waited for a lock inside itself could still
+    look the new tables up in its session's stale catalog cache and find none.
+    """
+    version = schema_version(conn)  # again, under the lock: another process may have done it
+    if version > SCHEMA_VERSION:
+        raise _newer(where, version)
+    if version == 0:
+        found = [
+            r[0]
+            for r in conn.execute(
+                "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
+                "WHERE n.nspname = %s AND c.relname = ANY(%s) ORDER BY c.relname",
+                [schema, list(PG_TABLES)],
+            )
+        ]
+        if found:
             raise JournalError(
-                f"journal {where}: no schema to create the journal's tables in (none of the "
-                "connection's search_path exists); create one, or set search_path with "
-                "options=-csearch_path=SCHEMA in the URL"
+                f"journal {where}: schema {schema} holds {', '.join(found)} but no Reversi "
+                f"schema version ({MIGRATIONS_TABLE}); give the journal a schema of its own"
             )
-        conn.execute("SELECT pg_advisory_xact_lock(%s)", [advisory_key("migrate", schema)])
-        version = schema_version(conn)  # again, under the lock: another process may have done it
-        if version > SCHEMA_VERSION:
-            raise _newer(where, version)
-        if version == 0:
-            found = [
-                r[0]
-                for r in conn.execute(
-                    "SELECT c.relname FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace "
-                    "WHERE n.nspname = %s AND c.relname = ANY(%s) ORDER BY c.relname",
-                    [schema, list(PG_TABLES)],
-                )
-            ]
-            if found:
-                raise JournalError(
-                    f"journal {where}: schema {schema} holds {', '.join(found)} but no Reversi "
-                    f"schema version ({MIGRATIONS_TABLE}); give the journal a schema of its own"
-                )
-            conn.execute(
-                f"CREATE TABLE {MIGRATIONS_TABLE} (version integer PRIMARY KEY, "
-                "applied_at double precision NOT NULL, reversi_core text NOT NULL)"
-            )
-        for number in range(version, SCHEMA_VERSION):
-            for statement in PG_MIGRATIONS[number].split(";"):
-                if statement.strip():
-                    conn.execute(statement)
-            conn.execute(
-                f"INSERT INTO {MIGRATIONS_TABLE} (version, applied_at, reversi_core) "  # noqa: S608 - a constant table name
-                "VALUES (%s, %s, %s)",
-                [number + 1, time.time(), __version__],
-            )
+        conn.execute(
+            f"CREATE TABLE {MIGRATIONS_TABLE} (version integer PRIMARY KEY, "
+            "applied_at double precision NOT NULL, reversi_core text NOT NULL)"
+        )
+    for number in range(version, SCHEMA_VERSION):
+        for statement in PG_MIGRATIONS[number].split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(
+            f"INSERT INTO {MIGRATIONS_TABLE} (version, applied_at, reversi_core) "  # noqa: S608 - a constant table name
+            "VALUES (%s, %s, %s)",
+            [number + 1, time.time(), __version__],
+        )
 
 
 def prepare_error(where: str, exc: Any) -> JournalError:

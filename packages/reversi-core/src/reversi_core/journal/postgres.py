@@ -269,7 +269,7 @@ class PostgresJournal:
             raise JournalError(f"run {run_id!r} has no step {seq}")
         return step_from_row(row, reqs)
 
-    def _closed(self, c: Any, run_id: str) -> JournalError:
+    def _closed(self, c: Any, run_id: str) -> JournalError | RunClosedError:
         """Why a run took no step: it is unknown, or not open."""
         row = c.execute("SELECT status FROM runs WHERE id = %s", [run_id]).fetchone()
         if row is None:
