@@ -202,7 +202,8 @@ class Journal(Protocol):
     """
 
     location: str
-    """Where the journal is, for messages: a data directory, or a URL without its password."""
+    """Where the journal is, for messages: a data directory, or ``postgresql://HOST:PORT/DB``
+    (a URL without its user, password or options)."""
 
     def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
         """Record a new open run."""
@@ -276,8 +277,10 @@ class Journal(Protocol):
     def reserve_step(self, run_id: str) -> int:
         """A step number for a call journaled only once it answered (a read-only one).
 
-        Nothing is written. The number is not handed out again by this journal handle;
-        :meth:`record_step` writes the step under it. Raises
+        The SQLite journal writes nothing: the number is not handed out again by this
+        journal handle, but another handle may write a step under it first. The PostgreSQL
+        journal bumps the run's step counter (one commit), so that no handle, in any
+        process, takes it. :meth:`record_step` writes the step under it. Raises
         :class:`~reversi_core.errors.RunClosedError` if the run is not open and
         :class:`~reversi_core.errors.JournalError` if it is unknown.
         """

@@ -18,17 +18,33 @@ server lets go of it when the connection ends, however the process ended.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import RollbackInProgressError
+from ..errors import JournalError, RollbackInProgressError
 from ._owner import owner_alive, owner_pid
 from ._pg_conn import advisory_key
 
-__all__ = ["busy_error", "owner_dead", "owner_host", "recover"]
+__all__ = [
+    "busy_error",
+    "claim_in_process",
+    "owner_dead",
+    "owner_host",
+    "recover",
+    "release_in_process",
+    "take_rollback",
+]
+
+# Rollbacks running in this process, by (journal identity, run id): two rollbacks of one
+# run on one journal handle share its connection and its owner, which the database
+# cannot tell apart, so this set refuses the second.
+_ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
+_ACTIVE_LOCK = threading.Lock()
 
 Event = Callable[[Any, str, "int | None", str, dict[str, Any]], None]
 """The journal's ``_event(conn, run_id, seq, kind, detail)``."""
@@ -104,3 +120,58 @@ def busy_error(run_id: str, owner: str | None, me: str) -> RollbackInProgressErr
         f"run {run_id} is being rolled back by {who}; this rollback refused to run at "
         "the same time (it does not wait). Try again when it ends."
     )
+
+
+def claim_in_process(key: tuple[str, str]) -> None:
+    """Mark ``key`` (journal, run) as rolling back in this process, or refuse (RB-9)."""
+    with _ACTIVE_LOCK:
+        if key in _ACTIVE_ROLLBACKS:
+            raise RollbackInProgressError(
+                f"run {key[1]} is being rolled back by this process (pid {os.getpid()}) "
+                "already; this rollback refused to run at the same time (it does not "
+                "wait). Try again when it ends."
+            )
+        _ACTIVE_ROLLBACKS.add(key)
+
+
+def release_in_process(key: tuple[str, str]) -> None:
+    with _ACTIVE_LOCK:
+        _ACTIVE_ROLLBACKS.discard(key)
+
+
+def take_rollback(c: Any, run_id: str, me: str, lock_key: int, where: str, event: Event) -> None:
+    """Close the run to new calls and record ``me`` as its rollback's owner, or refuse.
+
+    The run's row ``FOR UPDATE`` orders rollbacks starting at once: the second waits for
+    the first's commit and then sees its owner, alive, and refuses. The session advisory
+    lock ``lock_key``, taken under the row lock and kept past the commit until
+    ``finish_rollback``, refuses a second journal handle of this same process (same
+    owner, another session). Raises :class:`RollbackInProgressError` or
+    :class:`~reversi_core.errors.JournalError` (an unknown run).
+    """
+    locked = False
+    try:
+        with c.transaction():
+            row = c.execute(
+                "SELECT status, rollback_owner FROM runs WHERE id = %s FOR UPDATE", [run_id]
+            ).fetchone()
+            if row is None:
+                raise JournalError(f"no run {run_id!r} in {where}")
+            status, owner = row
+            live = status == "rolling_back" and not owner_dead(c, owner, me)
+            if live and owner != me:
+                raise busy_error(run_id, owner, me)
+            locked = bool(c.execute("SELECT pg_try_advisory_lock(%s)", [lock_key]).fetchone()[0])
+            if not locked:  # held by another session: another handle of this process
+                raise busy_error(run_id, me, me)
+            c.execute(
+                "UPDATE runs SET status = 'rolling_back', rollback_owner = %s, "
+                "rollback_started_at = coalesce(rollback_started_at, %s) WHERE id = %s",
+                [me, time.time(), run_id],
+            )
+            event(c, run_id, None, "rollback_started", {"owner": me})
+    except BaseException:
+        if locked:  # a session lock outlives its transaction's rollback: let it go
+            with contextlib.suppress(Exception):
+                c.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
+        raise

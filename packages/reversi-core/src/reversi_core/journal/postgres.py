@@ -31,12 +31,11 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import threading
 import time
 from typing import Any
 
-from ..errors import JournalError, RollbackInProgressError, RunClosedError
+from ..errors import JournalError, RunClosedError
 from ..redact import scrub, scrub_json
 from ._base import (
     Durability,
@@ -60,7 +59,7 @@ from ._pg_conn import (
     pg_errors,
     reason,
 )
-from ._pg_owners import busy_error, owner_dead, recover
+from ._pg_owners import claim_in_process, recover, release_in_process, take_rollback
 from ._pg_schema import migrate, prepare_error
 from ._pg_sql import (
     BEGIN_STEP,
@@ -78,10 +77,6 @@ __all__ = ["PostgresJournal"]
 _STORE_METHODS = tuple(
     name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
 )
-
-# Rollbacks running in this process, by (journal identity, run id): see the module docstring.
-_ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
-_ACTIVE_LOCK = threading.Lock()
 
 
 @pg_errors(_STORE_METHODS)
@@ -184,10 +179,6 @@ class PostgresJournal:
         return self._c()
 
     # -- owners ------------------------------------------------------------------
-
-    def _dead(self, c: Any, owner: str | None) -> bool:
-        """Whether ``owner`` is gone (:func:`~._pg_owners.owner_dead`)."""
-        return owner_dead(c, owner, self._owner)
 
     def _recover(self) -> None:
         c = self._c()
@@ -494,61 +485,16 @@ class PostgresJournal:
 
     def start_rollback(self, run_id: str) -> RunRecord:
         key = self._identity(run_id)
-        with _ACTIVE_LOCK:
-            if key in _ACTIVE_ROLLBACKS:
-                raise RollbackInProgressError(
-                    f"run {run_id} is being rolled back by this process (pid {os.getpid()}) "
-                    "already; this rollback refused to run at the same time (it does not "
-                    "wait). Try again when it ends."
-                )
-            _ACTIVE_ROLLBACKS.add(key)
+        claim_in_process(key)
         try:
             with self._lock:
-                self._start_rollback(run_id)
+                if self._deferred:
+                    self.flush()
+                lock_key = advisory_key("rollback", self.schema, run_id)
+                take_rollback(self._c(), run_id, self._owner, lock_key, self.location, self._event)
             return self.get_run(run_id)
         except BaseException:
-            with _ACTIVE_LOCK:
-                _ACTIVE_ROLLBACKS.discard(key)
-            raise
-
-    def _busy(self, run_id: str, owner: str | None) -> RollbackInProgressError:
-        return busy_error(run_id, owner, self._owner)
-
-    def _start_rollback(self, run_id: str) -> None:
-        """The run's row FOR UPDATE orders rollbacks starting at once (the second waits for
-        the first's commit and sees its owner); the session advisory lock, taken under the
-        row lock and kept past the commit, refuses a second handle of this same process."""
-        lock_key = advisory_key("rollback", self.schema, run_id)
-        c = self._c()
-        if self._deferred:
-            self.flush()
-        locked = False
-        try:
-            with c.transaction():
-                row = c.execute(
-                    "SELECT status, rollback_owner FROM runs WHERE id = %s FOR UPDATE", [run_id]
-                ).fetchone()
-                if row is None:
-                    raise JournalError(f"no run {run_id!r} in {self.location}")
-                status, owner = row
-                live = status == RunStatus.ROLLING_BACK and not self._dead(c, owner)
-                if live and owner != self._owner:
-                    raise self._busy(run_id, owner)
-                locked = bool(
-                    c.execute("SELECT pg_try_advisory_lock(%s)", [lock_key]).fetchone()[0]
-                )
-                if not locked:  # held by another session: another handle of this process
-                    raise self._busy(run_id, self._owner)
-                c.execute(
-                    "UPDATE runs SET status = 'rolling_back', rollback_owner = %s, "
-                    "rollback_started_at = coalesce(rollback_started_at, %s) WHERE id = %s",
-                    [self._owner, time.time(), run_id],
-                )
-                self._event(c, run_id, None, "rollback_started", {"owner": self._owner})
-        except BaseException:
-            if locked:  # a session lock outlives its transaction's rollback: let it go
-                with contextlib.suppress(Exception):
-                    c.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
+            release_in_process(key)
             raise
 
     def set_rollback_state(
@@ -590,8 +536,7 @@ class PostgresJournal:
                     "SELECT pg_advisory_unlock(%s)", [advisory_key("rollback", self.schema, run_id)]
                 )
         finally:
-            with _ACTIVE_LOCK:
-                _ACTIVE_ROLLBACKS.discard(self._identity(run_id))
+            release_in_process(self._identity(run_id))
 
     def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
         with self._lock, self._tx():

@@ -13,6 +13,9 @@ the real vendor and records with vcrpy, and its tests replay
 This subpackage ships in the ``reversi-core`` wheel (connectors' own ``testing``
 modules import it) and needs nothing beyond core's dependencies, except ``trustme``
 for ``FakeServer(app, tls=True)`` and ``vcrpy`` to record or replay a live scenario.
+:mod:`reversi_core.testing.postgres` (a throwaway PostgreSQL server on 127.0.0.1, for
+core's PostgreSQL journal tests and the postgres connector's) needs psycopg, the
+``postgresql`` extra, and is not imported from here.
 """
 
 from ._app import FakeApp, FakeRequest, FakeResponse, Handler, Route, WritesPredicate
