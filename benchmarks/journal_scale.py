@@ -24,6 +24,9 @@ every one journaled (an intent and an outcome, two commits). Scenarios:
 3. PostgreSQL, ``--gateways`` gateways at once: the shared journal's case.
 4. SQLite, ``--gateways`` gateways at once on one data directory (for comparison).
 
+Beside them, for where the time goes, the journal alone: ``begin_step`` + ``finish_step``
+(the two commits of a write) in a loop in this process, on SQLite and on PostgreSQL.
+
 After each scenario the journal is read back and checked: one run per gateway, each with
 exactly ``--writes`` steps numbered 1..N, every step ``succeeded`` and holding the very
 call its gateway made at that number (its path and content name the gateway and the
@@ -182,6 +185,34 @@ async def drive(
     return runs
 
 
+def journal_alone(location: str, calls: int) -> float:
+    """Writes per second through the journal alone: ``begin_step`` + ``finish_step``."""
+    args = write_args(0, 0)
+    with open_journal(location) as journal:
+        journal.create_run("run_alone", ["fs:write"], None)
+
+        def write() -> None:
+            step = journal.begin_step(
+                "run_alone", "fs.write_file", "reversible", "fs:write", args, None, None, []
+            )
+            journal.finish_step(
+                "run_alone",
+                step.seq,
+                StepState.SUCCEEDED,
+                result={"path": args["path"]},
+                error=None,
+                compensation={"tool": "fs.restore_file", "args": {"path": args["path"]}},
+                compensation_error=None,
+            )
+
+        for _ in range(20):  # warm: prepared statements, caches
+            write()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            write()
+        return calls / (time.perf_counter() - t0)
+
+
 def check(scenario: Scenario, journal: str, runs: dict[int, str], base: Path) -> None:
     """The journal holds exactly the calls the gateways made (see the module docstring)."""
     problems = scenario.problems
@@ -249,7 +280,7 @@ def ms(values: Sequence[float], q: float) -> str:
     return f"{ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1e3:.1f}"
 
 
-def report(scenarios: list[Scenario], settings: str, out: TextIO) -> None:
+def report(scenarios: list[Scenario], settings: str, alone: dict[str, float], out: TextIO) -> None:
     base = scenarios[0].rate
     print(f"\nmachine: {platform.node()}, {os.cpu_count()} CPUs, {platform.platform()}", file=out)
     print(f"load average at the end: {', '.join(f'{x:.2f}' for x in os.getloadavg())}", file=out)
@@ -271,6 +302,9 @@ def report(scenarios: list[Scenario], settings: str, out: TextIO) -> None:
             f"{s.rate / base:>13.2f}x{ms(s.latencies, 0.5):>11}{ms(s.latencies, 0.99):>8}",
             file=out,
         )
+    print("\nthe journal alone (begin_step + finish_step in one process, no gateway):", file=out)
+    for store, rate in alone.items():
+        print(f"  {store:<12}{rate:>9.0f} writes/s", file=out)
     print("\nchecks:", file=out)
     for s in scenarios:
         verdict = "ok" if not s.problems else f"{len(s.problems)} PROBLEMS"
@@ -301,7 +335,7 @@ def write_manifests(base: Path, connectors: str) -> Path:
 
 async def run_all(
     opts: argparse.Namespace, base: Path, manifests: Path, errlog: TextIO
-) -> tuple[list[Scenario], str]:
+) -> tuple[list[Scenario], str, dict[str, float]]:
     gateway, connectors = executable("reversi-gateway"), executable("reversi-connectors")
     n, w = opts.gateways, opts.writes
     scenarios = [
@@ -316,7 +350,12 @@ async def run_all(
             for i, scenario in enumerate(scenarios):  # machine that slows slows them alike
                 where = base / f"round-{r}-scenario-{i}"
                 await run_one(scenario, where, server, (gateway, connectors), manifests, errlog)
-    return scenarios, settings
+        from reversi_core.testing.postgres import fresh_schema
+
+        alone = {"sqlite": journal_alone(str(base / "alone"), 1000)}
+        with fresh_schema(server, prefix="bench") as journal:
+            alone["postgresql"] = journal_alone(journal, 1000)
+    return scenarios, settings, alone
 
 
 async def run_one(
@@ -362,7 +401,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         manifests = write_manifests(base, executable("reversi-connectors"))
         with errpath.open("w") as errlog:
-            scenarios, settings = anyio.run(run_all, opts, base, manifests, errlog)
+            scenarios, settings, alone = anyio.run(run_all, opts, base, manifests, errlog)
     except Exception as exc:  # a report: say what broke, and the servers' last words
         print(f"journal_scale: {type(exc).__name__}: {exc}", file=sys.stderr)
         if errpath.exists():
@@ -373,10 +412,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     finally:
         if not opts.keep:
             shutil.rmtree(base, ignore_errors=True)
-    report(scenarios, settings, sys.stdout)
+    report(scenarios, settings, alone, sys.stdout)
     if opts.json:
         figures = {
             "settings": settings,
+            "journal_alone_writes_per_second": alone,
             "scenarios": [
                 {
                     "name": s.name,

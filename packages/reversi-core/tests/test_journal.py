@@ -206,6 +206,11 @@ def test_open_journal_opens_a_data_directory_and_names_a_url_without_its_passwor
     assert "s3cr3t" not in str(info.value)
     with pytest.raises(JournalError, match="scheme 'mysql'"):
         open_journal("mysql://u:p@h/db")
+    dsn = "host=127.0.0.1 dbname=reversi password=s3cr3t-pw"
+    with pytest.raises(JournalError, match="key=value connection string") as info:
+        open_journal(dsn)
+    assert "s3cr3t" not in str(info.value)
+    assert not Path(dsn).exists()  # not taken for a directory
 
 
 def test_a_missing_psycopg_names_the_extra_to_install(

@@ -29,6 +29,7 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 """URL schemes of the PostgreSQL journal (libpq takes both)."""
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_KEYWORDS = re.compile(r"^\s*(host|hostaddr|dbname|user|port|password|service)\s*=")
 
 
 def open_journal(
@@ -68,6 +69,11 @@ def open_journal(
         raise JournalError(
             f"a journal location with the scheme {scheme!r} is not known; give a "
             "postgresql:// URL or a data directory"
+        )
+    if _KEYWORDS.match(text):
+        raise JournalError(
+            "the journal location looks like a libpq key=value connection string, which is "
+            "not taken (it would be read as a directory name); give a postgresql:// URL"
         )
     from .sqlite import SQLiteJournal
 

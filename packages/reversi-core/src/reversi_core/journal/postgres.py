@@ -577,8 +577,7 @@ class PostgresJournal:
     def close(self) -> None:
         with self._lock:
             try:
-                if not self._lost():
-                    self.flush()
+                self.flush()  # what cannot be written (the server is gone) is told, not raised
             finally:
                 if self._conn is not None:
                     self._conn.close()
