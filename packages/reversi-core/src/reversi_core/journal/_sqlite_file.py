@@ -97,8 +97,8 @@ def prepare_file(data: Path, create: bool) -> Path:
             raise JournalError(
                 f"data directory {data} does not exist, so nothing was journaled there"
             )
-        try:
-            data.mkdir(mode=0o700, parents=True)
+        try:  # exist_ok: another process opening the same new journal may make it first
+            data.mkdir(mode=0o700, parents=True, exist_ok=True)
         except OSError as exc:
             raise JournalError(f"cannot create data directory {data}: {exc.strerror}") from None
     if not data.is_dir():
