@@ -253,6 +253,22 @@ def _proc_start(pid: int) -> str | None:
     return None if fields[0] in ("Z", "X") else fields[19]
 
 
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (from /proc/PID/task/PID/children, else a scan)."""
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
+            return [int(c) for c in fh.read().split()]
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN
+        pass
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            with suppress(OSError), open(f"/proc/{entry}/stat", encoding="ascii") as fh:
+                if int(fh.read().rsplit(")", 1)[1].split()[1]) == pid:
+                    found.append(int(entry))
+    return found
+
+
 class Gateway:
     """One reversi-gateway process in a process group of its own, and its upstream."""
 
@@ -307,9 +323,7 @@ class Gateway:
         assert "result" in answer, (answer, self.stderr())
         self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
         # the upstream was started before the gateway answered: its only child
-        pid = self.proc.pid
-        with open(f"/proc/{pid}/task/{pid}/children", encoding="ascii") as fh:
-            children = [int(c) for c in fh.read().split()]
+        children = _children(self.proc.pid)
         assert len(children) == 1, (children, self.stderr())
         start = _proc_start(children[0])
         assert start is not None
