@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
 from _memconnector import MemConnector, raw_executor
-from _procs import journal_bytes
+from _stores import stored_bytes
 from pydantic import BaseModel, ConfigDict
 
 from reversi_core import (
@@ -26,7 +25,6 @@ from reversi_core import (
     PermissionDenied,
     Run,
     RunClosedError,
-    SQLiteJournal,
     StepState,
     ToolError,
     ToolUnavailableError,
@@ -36,7 +34,7 @@ from reversi_core import (
     register_secret,
     tool,
 )
-from reversi_core.journal import RollbackState
+from reversi_core.journal import RollbackState, open_journal
 from reversi_core.manifest import Effect
 
 pytestmark = pytest.mark.anyio
@@ -282,12 +280,12 @@ async def test_approval_never_does_not_ask_the_approver(make_run: MakeRun) -> No
 
 @pytest.mark.req("CALL-3")
 async def test_pending_is_durable_before_execution(
-    make_run: MakeRun, mem: MemConnector, data_dir: Path
+    make_run: MakeRun, mem: MemConnector, location: str
 ) -> None:
     seen: list[tuple[StepState, str, str | None]] = []
 
     def look(args: dict[str, Any], ctx: CallContext) -> None:
-        other = SQLiteJournal.open(data_dir, create=False)  # a second connection
+        other = open_journal(location, create=False)  # a second connection
         try:
             assert ctx.run_id is not None
             assert ctx.step is not None
@@ -676,7 +674,7 @@ async def test_idempotency_key_in_context_is_the_journaled_key(
 
 @pytest.mark.req("CALL-8")
 async def test_failure_messages_are_journaled_scrubbed(
-    make_run: MakeRun, mem: MemConnector, data_dir: Path
+    make_run: MakeRun, mem: MemConnector, location: str
 ) -> None:
     secret = f"ghp_{uuid.uuid4().hex}"
     register_secret(secret)
@@ -693,6 +691,6 @@ async def test_failure_messages_are_journaled_scrubbed(
         "HTTP 401: token [REDACTED] rejected",
         "lost connection using [REDACTED]",
     ]
-    raw = journal_bytes(data_dir)
+    raw = stored_bytes(location)
     assert b"HTTP 401: token [REDACTED] rejected" in raw
     assert secret.encode() not in raw

@@ -1,16 +1,21 @@
-"""The embedded SQLite journal: files, pragmas, versions, bad inputs, migration."""
+"""The journal on both stores (opening, versions, what it keeps), and what only the
+embedded SQLite journal has: its files, pragmas and bad inputs on disk. The PostgreSQL
+journal's own (its URL, migrations, roles, connections) is in test_journal_postgres.py."""
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 import stat
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from _stores import sql
 
 from reversi_core import Durability, JournalError, JournalVersionError, SQLiteJournal, StepState
-from reversi_core.journal import RunStatus, StepRecord, open_journal
+from reversi_core.journal import Journal, RunStatus, StepRecord, open_journal
 from reversi_core.journal.sqlite import JOURNAL_FILENAME, SCHEMA_VERSION
 
 TABLES = {"runs", "steps", "edges", "events"}
@@ -49,7 +54,8 @@ def test_journal_file_is_0600_in_a_0700_directory(data_dir: Path) -> None:
         journal.close()
 
 
-def test_wal_mode_is_on(journal: SQLiteJournal) -> None:
+def test_wal_mode_is_on(sqlite_journal: SQLiteJournal) -> None:
+    journal = sqlite_journal
     assert journal._conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
 
 
@@ -153,7 +159,8 @@ def test_a_read_recorded_after_it_answered_is_one_commit_without_an_fsync_under_
 
 
 @pytest.mark.req("JNL-4")
-def test_storage_errors_reach_callers_as_journal_errors(journal: SQLiteJournal) -> None:
+def test_storage_errors_reach_callers_as_journal_errors(sqlite_journal: SQLiteJournal) -> None:
+    journal = sqlite_journal
     journal.create_run("run_a", ["x:y"], None)
     journal._conn.execute("DROP TABLE edges")
     with pytest.raises(JournalError, match="no such table: edges") as info:
@@ -165,7 +172,13 @@ def test_storage_errors_reach_callers_as_journal_errors(journal: SQLiteJournal) 
         journal.list_runs()
 
 
-def test_open_journal_opens_a_data_directory_and_refuses_urls_without_echoing_them(
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_open_journal_opens_a_data_directory_and_names_a_url_without_its_password(
     data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with open_journal(data_dir) as journal:
@@ -174,18 +187,42 @@ def test_open_journal_opens_a_data_directory_and_refuses_urls_without_echoing_th
     monkeypatch.setenv("REVERSI_DATA", str(data_dir))
     with open_journal(None, create=False) as journal:
         assert [r.id for r in journal.list_runs()] == ["run_a"]
-    url = "postgresql://agent:s3cr3t-pw@db.internal:5432/reversi"
-    with pytest.raises(JournalError, match="PostgreSQL journal") as info:
-        open_journal(url)
+    port = _closed_port()  # nothing listens there: refused at once
+    for url in (
+        f"postgresql://agent:s3cr3t-pw@127.0.0.1:{port}/reversi",
+        f"postgres://127.0.0.1:{port}/reversi?user=agent&password=s3cr3t-pw",
+    ):
+        with pytest.raises(JournalError) as info:
+            open_journal(url)
+        message = str(info.value)
+        assert message.startswith(
+            f"cannot connect to the PostgreSQL journal at postgresql://127.0.0.1:{port}/reversi: "
+        ), message
+        assert "s3cr3t" not in message
+        assert "agent" not in message
+    with pytest.raises(JournalError, match="cannot be parsed") as info:
+        open_journal("postgresql://agent:s3cr3t%zz@127.0.0.1:5432/reversi")  # a bad escape
     assert "s3cr3t" not in str(info.value)
-    assert "db.internal" not in str(info.value)
     with pytest.raises(JournalError, match="scheme 'mysql'"):
         open_journal("mysql://u:p@h/db")
 
 
-def test_a_commit_that_fails_is_rolled_back_and_the_journal_stays_usable(
-    journal: SQLiteJournal,
+def test_a_missing_psycopg_names_the_extra_to_install(
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    monkeypatch.setitem(sys.modules, "psycopg", None)  # import psycopg raises ImportError
+    with pytest.raises(JournalError) as info:
+        open_journal("postgresql://agent:s3cr3t-pw@127.0.0.1:5432/reversi")
+    message = str(info.value)
+    assert "pip install 'reversi-core[postgresql]'" in message
+    assert "psycopg" in message
+    assert "s3cr3t" not in message
+
+
+def test_a_commit_that_fails_is_rolled_back_and_the_journal_stays_usable(
+    sqlite_journal: SQLiteJournal,
+) -> None:
+    journal = sqlite_journal
     journal.create_run("run_a", ["x:y"], None)
     # a foreign key checked only at COMMIT makes the COMMIT itself fail
     journal._conn.execute("PRAGMA defer_foreign_keys=ON")
@@ -250,7 +287,8 @@ def _interrupted_update(journal: SQLiteJournal) -> None:
             conn.set_progress_handler(None, 1)
 
 
-def test_an_error_sqlite_already_rolled_back_is_the_one_raised(journal: SQLiteJournal) -> None:
+def test_an_error_sqlite_already_rolled_back_is_the_one_raised(sqlite_journal: SQLiteJournal) -> None:
+    journal = sqlite_journal
     journal.create_run("run_a", ["x:y"], None)
     # an interrupted write rolls the whole transaction back inside SQLite
     with pytest.raises(sqlite3.OperationalError, match="interrupted"):
@@ -375,8 +413,8 @@ def test_migration_from_version_zero_creates_the_schema(data_dir: Path) -> None:
     assert _tables(path) >= TABLES
 
 
-def test_reopening_keeps_every_step(data_dir: Path) -> None:
-    journal = SQLiteJournal.open(data_dir)
+def test_reopening_keeps_every_step(location: str, store: str) -> None:
+    journal = open_journal(location)
     journal.create_run("run_a", ["x:y"], None)
     step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {"k": "v"}, "why", None, [])
     journal.finish_step(
@@ -389,19 +427,26 @@ def test_reopening_keeps_every_step(data_dir: Path) -> None:
         compensation_error=None,
     )
     journal.close()
-    again = SQLiteJournal.open(data_dir, create=False)
+    again = open_journal(location, create=False)
     try:
         [back] = again.list_steps("run_a")
         assert back.state is StepState.SUCCEEDED
         assert back.args == {"k": "v"}
+        assert back.reason == "why"
         assert back.result == {"ok": True}
+        assert back.compensation == {"tool": "mem.restore", "args": {}}
         assert back.idempotency_key == f"reversi-run_a-{back.seq}"
-        assert _user_version(data_dir / JOURNAL_FILENAME) == SCHEMA_VERSION
+        if store == "sqlite":
+            assert _user_version(Path(location) / JOURNAL_FILENAME) == SCHEMA_VERSION
+        else:
+            assert sql(location, "SELECT max(version) FROM reversi_migrations") == [
+                (SCHEMA_VERSION,)
+            ]
     finally:
         again.close()
 
 
-def test_unknown_run_and_step_raise_journal_error(journal: SQLiteJournal) -> None:
+def test_unknown_run_and_step_raise_journal_error(journal: Journal) -> None:
     with pytest.raises(JournalError, match="no run 'run_x'"):
         journal.get_run("run_x")
     journal.create_run("run_a", [], None)

@@ -1,5 +1,6 @@
 """Crash recovery and sharing, with real child processes (docs/engine.md, "A call" rule 6,
-"A rollback" on concurrent rollbacks, "Durability and sharing")."""
+"A rollback" on concurrent rollbacks, "Durability and sharing"), on both stores: the
+children open the journal's ``location`` (a data directory or a PostgreSQL URL)."""
 
 from __future__ import annotations
 
@@ -17,12 +18,12 @@ from reversi_core import (
     Run,
     RunClosedError,
     RunStatus,
-    SQLiteJournal,
     StepState,
     compensator_for,
+    open_journal,
 )
 from reversi_core.connector import executor_for
-from reversi_core.journal import RollbackState
+from reversi_core.journal import Journal, RollbackState
 
 pytestmark = pytest.mark.anyio
 
@@ -33,7 +34,7 @@ from pathlib import Path
 import anyio
 from _memconnector import MemConnector
 from _procs import signal_file
-from reversi_core import Run, SQLiteJournal, registry_for
+from reversi_core import Run, open_journal, registry_for
 from reversi_core.connector import executor_for
 
 data, flag = sys.argv[1], Path(sys.argv[2])
@@ -47,7 +48,7 @@ def hang(args, ctx):
 mem.hooks["mem.put"] = hang
 
 async def main():
-    journal = SQLiteJournal.open(data)
+    journal = open_journal(data)
     run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_crash")
     await run.call("mem.put", {"key": "a", "value": "1"})
     await run.call("mem.put", {"key": "b", "value": "2"})
@@ -58,14 +59,14 @@ anyio.run(main)
 
 @pytest.mark.req("JNL-1", "CALL-3")
 async def test_killed_process_leaves_an_uncertain_step_that_can_be_resolved(
-    tmp_path: Path, registry: Registry
+    tmp_path: Path, registry: Registry, location: str
 ) -> None:
-    data, flag = tmp_path / "data", tmp_path / "in-call"
+    data, flag = location, tmp_path / "in-call"
     with child(CALL_THEN_HANG, str(data), str(flag)) as proc:
         wait_for_file(flag, proc)
         assert flag.read_text() == "2"
         kill9(proc)  # between the intent and the outcome of step 2
-    journal = SQLiteJournal.open(data, create=False)
+    journal = open_journal(data, create=False)
     try:
         steps = journal.list_steps("run_crash")
         assert [s.state for s in steps] == [StepState.SUCCEEDED, StepState.UNCERTAIN]
@@ -100,12 +101,12 @@ async def test_killed_process_leaves_an_uncertain_step_that_can_be_resolved(
 
 @pytest.mark.req("JNL-1")
 async def test_pending_step_of_a_live_owner_is_left_pending(
-    tmp_path: Path, registry: Registry
+    tmp_path: Path, registry: Registry, location: str
 ) -> None:
-    data, flag = tmp_path / "data", tmp_path / "in-call"
+    data, flag = location, tmp_path / "in-call"
     with child(CALL_THEN_HANG, str(data), str(flag)) as proc:
         wait_for_file(flag, proc)
-        journal = SQLiteJournal.open(data, create=False)  # the owner is alive and mid-call
+        journal = open_journal(data, create=False)  # the owner is alive and mid-call
         try:
             step = journal.get_step("run_crash", 2)
             assert step.state is StepState.PENDING
@@ -123,7 +124,7 @@ async def test_pending_step_of_a_live_owner_is_left_pending(
         finally:
             journal.close()
         kill9(proc)
-    journal = SQLiteJournal.open(data, create=False)  # now the owner is gone
+    journal = open_journal(data, create=False)  # now the owner is gone
     try:
         assert journal.get_step("run_crash", 2).state is StepState.UNCERTAIN
     finally:
@@ -137,7 +138,7 @@ from pathlib import Path
 import anyio
 from _memconnector import MemConnector
 from _procs import signal_file
-from reversi_core import Run, SQLiteJournal, registry_for
+from reversi_core import Run, open_journal, registry_for
 from reversi_core.connector import executor_for
 
 data, flag = sys.argv[1], Path(sys.argv[2])
@@ -151,7 +152,7 @@ def hang(args, ctx):
 mem.hooks["mem.put"] = hang
 
 async def main():
-    journal = SQLiteJournal.open(data)
+    journal = open_journal(data)
     run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_crash")
     run.defer_read_records(600.0, lambda step, exc: None)  # only writes flush them here
     await run.call("mem.get", {"key": "a"})          # 1
@@ -166,13 +167,13 @@ anyio.run(main)
 
 
 @pytest.mark.req("CALL-3", "CALL-4", "JNL-1")
-async def test_a_killed_process_loses_at_most_the_records_of_reads(tmp_path: Path) -> None:
-    data, flag = tmp_path / "data", tmp_path / "in-call"
+async def test_a_killed_process_loses_at_most_the_records_of_reads(tmp_path: Path, location: str) -> None:
+    data, flag = location, tmp_path / "in-call"
     with child(READS_AROUND_WRITES, str(data), str(flag)) as proc:
         wait_for_file(flag, proc)
         assert flag.read_text() == "6"
         kill9(proc)
-    journal = SQLiteJournal.open(data, create=False)
+    journal = open_journal(data, create=False)
     try:
         steps = [(s.seq, s.tool, s.state) for s in journal.list_steps("run_crash")]
     finally:
@@ -193,14 +194,14 @@ READS_THEN_KILLED = """
 from pathlib import Path
 import anyio, os, signal
 from _memconnector import MemConnector
-from reversi_core import Run, SQLiteJournal, registry_for
+from reversi_core import Run, open_journal, registry_for
 from reversi_core.connector import executor_for
 
 data = sys.argv[1]
 mem = MemConnector()
 
 async def main():
-    journal = SQLiteJournal.open(data)
+    journal = open_journal(data)
     run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_crash")
     run.defer_read_records(600.0, lambda step, exc: None)
     await run.call("mem.put", {"key": "a", "value": "1"})  # 1
@@ -214,12 +215,12 @@ anyio.run(main)
 
 @pytest.mark.req("CALL-4")
 async def test_reads_answered_after_the_last_write_are_what_a_kill_can_lose(
-    tmp_path: Path,
+    tmp_path: Path, location: str
 ) -> None:
-    data = tmp_path / "data"
+    data = location
     with child(READS_THEN_KILLED, str(data)) as proc:
         proc.wait(timeout=60)
-    journal = SQLiteJournal.open(data, create=False)
+    journal = open_journal(data, create=False)
     try:
         steps = [(s.seq, s.tool, s.state) for s in journal.list_steps("run_crash")]
     finally:
@@ -231,10 +232,10 @@ HOLD_ROLLBACK = """
 import time
 from pathlib import Path
 from _procs import signal_file
-from reversi_core import SQLiteJournal
+from reversi_core import open_journal
 
 data, run_id, flag = sys.argv[1], sys.argv[2], Path(sys.argv[3])
-journal = SQLiteJournal.open(data, create=False)
+journal = open_journal(data, create=False)
 journal.start_rollback(run_id)
 signal_file(flag)
 time.sleep(600)
@@ -243,12 +244,12 @@ time.sleep(600)
 
 @pytest.mark.req("RB-9")
 async def test_second_rollback_refuses_while_another_process_rolls_back(
-    tmp_path: Path, journal: SQLiteJournal, registry: Registry, mem: MemConnector, data_dir: Path
+    tmp_path: Path, journal: Journal, registry: Registry, mem: MemConnector, location: str
 ) -> None:
     run = Run.start(journal, registry, executor=executor_for([mem]))
     await run.call("mem.put", {"key": "a", "value": "1"})
     flag = tmp_path / "holding"
-    with child(HOLD_ROLLBACK, str(data_dir), run.id, str(flag)) as proc:
+    with child(HOLD_ROLLBACK, location, run.id, str(flag)) as proc:
         wait_for_file(flag, proc)
         with pytest.raises(RollbackInProgressError) as info:
             await run.rollback(compensate=compensator_for([mem]))
@@ -273,7 +274,7 @@ from pathlib import Path
 import anyio
 from _memconnector import MemConnector
 from _procs import signal_file
-from reversi_core import Run, SQLiteJournal, compensator_for, registry_for
+from reversi_core import Run, compensator_for, open_journal, registry_for
 from reversi_core.connector import executor_for
 
 data, flag = sys.argv[1], Path(sys.argv[2])
@@ -287,7 +288,7 @@ def hang(args, ctx):
 mem.hooks["mem.restore"] = hang
 
 async def main():
-    journal = SQLiteJournal.open(data)
+    journal = open_journal(data)
     run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_rb")
     for key in ("a", "b", "c"):
         await run.call("mem.put", {"key": key, "value": "1"})
@@ -299,13 +300,13 @@ anyio.run(main)
 
 @pytest.mark.req("RB-7", "JNL-1")
 async def test_rollback_killed_midway_is_finished_by_the_next_without_rerunning(
-    tmp_path: Path, registry: Registry
+    tmp_path: Path, registry: Registry, location: str
 ) -> None:
-    data, flag = tmp_path / "data", tmp_path / "undoing-1"
+    data, flag = location, tmp_path / "undoing-1"
     with child(ROLLBACK_THEN_HANG, str(data), str(flag)) as proc:
         wait_for_file(flag, proc)
         kill9(proc)
-    journal = SQLiteJournal.open(data, create=False)
+    journal = open_journal(data, create=False)
     try:
         run = Run.open(journal, registry, "run_rb")
         assert run.record.status is RunStatus.ROLLBACK_INCOMPLETE  # the dead owner's lock released
@@ -337,14 +338,14 @@ from pathlib import Path
 import anyio
 from _memconnector import MemConnector
 from _procs import signal_file
-from reversi_core import Run, SQLiteJournal, registry_for
+from reversi_core import Run, open_journal, registry_for
 from reversi_core.connector import executor_for
 
 data, flag, stop = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3])
 mem = MemConnector()
 
 async def main():
-    journal = SQLiteJournal.open(data)
+    journal = open_journal(data)
     run = Run.start(journal, registry_for([mem]), executor=executor_for([mem]), run_id="run_child")
     n = 0
     while not stop.exists():
@@ -362,11 +363,11 @@ anyio.run(main)
 
 @pytest.mark.req("JNL-5")
 async def test_two_processes_writing_one_journal_lose_nothing(
-    tmp_path: Path, journal: SQLiteJournal, registry: Registry, mem: MemConnector, data_dir: Path
+    tmp_path: Path, journal: Journal, registry: Registry, mem: MemConnector, location: str
 ) -> None:
     flag, stop = tmp_path / "started", tmp_path / "stop"
     count = 150
-    with child(APPEND_UNTIL_STOPPED, str(data_dir), str(flag), str(stop)) as proc:
+    with child(APPEND_UNTIL_STOPPED, location, str(flag), str(stop)) as proc:
         wait_for_file(flag, proc)
         run = Run.start(journal, registry, executor=executor_for([mem]), run_id="run_parent")
         for i in range(count):

@@ -31,7 +31,6 @@ from reversi_core import (
     ReplayRefusedError,
     Run,
     RunStateError,
-    SQLiteJournal,
     ToolError,
     compensator_for,
     executor_for,
@@ -40,7 +39,7 @@ from reversi_core import (
     tool,
 )
 from reversi_core.cli.reversi import main
-from reversi_core.journal import RunStatus, StepState
+from reversi_core.journal import Journal, RunStatus, StepState
 from reversi_core.manifest import Effect
 
 pytestmark = pytest.mark.anyio
@@ -124,7 +123,7 @@ def ledger() -> Ledger:
 
 
 @pytest.fixture
-def run(journal: SQLiteJournal, ledger: Ledger) -> Run:
+def run(journal: Journal, ledger: Ledger) -> Run:
     return Run.start(journal, registry_for([ledger]), executor=executor_for([ledger]))
 
 
@@ -309,7 +308,7 @@ async def test_the_journal_records_a_replay_only_of_an_unresolved_step_of_an_ope
 
 @pytest.mark.req("RES-2")
 def test_the_cli_refuses_a_replay_of_a_resolved_step_or_in_a_rolled_back_run(
-    run: Run, ledger: Ledger, data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    run: Run, ledger: Ledger, location: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
@@ -318,9 +317,9 @@ def test_the_cli_refuses_a_replay_of_a_resolved_step_or_in_a_rolled_back_run(
     open_question = anyio.run(unsent_add, run, ledger)
     sent = _script(tmp_path, "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('sent')")
     marker = tmp_path / "sent"
-    common = ["--data", str(data_dir), "--manifests", str(manifests),
+    common = ["--journal", location, "--manifests", str(manifests),
               "--replay-cmd", f"{sent[0]} {sent[1]} {marker}"]
-    assert main(["resolve", run.id, str(resolved), "--not-applied", "--data", str(data_dir)]) == 0
+    assert main(["resolve", run.id, str(resolved), "--not-applied", "--journal", location]) == 0
     capsys.readouterr()
     assert main(["resolve", run.id, str(resolved), "--replay", *common]) == 2
     err = capsys.readouterr().err

@@ -7,13 +7,12 @@ import time
 import urllib.parse
 import uuid
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 from _memconnector import MemConnector, raw_compensator
-from _procs import journal_bytes
+from _stores import stored_bytes
 
 from reversi_core import (
     ApprovalRequest,
@@ -27,7 +26,6 @@ from reversi_core import (
     RunClosedError,
     RunStateError,
     RunStatus,
-    SQLiteJournal,
     StepRecord,
     StepState,
     ToolError,
@@ -36,7 +34,7 @@ from reversi_core import (
     compensator_for,
     register_secret,
 )
-from reversi_core.journal import RollbackState
+from reversi_core.journal import Journal, RollbackState, open_journal
 
 pytestmark = pytest.mark.anyio
 
@@ -285,7 +283,7 @@ async def test_required_step_is_deferred_while_its_dependent_is_uncertain(
 
 @pytest.mark.req("RB-5")
 async def test_compensation_key_is_the_same_on_every_attempt_and_depends_on_run_and_step(
-    make_run: MakeRun, mem: MemConnector, journal: SQLiteJournal, registry: Registry, data_dir: Path
+    make_run: MakeRun, mem: MemConnector, journal: Journal, registry: Registry, location: str
 ) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})
@@ -294,7 +292,7 @@ async def test_compensation_key_is_the_same_on_every_attempt_and_depends_on_run_
     first = await run.rollback(compensate=compensator_for([mem]))
     assert not first.complete
     # a second attempt from another journal handle and another Run object
-    other = SQLiteJournal.open(data_dir, create=False)
+    other = open_journal(location, create=False)
     try:
         again = Run.open(other, registry, run.id)
         second = await again.rollback(compensate=compensator_for([mem]))
@@ -316,7 +314,7 @@ async def test_compensation_key_is_the_same_on_every_attempt_and_depends_on_run_
 
 @pytest.mark.req("RB-6")
 async def test_compensation_error_is_kept_scrubbed(
-    make_run: MakeRun, mem: MemConnector, journal: SQLiteJournal, data_dir: Path
+    make_run: MakeRun, mem: MemConnector, journal: Journal, location: str
 ) -> None:
     secret = f"sk/{uuid.uuid4().hex}+Z"
     quoted = urllib.parse.quote(secret, safe="")
@@ -340,7 +338,7 @@ async def test_compensation_error_is_kept_scrubbed(
         assert secret not in text
         assert quoted not in text
     assert "[REDACTED]" in texts[1]
-    raw = journal_bytes(data_dir)
+    raw = stored_bytes(location)
     assert b"auth failed for [REDACTED]" in raw  # the reason is there, scrubbed
     assert secret.encode() not in raw
     assert quoted.encode() not in raw
@@ -487,7 +485,7 @@ async def test_incompletely_rolled_back_run_takes_no_new_calls(
 
 @pytest.mark.req("RB-9")
 async def test_second_rollback_in_the_same_process_refuses_while_the_first_runs(
-    make_run: MakeRun, mem: MemConnector, registry: Registry, data_dir: Path
+    make_run: MakeRun, mem: MemConnector, registry: Registry, location: str
 ) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})
@@ -506,7 +504,7 @@ async def test_second_rollback_in_the_same_process_refuses_while_the_first_runs(
     async def first() -> None:
         outcome["first"] = await run.rollback(compensate=slow)
 
-    other = SQLiteJournal.open(data_dir, create=False)
+    other = open_journal(location, create=False)
     try:
         async with anyio.create_task_group() as tg:
             tg.start_soon(first)
@@ -594,7 +592,7 @@ async def test_compensation_timeout_counts_as_failure(make_run: MakeRun, mem: Me
 
 @pytest.mark.req("RB-10")
 async def test_no_compensation_is_told_to_overwrite_unless_a_person_allowed_it(
-    make_run: MakeRun, mem: MemConnector, journal: SQLiteJournal
+    make_run: MakeRun, mem: MemConnector, journal: Journal
 ) -> None:
     run = make_run()
     await run.call("mem.put", {"key": "a", "value": "1"})

@@ -70,6 +70,12 @@ def print_json(value: Any) -> None:
 
 
 def data_flag(args: argparse.Namespace) -> str:
+    """The option naming the journal in a command a hint shows: `` --data DIR``, `` --journal
+    DIR``, `` --journal URL`` for a URL (never printed: it may carry a password), or
+    nothing when the journal came from the environment."""
+    journal = getattr(args, "journal", None)
+    if journal:
+        return " --journal URL" if "://" in journal else f" --journal {shlex.quote(journal)}"
     return f" --data {shlex.quote(args.data)}" if args.data else ""
 
 

@@ -2,13 +2,14 @@
 
 ::
 
-    reversi-gateway --manifests DIR --data DIR --upstream-cmd CMD [--upstream-arg ARG]...
+    reversi-gateway --manifests DIR [--journal URL|DIR | --data DIR] --upstream-cmd CMD [--upstream-arg ARG]...
                     [--scope PERMISSION]... [--approve TOOL]... [--durability process|power]
                     [--call-timeout SECONDS] [--start-timeout SECONDS] [--max-message-bytes N]
 
 Exit status: 0 when the client closed the session; 2 for a bad command line, an invalid
-manifest set or an unusable data directory (one line on stderr naming the problem); 1
-when the upstream server cannot be started. See ``docs/gateway.md``.
+manifest set or an unusable journal (one line on stderr naming the problem, never a
+journal URL, which may carry a password); 1 when the upstream server cannot be started.
+See ``docs/gateway.md``.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from typing import TYPE_CHECKING
 # Only what parsing the command line needs: the upstream is started before the slow
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
 from ..errors import ConfigurationError, ManifestError
-from ..journal import Durability, resolve_data_dir
+from ..journal import JOURNAL_ENV, Durability, resolve_location
 from ..redact import scrub_command
 from ._common import CliError, Parser, fail
 
@@ -64,10 +65,18 @@ def build_parser() -> Parser:
         "(as printed by 'reversi-connectors manifests NAME')",
     )
     parser.add_argument(
+        "--journal",
+        metavar="URL|DIR",
+        default=None,
+        help="the journal: a postgresql:// URL (a database shared by many gateways) or a "
+        "data directory (default: $REVERSI_JOURNAL, else --data)",
+    )
+    parser.add_argument(
         "--data",
         metavar="DIR",
         default=None,
-        help="data directory holding the journal (default: $REVERSI_DATA or ./reversi-data)",
+        help="data directory holding the SQLite journal (default: $REVERSI_DATA or "
+        "./reversi-data); not with --journal",
     )
     parser.add_argument(
         "--upstream-cmd",
@@ -156,6 +165,10 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    try:
+        args.location = resolve_location(args.journal, args.data)
+    except ConfigurationError as exc:
+        raise CliError(str(exc), 2) from None
     # checked before the upstream is started (the manifests themselves are read after, while
     # it starts): a mistyped directory is said at once, with no server started for nothing
     manifests = Path(args.manifests)
@@ -194,7 +207,7 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
             raise CliError(f"--approve {tool}: this tool does not ask for approval", 2)
     return GatewayConfig(
         registry=registry,
-        data_dir=Path(resolve_data_dir(args.data)),
+        journal=args.location,
         upstream_command=args.upstream_cmd,
         upstream_args=tuple(args.upstream_arg),
         scope=scope,
@@ -202,7 +215,7 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
         call_timeout=args.call_timeout,
         start_timeout=args.start_timeout,
         pre_approved=frozenset(args.approve),
-        upstream_env=dict(os.environ),
+        upstream_env=upstream_environment(),
         max_message_bytes=args.max_message_bytes,
     )
 
@@ -212,6 +225,17 @@ def parse_config(argv: Sequence[str]) -> GatewayConfig:
     return make_config(parse_args(argv))
 
 
+def upstream_environment() -> dict[str, str]:
+    """The upstream's environment: this process's, without ``$REVERSI_JOURNAL``.
+
+    The upstream needs its own credentials from the environment, never the journal's
+    URL, which may carry the journal's password.
+    """
+    env = dict(os.environ)
+    env.pop(JOURNAL_ENV, None)
+    return env
+
+
 def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:
     # The same start as reversi_core.mcp.gateway.spawn_upstream, done here before that
     # module (and the MCP SDK, ~0.5 s of imports) is loaded, so that both start at once.
@@ -219,7 +243,7 @@ def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:
         [args.upstream_cmd, *args.upstream_arg],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=dict(os.environ),
+        env=upstream_environment(),
         start_new_session=True,
     )
 

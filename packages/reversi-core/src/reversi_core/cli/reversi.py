@@ -1,7 +1,8 @@
 """``reversi``: inspect journaled runs, roll them back, resolve uncertain steps.
 
 Argument parsing and output only: the work is done by :class:`reversi_core.engine.Run`
-on a :class:`reversi_core.journal.SQLiteJournal`. Human output is drawn with rich;
+on the journal :func:`reversi_core.journal.open_journal` opens (a data directory's SQLite
+journal, or a PostgreSQL one named by a URL that is never printed). Human output is drawn with rich;
 ``--json`` output is printed plainly (never wrapped or truncated). Errors are one line
 on stderr. Exit statuses are listed in :data:`EPILOG` and in ``docs/cli.md``.
 """
@@ -40,13 +41,16 @@ from ..errors import (
     RunStateError,
 )
 from ..journal import (
+    DATA_ENV,
+    JOURNAL_ENV,
     Journal,
     RollbackState,
     RunRecord,
     StepRecord,
     StepState,
+    describe_location,
     open_journal,
-    resolve_data_dir,
+    resolve_location,
 )
 from ..manifest import Effect, Manifest
 from ..redact import scrub
@@ -97,13 +101,17 @@ exit status:
      replay window has passed, it was resolved already, or its run's rollback
      has started)
   3  journal error: the data directory or journal is missing or unreadable,
-     or was written by a newer reversi-core
+     the PostgreSQL journal cannot be reached, or it was written by a newer
+     reversi-core
   4  another process is rolling back the same run right now
   5  internal error (a bug: please report it)
 130  interrupted (Ctrl-C); the journal keeps what was done, and running the
      same rollback again continues
 
-The data directory is --data DIR, else $REVERSI_DATA, else ./reversi-data.
+The journal is --journal URL|DIR (a postgresql:// URL, or a data directory), else
+--data DIR, else $REVERSI_JOURNAL, else $REVERSI_DATA, else ./reversi-data. --journal
+and --data together are refused, and so are both variables set when neither option is
+given. A journal URL is never printed: it may carry a password.
 """
 
 DEFAULT_REPLAY_CMD = "reversi-connectors replay"
@@ -127,9 +135,16 @@ def build_parser() -> Parser:
     fmt = argparse.RawDescriptionHelpFormatter
     common = Parser(add_help=False)
     common.add_argument(
+        "--journal",
+        metavar="URL|DIR",
+        help="the journal: a postgresql:// URL or a data directory "
+        "(default: $REVERSI_JOURNAL, else the data directory)",
+    )
+    common.add_argument(
         "--data",
         metavar="DIR",
-        help="data directory holding the journal (default: $REVERSI_DATA, else ./reversi-data)",
+        help="data directory holding the SQLite journal "
+        "(default: $REVERSI_DATA, else ./reversi-data); not with --journal",
     )
     parser = Parser(
         prog=PROG,
@@ -255,13 +270,26 @@ def build_parser() -> Parser:
 # -- shared helpers -------------------------------------------------------------------------
 
 
-def _open_journal(args: argparse.Namespace) -> Journal:
+def _location(args: argparse.Namespace) -> str:
+    """The journal's location from ``--journal``, ``--data`` and the environment."""
     try:
-        return open_journal(resolve_data_dir(args.data), create=False)
+        return resolve_location(args.journal, args.data)
+    except ConfigurationError as exc:
+        raise CliError(str(exc), EXIT_USAGE) from None
+
+
+def _open_journal(args: argparse.Namespace) -> Journal:
+    location = _location(args)
+    try:
+        return open_journal(location, create=False)
     except JournalError as exc:
         message = str(exc)
-        if not args.data and not os.environ.get("REVERSI_DATA"):
-            message += " (the default data directory; pass --data DIR or set REVERSI_DATA)"
+        named = args.journal or args.data or os.environ.get(JOURNAL_ENV) or os.environ.get(DATA_ENV)
+        if not named:
+            message += (
+                " (the default data directory; pass --data DIR or --journal URL, or set "
+                f"{DATA_ENV} or {JOURNAL_ENV})"
+            )
         raise CliError(message, EXIT_JOURNAL) from None
 
 
@@ -294,9 +322,10 @@ def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
         print_json([r.to_json() for r in runs])
         return EXIT_OK
     if not runs:
-        out.print(f"no runs in {escape(str(resolve_data_dir(args.data)))}")
+        out.print(f"no runs in {escape(describe_location(_location(args)))}")
         return EXIT_OK
-    table = Table(title=f"runs in {escape(str(resolve_data_dir(args.data)))}", title_justify="left")
+    where = describe_location(_location(args))
+    table = Table(title=f"runs in {escape(where)}", title_justify="left")
     table.add_column("run", no_wrap=True)
     table.add_column("started", no_wrap=True)
     table.add_column("status", no_wrap=True)

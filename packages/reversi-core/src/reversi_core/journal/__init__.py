@@ -1,14 +1,18 @@
 """The journal: the durable record of every run and step.
 
 :class:`Journal` is the protocol the engine writes through; :func:`open_journal` opens
-one from a location (a data directory today: :class:`SQLiteJournal`, the embedded
-default, one SQLite file in it). Every store reports its failures as
+one from a location: a data directory holds :class:`SQLiteJournal`, the embedded
+default, one SQLite file in it; a ``postgresql://`` URL names :class:`PostgresJournal`,
+one database shared by many gateways and hosts (imported on first use: it needs
+psycopg, ``reversi-core[postgresql]``). Every store reports its failures as
 :class:`~reversi_core.errors.JournalError`, never as its driver's own exception, and
 decides who owns a pending step with the storage-neutral rules of ``_owner``. Records
 are plain data classes: :class:`RunRecord` and :class:`StepRecord`.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from ._base import (
     DEFAULT_DATA_DIR,
@@ -23,22 +27,45 @@ from ._base import (
     resolve_data_dir,
     step_idempotency_key,
 )
-from ._open import open_journal
+from ._open import (
+    DATA_ENV,
+    JOURNAL_ENV,
+    describe_location,
+    open_journal,
+    resolve_location,
+)
 from .sqlite import SCHEMA_VERSION, SQLiteJournal
 
+if TYPE_CHECKING:
+    from .postgres import PostgresJournal
+
 __all__ = [
+    "DATA_ENV",
     "DEFAULT_DATA_DIR",
+    "JOURNAL_ENV",
     "SCHEMA_VERSION",
     "Durability",
     "Journal",
     "LostStep",
+    "PostgresJournal",
     "RollbackState",
     "RunRecord",
     "RunStatus",
     "SQLiteJournal",
     "StepRecord",
     "StepState",
+    "describe_location",
     "open_journal",
     "resolve_data_dir",
+    "resolve_location",
     "step_idempotency_key",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """:class:`PostgresJournal`, imported on first use (it imports psycopg)."""
+    if name == "PostgresJournal":
+        from .postgres import PostgresJournal
+
+        return PostgresJournal
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -5,10 +5,28 @@ from __future__ import annotations
 import os
 import re
 
-from ..errors import JournalError
+from ..errors import ConfigurationError, JournalError
 from ._base import Durability, Journal, resolve_data_dir
 
-__all__ = ["open_journal"]
+__all__ = [
+    "DATA_ENV",
+    "JOURNAL_ENV",
+    "POSTGRES_SCHEMES",
+    "describe_location",
+    "is_url",
+    "open_journal",
+    "resolve_location",
+    "scheme_of",
+]
+
+JOURNAL_ENV = "REVERSI_JOURNAL"
+"""The environment variable naming the journal: a ``postgresql://`` URL or a data directory."""
+
+DATA_ENV = "REVERSI_DATA"
+"""The environment variable naming the data directory (the SQLite journal's)."""
+
+POSTGRES_SCHEMES = ("postgresql", "postgres")
+"""URL schemes of the PostgreSQL journal (libpq takes both)."""
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
 
@@ -22,32 +40,92 @@ def open_journal(
 ) -> Journal:
     """Open the journal at ``location`` and return it (the caller closes it).
 
-    ``location`` is a data directory, which holds the embedded SQLite journal, or ``None``
-    for :func:`resolve_data_dir` (``$REVERSI_DATA``, else ``./reversi-data``). A URL
-    names a journal server: ``postgresql://`` is the shared PostgreSQL journal, which
-    this release does not have yet. ``create`` (directories only) makes a missing journal;
-    ``busy_timeout`` is how long, in seconds, a write waits for another process's.
+    ``location`` is a ``postgresql://`` (or ``postgres://``) URL, which names the shared
+    PostgreSQL journal (:class:`~reversi_core.journal.postgres.PostgresJournal`, needs
+    ``reversi-core[postgresql]``), or a data directory, which holds the embedded SQLite
+    journal, or ``None`` for :func:`resolve_location` (``$REVERSI_JOURNAL``, else
+    ``$REVERSI_DATA``, else ``./reversi-data``). ``create`` makes a missing journal (a
+    data directory and its file; a PostgreSQL schema's tables); ``busy_timeout`` is how
+    long, in seconds, a write waits for another process's.
 
     Raises :class:`~reversi_core.errors.JournalError` when the journal cannot be opened
     (the message never repeats a URL, which may carry a password), and
     :class:`~reversi_core.errors.JournalVersionError` when it was written by a newer
     schema.
     """
-    text = os.fspath(location) if location is not None else None
-    if text is not None:
-        url = _URL.match(text)
-        if url is not None:
-            scheme = url.group(1).lower()
-            if scheme in ("postgresql", "postgres"):
-                raise JournalError(
-                    "a PostgreSQL journal (a postgresql:// URL) is not available in this "
-                    "release of reversi-core; give a data directory instead"
-                )
-            raise JournalError(
-                f"a journal location with the scheme {scheme!r} is not known; give a data directory"
+    text = os.fspath(location) if location is not None else resolve_location()
+    if is_url(text):
+        scheme = scheme_of(text)
+        if scheme in POSTGRES_SCHEMES:
+            from ._pg_conn import import_psycopg
+
+            import_psycopg()  # names the extra to install when psycopg is missing
+            from .postgres import PostgresJournal
+
+            return PostgresJournal.open(
+                text, durability=durability, create=create, busy_timeout=busy_timeout
             )
+        raise JournalError(
+            f"a journal location with the scheme {scheme!r} is not known; give a "
+            "postgresql:// URL or a data directory"
+        )
     from .sqlite import SQLiteJournal
 
     return SQLiteJournal.open(
         resolve_data_dir(text), durability=durability, create=create, busy_timeout=busy_timeout
     )
+
+
+def is_url(text: str) -> bool:
+    """Whether a journal location is a URL (``scheme://...``) rather than a directory."""
+    return _URL.match(text) is not None
+
+
+def scheme_of(text: str) -> str:
+    """The scheme of the URL ``text``, lower case (``""`` for a directory)."""
+    found = _URL.match(text)
+    return found.group(1).lower() if found else ""
+
+
+def describe_location(location: str) -> str:
+    """``location`` as messages may show it: a data directory as it is; a URL as
+    ``scheme://HOST:PORT/DB``, without its user, password or options."""
+    if not is_url(location):
+        return location
+    if scheme_of(location) in POSTGRES_SCHEMES:
+        from ._pg_conn import describe, parse_url
+
+        try:
+            return describe(parse_url(location))
+        except JournalError:
+            return "a PostgreSQL journal (its URL cannot be parsed)"
+    return f"a {scheme_of(location)}:// URL"
+
+
+def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | None = None) -> str:
+    """The journal to open, from a command's ``--journal`` and ``--data`` and the environment.
+
+    ``journal`` (a ``postgresql://`` URL or a data directory) or ``data`` (a data
+    directory) if given, else ``$REVERSI_JOURNAL``, else ``$REVERSI_DATA``, else
+    ``./reversi-data``. Both options at once, or both variables set (and neither
+    option given), is refused with :class:`~reversi_core.errors.ConfigurationError`
+    naming them, never their values: they would name two journals, and guessing which
+    one was meant could write a run where nobody looks for it.
+    """
+    if journal and data:
+        raise ConfigurationError(
+            "--journal and --data both name the journal; give one (--journal takes a "
+            "postgresql:// URL or a data directory, --data a data directory)"
+        )
+    if journal:
+        return journal
+    if data:
+        return os.fspath(data)
+    env_journal = os.environ.get(JOURNAL_ENV)
+    env_data = os.environ.get(DATA_ENV)
+    if env_journal and env_data:
+        raise ConfigurationError(
+            f"${JOURNAL_ENV} and ${DATA_ENV} are both set and name the journal; unset one, "
+            "or say which with --journal or --data"
+        )
+    return env_journal or str(resolve_data_dir(None))

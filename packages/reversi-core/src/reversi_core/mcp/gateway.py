@@ -32,7 +32,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
@@ -44,7 +43,8 @@ from mcp.shared.message import SessionMessage
 from ..__about__ import __version__
 from ..engine import CallOutcome, Run
 from ..errors import JournalError, ReversiError
-from ..journal import Durability, Journal, StepRecord, open_journal
+from ..journal import Durability, Journal, StepRecord, describe_location, open_journal
+from ..journal._open import is_url
 from ..manifest import Approval
 from ..registry import Registry
 from ._approval import Approvals, client_name, declares_elicitation, modern
@@ -90,14 +90,16 @@ commit with others (:meth:`~reversi_core.engine.Run.defer_read_records`)."""
 class GatewayConfig:
     """Everything the gateway needs, as parsed by ``reversi-gateway``.
 
-    ``scope`` ``None`` means the registry's default scope. ``pre_approved`` lists tools
+    ``journal`` is the journal's location, as :func:`~reversi_core.journal.open_journal`
+    takes it: a data directory or a ``postgresql://`` URL (never shown: it may carry a
+    password). ``scope`` ``None`` means the registry's default scope. ``pre_approved`` lists tools
     whose ``approval: always`` calls are approved in advance (``--approve TOOL``).
     Timeouts are in seconds; ``max_message_bytes`` is the longest line accepted from
     the client.
     """
 
     registry: Registry
-    data_dir: Path
+    journal: str
     upstream_command: str
     upstream_args: tuple[str, ...] = ()
     scope: frozenset[str] | None = None
@@ -112,6 +114,20 @@ class GatewayConfig:
     def upstream_argv(self) -> list[str]:
         """The upstream command line."""
         return [self.upstream_command, *self.upstream_args]
+
+
+def started_message(run_id: str, journal: str) -> str:
+    """What the gateway says when its run starts: where it is journaled, how to undo it.
+
+    A data directory is named as given; a URL by its host, port and database only, and
+    the command to undo the run says ``--journal URL`` (the URL is never printed).
+    """
+    if is_url(journal):
+        return (
+            f"run {run_id} started (journal {describe_location(journal)}); undo it with "
+            f"'reversi rollback {run_id} --journal URL', URL being this gateway's journal URL"
+        )
+    return f"run {run_id} started (data {journal}); undo it with 'reversi rollback {run_id} --data {journal}'"
 
 
 class Gateway:
@@ -173,11 +189,7 @@ class Gateway:
             run.withheld = self.index.withheld
             run.defer_read_records(READ_RECORDS_DELAY, self._lost_record)
             self._run = run
-            say(
-                f"run {run.id} started (data {self.config.data_dir}); undo it with "
-                f"'reversi rollback {run.id} --data {self.config.data_dir}'",
-                self._errlog,
-            )
+            say(started_message(run.id, self.config.journal), self._errlog)
         return self._run
 
     def _reindex(self, conn: UpstreamConnection) -> None:
@@ -348,7 +360,7 @@ async def serve_gateway(
     """
     err = errlog or sys.stderr
     try:
-        journal = open_journal(config.data_dir, durability=config.durability)
+        journal = open_journal(config.journal, durability=config.durability)
     except ReversiError as exc:
         if upstream_process is not None:
             await stop_process(upstream_process, 0.0)

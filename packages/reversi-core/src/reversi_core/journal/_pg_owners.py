@@ -1,0 +1,106 @@
+"""Who owns what in the PostgreSQL journal, whether the owner lives, and crash recovery.
+
+An owner is the storage-neutral text ``host:pid:start`` (``_owner.py``). Every
+connection of the PostgreSQL journal holds a shared session advisory lock on
+``advisory_key("owner", owner)`` for as long as it is open
+(https://www.postgresql.org/docs/current/explicit-locking.html#ADVISORY-LOCKS); the
+server lets go of it when the connection ends, however the process ended.
+
+:func:`owner_dead` decides:
+
+- an owner of this host by its pid and start time (as the SQLite journal does): exact,
+  and immediate after a ``kill -9``, before the server has noticed the connection close;
+- an owner of another host, which cannot be asked, by its lock: it is dead when
+  ``pg_try_advisory_xact_lock`` on its key succeeds, that is, when no session of it is
+  connected. A call still running on another host is never taken for orphaned while its
+  gateway is connected.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..errors import RollbackInProgressError
+from ._owner import owner_alive, owner_pid
+from ._pg_conn import advisory_key
+
+__all__ = ["busy_error", "owner_dead", "owner_host", "recover"]
+
+Event = Callable[[Any, str, "int | None", str, dict[str, Any]], None]
+"""The journal's ``_event(conn, run_id, seq, kind, detail)``."""
+
+
+def owner_host(owner: str | None) -> str:
+    """The host part of ``owner`` (``"?"`` when there is none)."""
+    return str(owner).rsplit(":", 2)[0] if owner and owner.count(":") >= 2 else "?"
+
+
+def owner_dead(c: Any, owner: str | None, me: str) -> bool:
+    """Whether ``owner`` is gone; ``me`` is the asking process's owner (never dead).
+
+    Call inside a transaction on ``c``: the probe's lock is held until it ends, so the
+    owner cannot come back between the probe and what the caller does about it.
+    """
+    if owner == me:
+        return False
+    if not owner_alive(owner):  # malformed, or a process of this host that is gone
+        return True
+    if owner_host(owner) == socket.gethostname():
+        return False
+    got = c.execute(
+        "SELECT pg_try_advisory_xact_lock(%s)", [advisory_key("owner", str(owner))]
+    ).fetchone()[0]
+    return bool(got)
+
+
+def recover(c: Any, me: str, event: Event) -> None:
+    """Inside a transaction on ``c``: every pending step of a dead owner becomes
+    ``uncertain`` (JNL-1) and every rollback lock of one is released, each with its event.
+
+    Two processes recovering at once do it once: the second's ``UPDATE ... WHERE state
+    = 'pending'`` waits for the first's row locks and then finds nothing to change.
+    """
+    now = time.time()
+    owners = {
+        r[0]
+        for r in c.execute(
+            "SELECT DISTINCT owner FROM steps WHERE state = 'pending' UNION "
+            "SELECT DISTINCT rollback_owner FROM runs WHERE status = 'rolling_back'"
+        )
+    }
+    for owner in sorted((o for o in owners if owner_dead(c, o, me)), key=str):
+        error = (
+            f"the process that ran this call (pid {owner_pid(owner)}) stopped before "
+            "recording its outcome; the call may or may not have taken effect"
+        )
+        for run_id, seq in c.execute(
+            "UPDATE steps SET state = 'uncertain', finished_at = %s, error = %s "
+            "WHERE state = 'pending' AND owner IS NOT DISTINCT FROM %s::text "
+            "RETURNING run_id, seq",
+            [now, error, owner],
+        ).fetchall():
+            event(c, run_id, seq, "recovered", {"from": "pending", "to": "uncertain"})
+        for (run_id,) in c.execute(
+            "UPDATE runs SET status = 'rollback_incomplete', rollback_owner = NULL "
+            "WHERE status = 'rolling_back' AND rollback_owner IS NOT DISTINCT FROM %s::text "
+            "RETURNING id",
+            [owner],
+        ).fetchall():
+            event(c, run_id, None, "rollback_abandoned", {"owner": owner})
+
+
+def busy_error(run_id: str, owner: str | None, me: str) -> RollbackInProgressError:
+    """The refusal of a second rollback of ``run_id``, naming who holds it (RB-9)."""
+    who = (
+        f"another journal handle of this process (pid {os.getpid()})"
+        if owner == me
+        else f"another process (pid {owner_pid(owner)}) on host {owner_host(owner)}"
+    )
+    return RollbackInProgressError(
+        f"run {run_id} is being rolled back by {who}; this rollback refused to run at "
+        "the same time (it does not wait). Try again when it ends."
+    )

@@ -1,0 +1,90 @@
+"""The statements of the PostgreSQL journal's hot path, and its values as PostgreSQL takes them.
+
+Each call through the gateway is one statement per commit: a data-modifying ``WITH``
+takes the run's next step number (``runs.last_seq``), writes the step and its edges
+together, so that a commit is one round trip to the server and a step that is not
+written gives its number back with the rest of its transaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "BEGIN_STEP",
+    "FINISH_STEP",
+    "INSERT_DEFERRED",
+    "INSERT_STRICT",
+    "RECORD_REJECTED",
+    "pg_row",
+    "pg_text",
+]
+
+_STEP_VALUES = (
+    "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, started_at, "
+    "finished_at, result, error, compensation, compensation_error, approval"
+)
+
+# A finished step (a read, CALL-4) under its reserved number, with its edges, in one
+# statement. The values are those of _deferred.step_row, then the edges.
+INSERT_FINISHED = (
+    f"WITH s AS (INSERT INTO steps ({_STEP_VALUES}) "  # noqa: S608 - constant column lists
+    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) {conflict} "
+    "RETURNING run_id, seq), "
+    "e AS (INSERT INTO edges (run_id, seq, requires_seq) "
+    "SELECT s.run_id, s.seq, r FROM s, unnest(%s::integer[]) AS r) "
+    "SELECT seq FROM s"
+)
+INSERT_STRICT = INSERT_FINISHED.format(conflict="")
+INSERT_DEFERRED = INSERT_FINISHED.format(conflict="ON CONFLICT DO NOTHING")
+
+# begin_step: take the run's next number only if it is open, write the pending step and
+# its edges; one statement, one commit.
+BEGIN_STEP = (
+    "WITH r AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = %(run)s AND status = 'open' "
+    "RETURNING last_seq), "
+    "s AS (INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
+    "idempotency_key, owner, started_at, approval) "
+    "SELECT %(run)s, r.last_seq, %(tool)s, %(effect)s, %(permission)s, %(args)s, %(reason)s, "
+    "'pending', 'reversi-' || %(run)s || '-' || r.last_seq, %(owner)s, %(now)s, %(approval)s "
+    "FROM r RETURNING seq), "
+    "e AS (INSERT INTO edges (run_id, seq, requires_seq) "
+    "SELECT %(run)s, s.seq, q FROM s, unnest(%(edges)s::integer[]) AS q) "
+    "SELECT seq FROM s"
+)
+
+RECORD_REJECTED = (
+    "WITH r AS (UPDATE runs SET last_seq = last_seq + 1 WHERE id = %(run)s RETURNING last_seq) "
+    "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
+    "idempotency_key, started_at, finished_at, error, approval) "
+    "SELECT %(run)s, r.last_seq, %(tool)s, %(effect)s, %(permission)s, %(args)s, %(reason)s, "
+    "'rejected', 'reversi-' || %(run)s || '-' || r.last_seq, %(now)s, %(now)s, %(error)s, "
+    "%(approval)s FROM r RETURNING seq"
+)
+
+# finish_step: the outcome, or (when another process decided the step was orphaned) a
+# late_outcome event instead; one statement.
+FINISH_STEP = (
+    "WITH u AS (UPDATE steps SET state = %(state)s, finished_at = %(now)s, result = %(result)s, "
+    "error = %(error)s, compensation = %(compensation)s, compensation_error = %(cerror)s "
+    "WHERE run_id = %(run)s AND seq = %(seq)s AND state = 'pending' RETURNING seq) "
+    "INSERT INTO events (run_id, seq, at, kind, detail) "
+    "SELECT %(run)s, %(seq)s, %(now)s, 'late_outcome', %(detail)s WHERE NOT EXISTS (SELECT 1 FROM u)"
+)
+
+
+def pg_text(value: str | None) -> str | None:
+    """``value`` as PostgreSQL ``text`` takes it: a NUL character (which it cannot hold)
+    becomes U+FFFD. JSON columns need none of this: their text spells NUL as ``\\u0000``."""
+    if value is None or "\0" not in value:
+        return value
+    return value.replace("\0", "\ufffd")
+
+
+def pg_row(row: tuple[Any, ...], requires: list[int]) -> tuple[Any, ...]:
+    """A step's values, encoded by :func:`~._deferred.step_row`, as the statements above
+    take them: free text made storable (:func:`pg_text`), the edges last."""
+    values = list(row)
+    for i in (2, 6, 12, 14):  # tool, reason, error, compensation_error
+        values[i] = pg_text(values[i])
+    return (*values, sorted(set(requires)))

@@ -1,0 +1,645 @@
+"""The shared journal: one PostgreSQL database that many gateways and ``reversi`` commands use.
+
+Opened by :func:`~reversi_core.journal.open_journal` with a ``postgresql://`` URL
+(libpq's syntax: https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS),
+through psycopg 3 (``pip install 'reversi-core[postgresql]'``). The tables live in the
+first schema of the connection's ``search_path`` and are created, or migrated, on the
+first open (``_pg_schema.py``). docs/engine.md, "The PostgreSQL journal", says what it
+guarantees and which privileges its role needs.
+
+How the guarantees are kept, by the database rather than by one process:
+
+- **Step numbers** are taken by ``UPDATE runs SET last_seq = last_seq + 1 ... RETURNING``
+  in the statement that writes the step: the run's row lock orders the writers of one run,
+  and a step that is not written gives its number back with the rest of its transaction,
+  so numbers are dense and unique whatever the number of writers. A read reserves its
+  number the same way (:meth:`reserve_step`, one commit) and writes it once it answered
+  (CALL-4); only a process killed in between leaves that number unused.
+- **Owners**: ``_pg_owners.py``. Each connection holds an advisory lock naming its
+  process; a process of another host is dead when nobody holds its lock.
+- **Rollbacks** of one run exclude each other three ways: the run row's status and
+  ``rollback_owner``, read ``FOR UPDATE``; a session advisory lock per run, held by the
+  rolling-back connection until :meth:`finish_rollback` (two handles of one process);
+  and a set of the rollbacks running in this process (two rollbacks on one handle).
+
+Durability: the server decides (its ``synchronous_commit``, on by default, flushes each
+commit to its disk); under ``power`` the journal sets ``synchronous_commit`` to ``on``
+for its sessions whatever the server's default.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from typing import Any
+
+from ..errors import JournalError, RollbackInProgressError, RunClosedError
+from ..redact import scrub, scrub_json
+from ._base import (
+    Durability,
+    Journal,
+    LostStep,
+    RollbackState,
+    RunRecord,
+    RunStatus,
+    StepRecord,
+    StepState,
+    step_idempotency_key,
+)
+from ._deferred import DeferredSteps, step_row, taken_message
+from ._owner import process_owner
+from ._pg_conn import (
+    advisory_key,
+    connect,
+    describe,
+    import_psycopg,
+    parse_url,
+    pg_errors,
+    reason,
+)
+from ._pg_owners import busy_error, owner_dead, recover
+from ._pg_schema import migrate, prepare_error
+from ._pg_sql import (
+    BEGIN_STEP,
+    FINISH_STEP,
+    INSERT_DEFERRED,
+    INSERT_STRICT,
+    RECORD_REJECTED,
+    pg_row,
+    pg_text,
+)
+from ._schema import RUN_COLUMNS, STEP_COLUMNS, dumps, run_from_row, step_from_row
+
+__all__ = ["PostgresJournal"]
+
+_STORE_METHODS = tuple(
+    name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
+)
+
+# Rollbacks running in this process, by (journal identity, run id): see the module docstring.
+_ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
+_ACTIVE_LOCK = threading.Lock()
+
+
+@pg_errors(_STORE_METHODS)
+class PostgresJournal:
+    """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
+
+    Safe to share between threads of one process (one connection, under a lock); any
+    number of processes, on any number of hosts, may open the same database at once.
+    """
+
+    forward_key = staticmethod(step_idempotency_key)
+
+    def __init__(
+        self, url: str, params: dict[str, Any], durability: Durability, busy_timeout: float
+    ) -> None:
+        self._psycopg = import_psycopg()
+        self._url = url
+        self._params = params
+        self.location = describe(params)
+        """``postgresql://HOST:PORT/DB``: never the user, the password or the options."""
+        self.durability = durability
+        self._busy_timeout = busy_timeout
+        self._lock = threading.RLock()
+        self._owner = process_owner()
+        self._owner_key = advisory_key("owner", self._owner)
+        self._deferred = DeferredSteps()
+        self._conn: Any = None
+        self.schema = ""
+        """The schema holding the journal's tables (the connection's ``current_schema()``)."""
+
+    # -- opening -----------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        url: str,
+        *,
+        durability: Durability | str = Durability.PROCESS,
+        create: bool = True,
+        busy_timeout: float = 30.0,
+    ) -> PostgresJournal:
+        """Connect to the journal at ``url``, migrate its schema, recover orphaned steps.
+
+        ``create``: make the journal's tables when the schema has none (migrations of an
+        older journal run either way). ``busy_timeout`` is how long, in seconds, a write
+        waits for a row another process holds (``lock_timeout``). Raises
+        :class:`JournalError` when psycopg is missing, the URL cannot be parsed, the server
+        cannot be reached or refuses the role, or the schema holds no journal (without
+        ``create``), and :class:`JournalVersionError` for a newer schema. No message
+        repeats the URL.
+        """
+        durability = Durability(durability)
+        journal = cls(url, parse_url(url), durability, busy_timeout)
+        journal._connect()
+        try:
+            journal._prepare(create)
+        except BaseException:
+            journal._conn.close()
+            raise
+        return journal
+
+    def _connect(self) -> None:
+        """A new connection, holding this process's owner lock; raises :class:`JournalError`."""
+        self._conn, self.schema = connect(
+            self._url,
+            self._params,
+            self.location,
+            owner_key=self._owner_key,
+            lock_timeout=self._busy_timeout,
+            synchronous=self.durability is Durability.POWER,
+        )
+
+    def _prepare(self, create: bool) -> None:
+        try:
+            migrate(self._conn, self.location, create=create)
+            self._recover()
+        except self._psycopg.Error as exc:
+            raise prepare_error(self.location, exc) from None
+
+    def _lost(self) -> bool:
+        """Whether the connection is gone (then the next use connects again)."""
+        return self._conn is None or bool(self._conn.closed)
+
+    def _c(self) -> Any:
+        """The connection, connected again if it was lost (call under the lock)."""
+        if self._lost():
+            self._connect()
+        return self._conn
+
+    def _tx(self) -> Any:
+        """A transaction on the connection, once the deferred steps are written (under the lock)."""
+        if self._deferred:
+            self.flush()
+        return self._c().transaction()
+
+    def _reading(self) -> Any:
+        """The connection, for a query, once the deferred steps are written (under the lock)."""
+        if self._deferred:
+            self.flush()
+        return self._c()
+
+    # -- owners ------------------------------------------------------------------
+
+    def _dead(self, c: Any, owner: str | None) -> bool:
+        """Whether ``owner`` is gone (:func:`~._pg_owners.owner_dead`)."""
+        return owner_dead(c, owner, self._owner)
+
+    def _recover(self) -> None:
+        c = self._c()
+        with c.transaction():
+            recover(c, self._owner, self._event)
+
+    # -- runs --------------------------------------------------------------------
+
+    def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
+        with self._lock:
+            with self._tx():
+                self._conn.execute(
+                    "INSERT INTO runs (id, started_at, status, scope, label) "
+                    "VALUES (%s, %s, 'open', %s, %s)",
+                    [run_id, time.time(), json.dumps(sorted(scope)), pg_text(label)],
+                )
+            return self.get_run(run_id)
+
+    def get_run(self, run_id: str) -> RunRecord:
+        with self._lock:
+            row = (
+                self._reading()
+                .execute(f"SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = %s", [run_id])  # noqa: S608 - constant columns
+                .fetchone()
+            )
+        if row is None:
+            raise JournalError(f"no run {run_id!r} in {self.location}")
+        return run_from_row(row)
+
+    def run_status(self, run_id: str) -> RunStatus:
+        with self._lock:
+            row = self._c().execute("SELECT status FROM runs WHERE id = %s", [run_id]).fetchone()
+        if row is None:
+            raise JournalError(f"no run {run_id!r} in {self.location}")
+        return RunStatus(row[0])
+
+    def list_runs(self) -> list[RunRecord]:
+        with self._lock:
+            rows = (
+                self._reading()
+                .execute(f"SELECT {RUN_COLUMNS} FROM runs r ORDER BY r.started_at, r.id")  # noqa: S608 - constant columns
+                .fetchall()
+            )
+        return [run_from_row(r) for r in rows]
+
+    # -- steps -------------------------------------------------------------------
+
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        with self._lock:
+            c = self._reading()
+            rows = c.execute(
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = %s ORDER BY seq",  # noqa: S608 - constant columns
+                [run_id],
+            ).fetchall()
+            edges: dict[int, list[int]] = {}
+            for seq, req in c.execute(
+                "SELECT seq, requires_seq FROM edges WHERE run_id = %s ORDER BY seq, requires_seq",
+                [run_id],
+            ):
+                edges.setdefault(seq, []).append(req)
+        return [step_from_row(r, edges.get(r[1], [])) for r in rows]
+
+    def get_step(self, run_id: str, seq: int) -> StepRecord:
+        with self._lock:
+            c = self._reading()
+            row = c.execute(
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = %s AND seq = %s",  # noqa: S608 - constant columns
+                [run_id, seq],
+            ).fetchone()
+            reqs = [
+                r[0]
+                for r in c.execute(
+                    "SELECT requires_seq FROM edges WHERE run_id = %s AND seq = %s "
+                    "ORDER BY requires_seq",
+                    [run_id, seq],
+                )
+            ]
+        if row is None:
+            raise JournalError(f"run {run_id!r} has no step {seq}")
+        return step_from_row(row, reqs)
+
+    def _closed(self, c: Any, run_id: str) -> JournalError:
+        """Why a run took no step: it is unknown, or not open."""
+        row = c.execute("SELECT status FROM runs WHERE id = %s", [run_id]).fetchone()
+        if row is None:
+            return JournalError(f"no run {run_id!r} in {self.location}")
+        return RunClosedError(
+            f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."
+        )
+
+    def record_rejected(
+        self,
+        run_id: str,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: dict[str, Any],
+        reason: str | None,
+        error: str,
+        approval: dict[str, Any] | None,
+    ) -> int:
+        values = {
+            "run": run_id,
+            "tool": pg_text(tool),
+            "effect": effect,
+            "permission": pg_text(permission),
+            "args": dumps(args),
+            "reason": pg_text(reason),
+            "now": time.time(),
+            "error": pg_text(scrub(error)),
+            "approval": dumps(approval),
+        }
+        with self._lock:
+            if self._deferred:
+                self.flush()
+            row = self._c().execute(RECORD_REJECTED, values).fetchone()
+        if row is None:
+            raise JournalError(f"no run {run_id!r} in {self.location}")
+        return int(row[0])
+
+    def begin_step(
+        self,
+        run_id: str,
+        tool: str,
+        effect: str,
+        permission: str,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+        requires: list[int],
+    ) -> StepRecord:
+        now = time.time()
+        edges = sorted(set(requires))
+        values = {
+            "run": run_id,
+            "tool": pg_text(tool),
+            "effect": effect,
+            "permission": pg_text(permission),
+            "args": dumps(args),
+            "reason": pg_text(reason),
+            "owner": self._owner,
+            "now": now,
+            "approval": dumps(approval),
+            "edges": edges,
+        }
+        with self._lock:
+            if self._deferred:
+                self.flush()
+            c = self._c()
+            row = c.execute(BEGIN_STEP, values).fetchone()
+            if row is None:
+                raise self._closed(c, run_id)
+        seq = int(row[0])
+        return StepRecord(
+            run_id=run_id,
+            seq=seq,
+            tool=tool,
+            effect=effect,
+            permission=permission,
+            args=scrub_json(args),
+            reason=reason,
+            state=StepState.PENDING,
+            idempotency_key=self.forward_key(run_id, seq),
+            started_at=now,
+            approval=scrub_json(approval),
+            requires=edges,
+            owner=self._owner,
+        )
+
+    def finish_step(
+        self,
+        run_id: str,
+        seq: int,
+        state: StepState,
+        *,
+        result: dict[str, Any] | None,
+        error: str | None,
+        compensation: dict[str, Any] | None,
+        compensation_error: str | None,
+    ) -> None:
+        values = {
+            "run": run_id,
+            "seq": seq,
+            "state": state.value,
+            "now": time.time(),
+            "result": dumps(result),
+            "error": pg_text(scrub(error)) if error else None,
+            "compensation": dumps(compensation),
+            "cerror": pg_text(scrub(compensation_error)) if compensation_error else None,
+            "detail": dumps({"state": state.value, "error": error}),
+        }
+        with self._lock:
+            if self._deferred:
+                self.flush()
+            self._c().execute(FINISH_STEP, values)
+
+    def reserve_step(self, run_id: str) -> int:
+        with self._lock:
+            c = self._c()
+            row = c.execute(
+                "UPDATE runs SET last_seq = last_seq + 1 WHERE id = %s AND status = 'open' "
+                "RETURNING last_seq",
+                [run_id],
+            ).fetchone()
+            if row is None:
+                raise self._closed(c, run_id)
+        return int(row[0])
+
+    def record_step(self, step: StepRecord) -> None:
+        psycopg = self._psycopg
+        with self._lock:
+            if self._deferred:
+                self.flush()
+            try:
+                self._c().execute(INSERT_STRICT, pg_row(step_row(step), step.requires))
+            except psycopg.errors.UniqueViolation:
+                raise JournalError(taken_message(step)) from None
+
+    def defer_step(self, step: StepRecord, on_lost: LostStep) -> None:
+        with self._lock:
+            full = self._deferred.add(step, on_lost)
+        if full:
+            self.flush()
+
+    def flush(self) -> None:
+        psycopg = self._psycopg
+        lost: list[tuple[StepRecord, LostStep, JournalError]] = []
+        with self._lock:
+            items = self._deferred.take()
+            if not items:
+                return
+            try:
+                c = self._c()
+                with c.transaction(), c.cursor() as cur:
+                    cur.executemany(
+                        INSERT_DEFERRED,
+                        [pg_row(row, step.requires) for step, row, _ in items],
+                        returning=True,
+                    )
+                    written: set[int] = set()
+                    while True:
+                        written.update(r[0] for r in cur.fetchall())
+                        if not cur.nextset():
+                            break
+            except (psycopg.Error, JournalError) as exc:
+                text = exc if isinstance(exc, JournalError) else reason(exc)
+                error = JournalError(f"journal {self.location}: {text}")
+                lost = [(step, on_lost, error) for step, _, on_lost in items]
+            else:
+                lost = [
+                    (step, on_lost, JournalError(taken_message(step)))
+                    for step, _, on_lost in items
+                    if step.seq not in written
+                ]
+        for step, on_lost, error in lost:  # told outside the lock
+            with contextlib.suppress(Exception):  # a failing report must not fail a write
+                on_lost(step, error)
+
+    def resolve_step(
+        self,
+        run_id: str,
+        seq: int,
+        applied: bool,
+        result: dict[str, Any] | None,
+        compensation: dict[str, Any] | None,
+        compensation_error: str | None,
+    ) -> None:
+        with self._lock, self._tx():
+            self._conn.execute(
+                "UPDATE steps SET resolution = %s, result = coalesce(%s, result), "
+                "compensation = %s, compensation_error = %s, rollback_state = NULL, "
+                "rollback_reason = NULL WHERE run_id = %s AND seq = %s",
+                [
+                    "applied" if applied else "not_applied",
+                    dumps(result),
+                    dumps(compensation),
+                    pg_text(scrub(compensation_error)) if compensation_error else None,
+                    run_id,
+                    seq,
+                ],
+            )
+            self._event(self._conn, run_id, seq, "resolved", {"applied": applied})
+
+    def begin_replay(self, run_id: str, seq: int) -> bool:
+        with self._lock, self._tx():
+            c = self._conn
+            # the run's row, FOR SHARE: a rollback starting now (FOR UPDATE) waits, or is seen
+            row = c.execute("SELECT status FROM runs WHERE id = %s FOR SHARE", [run_id]).fetchone()
+            if row is None or row[0] != RunStatus.OPEN:
+                return False
+            cur = c.execute(
+                "INSERT INTO events (run_id, seq, at, kind, detail) "
+                "SELECT %s, %s, %s, 'replay_started', '{}' "
+                "WHERE EXISTS (SELECT 1 FROM steps WHERE run_id = %s AND seq = %s "
+                "AND state = 'uncertain' AND resolution IS NULL)",
+                [run_id, seq, time.time(), run_id, seq],
+            )
+            return bool(cur.rowcount == 1)
+
+    # -- rollback ----------------------------------------------------------------
+
+    def _identity(self, run_id: str) -> tuple[str, str]:
+        return (f"{self.location}#{self.schema}", run_id)
+
+    def start_rollback(self, run_id: str) -> RunRecord:
+        key = self._identity(run_id)
+        with _ACTIVE_LOCK:
+            if key in _ACTIVE_ROLLBACKS:
+                raise RollbackInProgressError(
+                    f"run {run_id} is being rolled back by this process (pid {os.getpid()}) "
+                    "already; this rollback refused to run at the same time (it does not "
+                    "wait). Try again when it ends."
+                )
+            _ACTIVE_ROLLBACKS.add(key)
+        try:
+            with self._lock:
+                self._start_rollback(run_id)
+            return self.get_run(run_id)
+        except BaseException:
+            with _ACTIVE_LOCK:
+                _ACTIVE_ROLLBACKS.discard(key)
+            raise
+
+    def _busy(self, run_id: str, owner: str | None) -> RollbackInProgressError:
+        return busy_error(run_id, owner, self._owner)
+
+    def _start_rollback(self, run_id: str) -> None:
+        """The run's row FOR UPDATE orders rollbacks starting at once (the second waits for
+        the first's commit and sees its owner); the session advisory lock, taken under the
+        row lock and kept past the commit, refuses a second handle of this same process."""
+        lock_key = advisory_key("rollback", self.schema, run_id)
+        c = self._c()
+        if self._deferred:
+            self.flush()
+        locked = False
+        try:
+            with c.transaction():
+                row = c.execute(
+                    "SELECT status, rollback_owner FROM runs WHERE id = %s FOR UPDATE", [run_id]
+                ).fetchone()
+                if row is None:
+                    raise JournalError(f"no run {run_id!r} in {self.location}")
+                status, owner = row
+                live = status == RunStatus.ROLLING_BACK and not self._dead(c, owner)
+                if live and owner != self._owner:
+                    raise self._busy(run_id, owner)
+                locked = bool(
+                    c.execute("SELECT pg_try_advisory_lock(%s)", [lock_key]).fetchone()[0]
+                )
+                if not locked:  # held by another session: another handle of this process
+                    raise self._busy(run_id, self._owner)
+                c.execute(
+                    "UPDATE runs SET status = 'rolling_back', rollback_owner = %s, "
+                    "rollback_started_at = coalesce(rollback_started_at, %s) WHERE id = %s",
+                    [self._owner, time.time(), run_id],
+                )
+                self._event(c, run_id, None, "rollback_started", {"owner": self._owner})
+        except BaseException:
+            if locked:  # a session lock outlives its transaction's rollback: let it go
+                with contextlib.suppress(Exception):
+                    c.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
+            raise
+
+    def set_rollback_state(
+        self, run_id: str, seq: int, state: RollbackState | None, reason: str | None
+    ) -> None:
+        with self._lock, self._tx():
+            self._conn.execute(
+                "UPDATE steps SET rollback_state = %s, rollback_reason = %s "
+                "WHERE run_id = %s AND seq = %s",
+                [
+                    state.value if state else None,
+                    pg_text(scrub(reason)) if reason else None,
+                    run_id,
+                    seq,
+                ],
+            )
+            self._event(
+                self._conn,
+                run_id,
+                seq,
+                "rollback_state",
+                {"state": state.value if state else None, "reason": reason},
+            )
+
+    def finish_rollback(self, run_id: str, complete: bool) -> None:
+        status = RunStatus.ROLLED_BACK if complete else RunStatus.ROLLBACK_INCOMPLETE
+        try:
+            with self._lock:
+                with self._tx():
+                    self._conn.execute(
+                        "UPDATE runs SET status = %s, rollback_owner = NULL, "
+                        "rollback_finished_at = %s WHERE id = %s",
+                        [status.value, time.time(), run_id],
+                    )
+                    self._event(
+                        self._conn, run_id, None, "rollback_finished", {"complete": complete}
+                    )
+                self._conn.execute(
+                    "SELECT pg_advisory_unlock(%s)", [advisory_key("rollback", self.schema, run_id)]
+                )
+        finally:
+            with _ACTIVE_LOCK:
+                _ACTIVE_ROLLBACKS.discard(self._identity(run_id))
+
+    def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
+        with self._lock, self._tx():
+            changed = self._conn.execute(
+                "UPDATE steps SET overwrite = %s WHERE run_id = %s AND seq = %s",
+                [dumps(decision), run_id, seq],
+            ).rowcount
+            if not changed:
+                raise JournalError(f"run {run_id!r} has no step {seq}")
+            self._event(self._conn, run_id, seq, "overwrite_allowed", decision)
+
+    # -- events ------------------------------------------------------------------
+
+    def _event(
+        self, c: Any, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]
+    ) -> None:
+        c.execute(
+            "INSERT INTO events (run_id, seq, at, kind, detail) VALUES (%s, %s, %s, %s, %s)",
+            [run_id, seq, time.time(), kind, dumps(detail)],
+        )
+
+    def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:
+        with self._lock, self._tx():
+            self._event(self._conn, run_id, seq, kind, detail)
+
+    def list_events(self, run_id: str) -> list[dict[str, Any]]:
+        with self._lock:
+            rows = (
+                self._reading()
+                .execute(
+                    "SELECT seq, at, kind, detail FROM events WHERE run_id = %s ORDER BY id",
+                    [run_id],
+                )
+                .fetchall()
+            )
+        return [{"step": r[0], "at": r[1], "kind": r[2], "detail": json.loads(r[3])} for r in rows]
+
+    def close(self) -> None:
+        with self._lock:
+            try:
+                if not self._lost():
+                    self.flush()
+            finally:
+                if self._conn is not None:
+                    self._conn.close()
+
+    def __enter__(self) -> PostgresJournal:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,61 @@
+"""The two journal stores the tests run against, and what a test may ask of either.
+
+``sqlite``: a data directory under the test's ``tmp_path``. ``postgresql``: a fresh
+schema on the session's throwaway server (``reversi_core.testing.postgres``), named by
+a superuser URL whose ``search_path`` is that schema alone.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+STORES = ("sqlite", "postgresql")
+
+
+def is_postgres(location: str) -> bool:
+    return location.startswith("postgresql://")
+
+
+def stored_bytes(location: str) -> bytes:
+    """Everything the journal at ``location`` holds, as bytes: the SQLite files (the
+    database, its -wal and -shm), or the text of every row of the schema's tables."""
+    if not is_postgres(location):
+        data = Path(location)
+        return b"".join(p.read_bytes() for p in sorted(data.iterdir()) if p.is_file())
+    import psycopg
+
+    out: list[str] = []
+    with psycopg.connect(location, autocommit=True) as conn:
+        tables = [
+            r[0]
+            for r in conn.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = current_schema() "
+                "ORDER BY tablename"
+            )
+        ]
+        for table in tables:
+            out += [r[0] for r in conn.execute(f'SELECT t::text FROM "{table}" t')]
+    return "\n".join(out).encode()
+
+
+def sql(location: str, statement: str, params: list[Any] | None = None) -> list[tuple[Any, ...]]:
+    """Run one statement on the journal's database, outside the journal (a test's hand).
+
+    SQLite placeholders are ``?``, PostgreSQL's ``%s``; returns the rows (none for a write).
+    """
+    if is_postgres(location):
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            cur = conn.execute(statement.encode(), params)
+            return list(cur.fetchall()) if cur.description else []
+    import sqlite3
+
+    conn = sqlite3.connect(Path(location) / "journal.sqlite3")
+    try:
+        with conn:
+            cur = conn.execute(statement, params or [])
+            return list(cur.fetchall())
+    finally:
+        conn.close()
