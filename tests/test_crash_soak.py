@@ -1,5 +1,9 @@
 """Crash soak: reversi-gateway killed with SIGKILL at random moments over 1,000 fs writes.
 
+On both journal stores: a SQLite data directory (``--data``), and a PostgreSQL journal
+in a fresh schema of a throwaway server on 127.0.0.1 (``reversi_core.testing.postgres``),
+named by ``$REVERSI_JOURNAL`` so that its URL, password and all, is on no command line.
+
 An MCP client (raw JSON-RPC lines on the gateway's stdin and stdout, as in
 tests/test_framing.py, so that it knows the gateway's pid and can kill it at any point of a
 call) drives ``reversi-gateway`` in front of ``reversi-connectors serve fs`` over a small
@@ -51,10 +55,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Iterator
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import pytest
@@ -63,6 +68,9 @@ from reversi_connector_fs import FsConnector
 from reversi_core import Registry, Run
 from reversi_core.connector import compensator_for
 from reversi_core.journal import StepRecord, StepState, open_journal
+
+if TYPE_CHECKING:  # needs psycopg, imported by the PostgreSQL half only
+    from reversi_core.testing.postgres import PostgresServer
 
 BIN = Path(sys.executable).parent
 BACKUPS = ".reversi-backups"
@@ -397,20 +405,58 @@ class Gateway:
 # -- stores ------------------------------------------------------------------------------
 
 
+JOURNAL_VARIABLES = ("REVERSI_JOURNAL", "REVERSI_DATA")
+
+
 @dataclass
 class Store:
-    """Where the journal lives: ``--data DIR`` (SQLite) for gateway and reversi alike."""
+    """Where the journal lives, and how the gateway and ``reversi`` are told.
+
+    SQLite: ``--data DIR``. PostgreSQL: ``$REVERSI_JOURNAL``, so that the URL, which
+    carries a password, is on no command line (and never in a failure's message).
+    """
 
     name: str
     location: str
 
     def flags(self) -> list[str]:
-        return ["--data", self.location]
+        return ["--data", self.location] if self.name == "sqlite" else []
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if k not in JOURNAL_VARIABLES}
+        if self.name == "postgresql":
+            env["REVERSI_JOURNAL"] = self.location
+        return env
 
 
-@pytest.fixture(params=["sqlite"])
-def store(request: pytest.FixtureRequest, tmp_path: Path) -> Store:
-    return Store(request.param, str(tmp_path / "data"))
+@pytest.fixture(scope="module")
+def pg_server() -> Iterator[PostgresServer]:
+    """A throwaway PostgreSQL server on 127.0.0.1; fails (never skips) without one."""
+    try:
+        from reversi_core.testing.postgres import (
+            PostgresUnavailable,
+            shared_server,
+            stop_shared_server,
+        )
+    except ImportError as exc:
+        pytest.fail(f"the PostgreSQL soak needs psycopg: {exc}", pytrace=False)
+    try:
+        server = shared_server()
+    except PostgresUnavailable as exc:
+        pytest.fail(f"no PostgreSQL server for the soak: {exc}", pytrace=False)
+    yield server
+    stop_shared_server()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        yield Store("sqlite", str(tmp_path / "data"))
+        return
+    from reversi_core.testing.postgres import fresh_schema
+
+    with fresh_schema(request.getfixturevalue("pg_server"), prefix="soak") as url:
+        yield Store("postgresql", url)
 
 
 # -- the soak ------------------------------------------------------------------------------
@@ -504,7 +550,7 @@ class Soak:
             inst = Instance()
             self.instances.append(inst)
             gw = Gateway(
-                self.argv(), dict(os.environ), self.tmp / f"gateway{len(self.instances)}.err"
+                self.argv(), self.store.env(), self.tmp / f"gateway{len(self.instances)}.err"
             )
             try:
                 gw.handshake()
@@ -623,9 +669,15 @@ def rebuilt_result(root: Path, sent: Sent) -> dict[str, Any]:
 # -- after the soak: the journal, the person, the rollback -------------------------------
 
 
-def reversi(*args: str) -> subprocess.CompletedProcess[str]:
+def reversi(store: Store, *args: str) -> subprocess.CompletedProcess[str]:
+    """``reversi ARGS`` on the store's journal."""
     return subprocess.run(
-        [script("reversi"), *args], capture_output=True, text=True, timeout=300, check=False
+        [script("reversi"), *args, *store.flags()],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env=store.env(),
     )
 
 
@@ -675,14 +727,21 @@ def check_journal(soak: Soak, steps_of: dict[str, list[StepRecord]]) -> list[tup
 
 def resolve(soak: Soak, run_id: str, s: Sent, seq: int) -> None:
     """``reversi resolve`` as the person would, from what the disk showed after the crash."""
-    flags = [*soak.store.flags(), "--manifests", str(soak.manifests), "--json"]
+    flags = ["--manifests", str(soak.manifests), "--json"]
     if s.took_effect:
         assert s.rebuilt is not None
         done = reversi(
-            "resolve", run_id, str(seq), "--applied", "--result-json", json.dumps(s.rebuilt), *flags
+            soak.store,
+            "resolve",
+            run_id,
+            str(seq),
+            "--applied",
+            "--result-json",
+            json.dumps(s.rebuilt),
+            *flags,
         )
     else:
-        done = reversi("resolve", run_id, str(seq), "--not-applied", *flags)
+        done = reversi(soak.store, "resolve", run_id, str(seq), "--not-applied", *flags)
     assert done.returncode == 0, (soak.why(), done.stdout, done.stderr)
     step = json.loads(done.stdout)
     assert step["resolution"] == ("applied" if s.took_effect else "not_applied"), step
@@ -734,7 +793,7 @@ def test_gateway_killed_at_random_over_1000_writes_loses_nothing_and_rolls_back(
     assert not problems, (soak.why(), problems)
     diff = differences(soak.before, fingerprint(soak.root))
     assert not diff, f"{soak.why()}: the rollback left the tree changed: {diff[:20]}"
-    listed = reversi("runs", *store.flags(), "--json")
+    listed = reversi(store, "runs", "--json")
     assert listed.returncode == 0, listed.stderr
     statuses = {r["id"]: r["status"] for r in json.loads(listed.stdout)}
     assert statuses == {i.run_id: "rolled_back" for i in soak.instances}, (soak.why(), statuses)
