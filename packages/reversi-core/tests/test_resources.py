@@ -83,6 +83,10 @@ def test_template_sources_are_its_placeholders_in_order() -> None:
     assert template_sources("s3:{args.bucket}/{args.key}") == ["args.bucket", "args.key"]
     assert template_sources("gh:{args.repo}#{result.number}") == ["args.repo", "result.number"]
     assert template_sources("queue:jobs") == []
+    assert template_sources("gh:{args.owner|lower}/{args.repo|lower}") == [
+        "args.owner",
+        "args.repo",
+    ]
 
 
 @pytest.mark.parametrize(
@@ -94,6 +98,7 @@ def test_template_sources_are_its_placeholders_in_order() -> None:
         ("fs:{args.path", "opens or closes no placeholder"),
         ("fs:args.path}", "opens or closes no placeholder"),
         ("fs:{{args.path}}", "opens or closes no placeholder"),
+        ("fs:{args.path|upper}", "optionally followed by '|lower'"),
         ("", "non-empty string"),
     ],
 )
@@ -165,6 +170,13 @@ def test_the_manifest_json_carries_the_templates() -> None:
         (["pg:t{args.key}"], {"key": {"id": 3, "a": True}}, None, ['pg:t{"a":true,"id":3}']),
         (["fs:{args.src}", "fs:{args.dst}"], {"src": "a", "dst": "a"}, None, ["fs:a"]),
         (["queue:jobs"], {}, None, ["queue:jobs"]),
+        (
+            ["gh:{args.owner|lower}/{args.repo}"],
+            {"owner": "Octo", "repo": "Hi"},
+            None,
+            ["gh:octo/Hi"],
+        ),
+        (["gh:{args.names|lower}"], {"names": ["A", "b"]}, None, ["gh:a", "gh:b"]),
     ],
 )
 def test_rendered_names(

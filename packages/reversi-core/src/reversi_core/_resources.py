@@ -11,9 +11,10 @@ starts (docs/engine.md, "Rollback in parallel").
 
 A placeholder's value is inserted as text when it is a string, as JSON when it is a
 number, a boolean or an object (keys sorted); a list gives one name per item (several
-lists: one per combination). A value that is missing or null makes the step's
-resources unknown, and so does a template that would give more than
-:data:`MAX_RESOURCES` names.
+lists: one per combination). ``{args.owner|lower}`` inserts it in lower case, for a
+vendor whose names are not case-sensitive (GitHub's owners and repositories). A value
+that is missing or null makes the step's resources unknown, and so does a template that
+would give more than :data:`MAX_RESOURCES` names.
 
 Two names *overlap* when they are equal or one lies under the other, ``/`` separating
 the levels: ``fs:d`` and ``fs:d/f.txt`` overlap, ``fs:d/a`` and ``fs:d/b`` do not. Steps
@@ -43,7 +44,7 @@ MAX_RESOURCES = 1000
 """The most names one step's templates may give; more make its resources unknown."""
 
 _PLACEHOLDER = re.compile(r"\{([^{}]*)\}")
-_SOURCE = re.compile(r"(?:args|result)(?:\.[^.{}\s]+)+")
+_SOURCE = re.compile(r"(?P<source>(?:args|result)(?:\.[^.{}|\s]+)+)(?:\|(?P<filter>lower))?")
 
 
 def template_sources(template: str) -> list[str]:
@@ -56,13 +57,13 @@ def template_sources(template: str) -> list[str]:
         raise ValueError("a resource template is a non-empty string")
     sources = []
     for match in _PLACEHOLDER.finditer(template):
-        source = match.group(1)
-        if not _SOURCE.fullmatch(source):
+        placeholder = _SOURCE.fullmatch(match.group(1))
+        if placeholder is None:
             raise ValueError(
-                f"resource template {template!r}: placeholder {{{source}}} must name "
-                "'args.<path>' or 'result.<path>'"
+                f"resource template {template!r}: placeholder {{{match.group(1)}}} must name "
+                "'args.<path>' or 'result.<path>', optionally followed by '|lower'"
             )
-        sources.append(source)
+        sources.append(placeholder["source"])
     if "{" in _PLACEHOLDER.sub("", template) or "}" in _PLACEHOLDER.sub("", template):
         raise ValueError(f"resource template {template!r}: a brace opens or closes no placeholder")
     return sources
@@ -103,11 +104,13 @@ def render_resources(
             if i % 2 == 0:
                 choices.append([piece])
                 continue
-            value = resolve_source(piece, args, result)
+            placeholder = _SOURCE.fullmatch(piece)
+            assert placeholder is not None  # checked when the manifest was loaded
+            value = resolve_source(placeholder["source"], args, result)
             texts = None if value is MISSING else _text(value)
             if texts is None:
                 return None
-            choices.append(texts)
+            choices.append([t.lower() for t in texts] if placeholder["filter"] else texts)
         count = 1
         for c in choices:
             count *= len(c)
