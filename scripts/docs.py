@@ -11,7 +11,7 @@ needed), the blocks of ``docs/connectors/NAME.md`` between ``<!-- generated:KIND
 and ``<!-- end generated:KIND -->`` are rendered from the connector: ``configuration``
 (its settings, environment variables and command-line options), ``tools`` (each tool's
 effect, permission, approval and compensation with its argument map) and ``edges`` (its
-``requires`` declarations). A connector without a page gets a new one with those blocks
+``requires`` declarations, and the resources each compensation touches). A connector without a page gets a new one with those blocks
 and its tools' docstrings. The README's list of connectors (the ``connectors`` block) is
 rendered from every connector's distribution, summary and fixture. Prose outside the
 blocks is the author's and is kept as it is. ``tests/test_docs.py`` runs ``--check``'s
@@ -143,7 +143,7 @@ def tools(pkg: Package) -> str:
 
 
 def edges(pkg: Package) -> str:
-    """The ``requires`` declarations, one line each."""
+    """The ``requires`` declarations, one line each, then what each compensation touches."""
     lines = []
     for m in pkg.cls.manifests():
         for requirement in m.requires:
@@ -154,7 +154,27 @@ def edges(pkg: Package) -> str:
             )
             lines.append(f"- `{m.name}` depends on an earlier `{requirement.tool}` where {conditions}.")
     if not lines:
-        return "No tool declares a dependency on an earlier step."
+        lines.append("No tool declares a dependency on an earlier step.")
+    touches = []
+    for m in pkg.cls.manifests():
+        if m.compensation is None:
+            continue
+        if m.compensation.resources:
+            names = ", ".join(f"`{r}`" for r in m.compensation.resources)
+            touches.append(f"- `{m.name}` is undone touching {names}.")
+        else:
+            touches.append(
+                f"- `{m.name}` declares no resources: its compensation runs alone, after every "
+                "later step and before every earlier one."
+            )
+    if touches:
+        lines += [
+            "",
+            "What each compensation touches (a rollback undoes steps whose names overlap newest "
+            "first, and the others at once; docs/engine.md, \"Rollback in parallel\"):",
+            "",
+            *touches,
+        ]
     return "\n".join(lines)
 
 

@@ -69,3 +69,60 @@ async def test_a_directory_waits_for_what_was_put_in_it(plain: Any, tmp_path: Pa
         again = await run.rollback(compensate=compensator_for([fs]))
         assert again.complete, again.to_json()
     assert os.listdir(plain.root) == []
+
+
+@pytest.mark.anyio
+async def test_what_each_compensation_touches_is_journaled_as_the_normalised_paths(
+    plain: Any, tmp_path: Path
+) -> None:
+    fs = plain.fs
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = Run.start(journal, registry_for([fs]), executor=executor_for([fs]))
+        made, _ = await run.call("fs.make_dir", {"path": "./x//y"})
+        again, _ = await run.call("fs.make_dir", {"path": "x"})  # made nothing
+        wrote, _ = await run.call("fs.write_file", {"path": "x/./y/a.txt", "content": "1"})
+        moved, _ = await run.call("fs.move_file", {"source": "x/y/a.txt", "destination": "b.txt"})
+        gone, _ = await run.call("fs.delete_file", {"path": "./b.txt"})
+        touched = {s.seq: (s.compensation or {}).get("resources") for s in run.steps()}
+    assert touched == {
+        made: ["fs:x", "fs:x/y"],
+        again: [],
+        wrote: ["fs:x/y/a.txt"],
+        moved: ["fs:b.txt", "fs:x/y/a.txt"],
+        gone: ["fs:b.txt"],
+    }
+
+
+@pytest.mark.anyio
+async def test_a_long_run_is_undone_in_parallel_exactly(plain: Any, tmp_path: Path) -> None:
+    """Rewrites of the same files, a directory and what was put in it, a move and a
+    delete, undone eight at a time: the tree is byte for byte what it was, and each
+    file's writes were undone newest first."""
+    for i in range(8):
+        (plain.root / f"f{i}.txt").write_text(f"original {i}")
+    before = tree_of(plain.root)
+    fs = plain.fs
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = Run.start(journal, registry_for([fs]), executor=executor_for([fs]))
+        writes: dict[str, list[int]] = {}
+        for round_ in range(3):
+            for i in range(8):
+                seq, _ = await run.call(
+                    "fs.write_file", {"path": f"f{i}.txt", "content": f"round {round_}"}
+                )
+                writes.setdefault(f"f{i}.txt", []).append(seq)
+        await run.call("fs.make_dir", {"path": "d/e"})
+        await run.call("fs.write_file", {"path": "d/e/g.txt", "content": "new"})
+        await run.call("fs.move_file", {"source": "f1.txt", "destination": "d/f1.txt"})
+        await run.call("fs.delete_file", {"path": "f2.txt"})
+        await run.call("fs.write_file", {"path": "f2.txt", "content": "back again"})
+        plan = run.plan_rollback(parallel=8)
+        report = await run.rollback(compensate=compensator_for([fs]), parallel=8)
+        assert report.complete, report.to_json()
+    assert tree_of(plain.root) == before
+    assert report.waves == plan.waves
+    wave_of = {seq: n for n, wave in enumerate(report.waves) for seq in wave}
+    assert len(report.waves) < sum(len(w) for w in report.waves)  # some ran side by side
+    for path, seqs in writes.items():  # later writes of a file are undone first
+        assert [wave_of[s] for s in seqs] == sorted((wave_of[s] for s in seqs), reverse=True), path
+        assert len({wave_of[s] for s in seqs}) == len(seqs), path

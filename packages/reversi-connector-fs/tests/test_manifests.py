@@ -47,6 +47,17 @@ def test_manifests_form_a_valid_registry() -> None:
     assert registry.default_scope() == {"fs:read", "fs:write"}
 
 
+def test_every_compensation_declares_the_paths_it_touches(manifests: dict[str, Any]) -> None:
+    """The result's paths, which the connector normalised (docs/engine.md, "Rollback in parallel")."""
+    touched = {n: m.compensation.resources for n, m in manifests.items() if m.compensation}
+    assert touched == {
+        "fs.write_file": ["fs:{result.path}"],
+        "fs.delete_file": ["fs:{result.path}"],
+        "fs.make_dir": ["fs:{result.created}"],
+        "fs.move_file": ["fs:{result.source}", "fs:{result.destination}"],
+    }
+
+
 def test_input_schemas_are_closed_and_every_field_described(manifests: dict[str, Any]) -> None:
     for name, manifest in manifests.items():
         schema = manifest.input_schema

@@ -94,7 +94,9 @@ def test_manifests_json_round_trips_into_a_registry(
     assert by_name["note.create"]["compensation"] == {
         "tool": "note.delete",
         "argument_map": {"name": "args.name"},
+        "resources": ["note:{args.name}"],
     }
+    assert by_name["note.flaky"]["compensation"]["resources"] is None  # declares none
     assert by_name["note.delete"]["compensation"] is None
     assert by_name["note.publish"]["approval"] == "always"
     assert by_name["note.read"]["output_schema"]["required"] == ["name", "text"]

@@ -224,7 +224,11 @@ def test_show_json(played: Played, capsys: pytest.CaptureFixture[str]) -> None:
         "succeeded",
     ]
     assert data["steps"][6]["args"]["text"] == "x" * 300  # JSON is never wrapped or cut
-    assert data["steps"][0]["compensation"] == {"tool": "note.delete", "args": {"name": "a"}}
+    assert data["steps"][0]["compensation"] == {
+        "tool": "note.delete",
+        "args": {"name": "a"},
+        "resources": ["note:a"],  # what the compensation touches, rendered at call time
+    }
 
 
 def test_show_unknown_run(played: Played, capsys: pytest.CaptureFixture[str]) -> None:

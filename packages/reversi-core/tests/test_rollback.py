@@ -563,16 +563,27 @@ async def test_cancelled_rollback_resumes_without_rerunning_done_compensations(
     assert [c.args["key"] for c in mem.calls_of("mem.restore")] == ["c", "b", "a"]
 
 
-async def test_progress_callback_sees_each_decision(make_run: MakeRun, mem: MemConnector) -> None:
+@pytest.mark.parametrize("parallel", [1, 8])
+async def test_progress_callback_sees_each_decision(
+    make_run: MakeRun, mem: MemConnector, parallel: int
+) -> None:
     run = make_run()
     await run.call("mem.get", {"key": "a"})
     await run.call("mem.put", {"key": "a", "value": "1"})
     seen: list[tuple[int, RollbackState | None]] = []
+    began: list[int] = []
     await run.rollback(
         compensate=compensator_for([mem]),
         progress=lambda step, state, reason: seen.append((step.seq, state)),
+        started=lambda step: began.append(step.seq),
+        parallel=parallel,
     )
-    assert seen == [(2, RollbackState.COMPENSATED), (1, RollbackState.NOT_APPLICABLE)]
+    expected = [(2, RollbackState.COMPENSATED), (1, RollbackState.NOT_APPLICABLE)]
+    if parallel == 1:  # one at a time: newest first
+        assert seen == expected
+    else:  # the read is decided at once, before any compensation runs
+        assert seen == expected[::-1]
+    assert began == [2]
 
 
 @pytest.mark.req("RB-6")

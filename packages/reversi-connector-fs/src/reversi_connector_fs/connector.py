@@ -449,6 +449,12 @@ def _same_file_as_earlier(*this: str) -> list[Requirement]:
     ]
 
 
+# What each compensation touches (docs/engine.md, "Rollback in parallel"): the paths the
+# result names, which the connector has normalised (an argument may spell one path in
+# several ways: ``./a//b`` is ``a/b``). A name lies under its directory's (``fs:d/f``
+# under ``fs:d``), so a file and the directory that holds it are undone in order.
+_TOUCHES_PATH = ["fs:{result.path}"]
+
 _RESTORE_WRITTEN = Compensation(
     tool="fs.restore_file",
     argument_map={
@@ -458,6 +464,7 @@ _RESTORE_WRITTEN = Compensation(
         "sha256": "result.sha256",
         "mode": "result.mode",
     },
+    resources=_TOUCHES_PATH,
 )
 
 _RESTORE_DELETED = Compensation(
@@ -469,6 +476,7 @@ _RESTORE_DELETED = Compensation(
         "sha256": Const(const=None),
         "mode": Const(const=None),
     },
+    resources=_TOUCHES_PATH,
 )
 
 
@@ -750,7 +758,11 @@ class FsConnector(Connector):
         permission="fs:write",
         input=MakeDirArgs,
         output=MakeDirResult,
-        compensation=Compensation(tool="fs.remove_dir", argument_map={"paths": "result.created"}),
+        compensation=Compensation(
+            tool="fs.remove_dir",
+            argument_map={"paths": "result.created"},
+            resources=["fs:{result.created}"],  # each directory made (none: touches nothing)
+        ),
         requires=[_inside_made_dir("args.path")],
     )
     async def make_dir(self, args: MakeDirArgs, ctx: CallContext) -> dict[str, Any]:
@@ -801,6 +813,7 @@ class FsConnector(Connector):
                 "sha256": "result.sha256",
                 "mode": "result.mode",
             },
+            resources=["fs:{result.source}", "fs:{result.destination}"],
         ),
         requires=[
             _inside_made_dir("args.source"),

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from ._resources import render_resources
 from .connector import CallContext
 from .errors import CallRejected, EffectUncertainError, JournalError, ReversiError, ToolError
 from .journal import StepState
@@ -223,11 +224,22 @@ async def run_tool(
 def compensation_for(
     manifest: Manifest, args: dict[str, Any], result: dict[str, Any] | None
 ) -> tuple[dict[str, Any] | None, str | None]:
-    """The compensation call ``{"tool", "args"}`` a step's argument map gives, or why none."""
+    """The compensation call ``{"tool", "args"}`` a step's argument map gives, or why none.
+
+    When the compensation declares resource templates and they can be rendered, the
+    call also carries ``"resources"``: the sorted names it touches
+    (:mod:`reversi_core._resources`); without that key a rollback treats the step as
+    touching anything.
+    """
     if manifest.compensation is None:
         return None, None
     try:
         comp_args = evaluate_argument_map(manifest.compensation, args, result)
     except MappingFailed as exc:
         return None, str(exc)
-    return {"tool": manifest.compensation.tool, "args": comp_args}, None
+    call: dict[str, Any] = {"tool": manifest.compensation.tool, "args": comp_args}
+    if manifest.compensation.resources:
+        names = render_resources(manifest.compensation.resources, args, result)
+        if names is not None:
+            call["resources"] = names
+    return call, None

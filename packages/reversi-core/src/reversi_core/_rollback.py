@@ -1,11 +1,16 @@
-"""A run's rollback: the saga of docs/engine.md, newest step first.
+"""A run's rollback: the saga of docs/engine.md, newest step first, in parallel where it may.
 
 :func:`rollback` is what :meth:`reversi_core.engine.Run.rollback` runs. It takes the
-run's rollback lock in the journal, visits every step newest first, decides for each
-whether it is undone, left alone, deferred or handed to a person, runs the
-compensations that apply (each with an idempotency key derived only from the run and
-the step), journals every decision as it is made, and returns a
-:class:`RollbackReport`.
+run's rollback lock in the journal, decides for every step whether it is undone, left
+alone, deferred or handed to a person, runs the compensations that apply (each with an
+idempotency key derived only from the run and the step), journals every decision as it
+is made, and returns a :class:`RollbackReport`.
+
+With ``parallel=1`` it visits the steps one at a time, newest first. With more, the
+compensations of steps that neither depend on each other nor touch overlapping
+resources run at once, at most ``parallel`` together, in the order of
+:mod:`reversi_core._schedule`; the outcome is the sequential one (docs/engine.md,
+"Rollback in parallel", RB-11 to RB-14).
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ._schedule import Waves, waits_for
 from .connector import CompensationCall, Compensator
 from .errors import ReversiError
 from .journal import Journal, RollbackState, StepRecord, StepState
@@ -24,19 +30,27 @@ from .manifest import Effect
 from .redact import scrub
 
 __all__ = [
+    "DEFAULT_PARALLEL",
     "OutstandingStep",
     "ProgressCallback",
     "RollbackReport",
+    "StartCallback",
     "Verifier",
     "compensation_key",
     "rollback",
 ]
+
+DEFAULT_PARALLEL = 8
+"""How many compensations a rollback runs at once unless told otherwise."""
 
 Verifier = Callable[[StepRecord, dict[str, Any]], Awaitable[bool]]
 """Called after a compensation with the step and the compensation's result; ``False`` means not undone."""
 
 ProgressCallback = Callable[[StepRecord, RollbackState | None, str | None], None]
 """Told each decision as it is journaled: ``(step as journaled now, state, reason)``."""
+
+StartCallback = Callable[[StepRecord], None]
+"""Told when a step's compensation starts (its ``compensation_started`` event is journaled)."""
 
 
 def compensation_key(run_id: str, seq: int) -> str:
@@ -66,7 +80,9 @@ class RollbackReport:
     ``steps`` holds every step newest first as journaled after this attempt;
     ``outstanding`` the ones still to deal with and why; ``unrecoverable`` those a
     person must handle (irreversible, or idempotent calls the agent made itself);
-    ``compensated_now`` the steps whose compensation ran in this attempt.
+    ``compensated_now`` the steps whose compensation ran and succeeded in this attempt,
+    in the order they finished; ``waves`` the steps whose compensation started in this
+    attempt, by wave (:mod:`reversi_core._schedule`), newest first within each.
     """
 
     run_id: str
@@ -75,6 +91,7 @@ class RollbackReport:
     outstanding: list[OutstandingStep] = field(default_factory=list)
     unrecoverable: list[OutstandingStep] = field(default_factory=list)
     compensated_now: list[int] = field(default_factory=list)
+    waves: list[list[int]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         """JSON form: ``{"run_id", "complete", "status", "steps": [...], "outstanding": [...], ...}``."""
@@ -83,6 +100,7 @@ class RollbackReport:
             "complete": self.complete,
             "status": "complete" if self.complete else "incomplete",
             "compensated_now": self.compensated_now,
+            "waves": self.waves,
             "outstanding": [o.to_json() for o in self.outstanding],
             "unrecoverable": [o.to_json() for o in self.unrecoverable],
             "steps": [
@@ -106,30 +124,34 @@ async def rollback(
     compensate: Compensator,
     verify: Verifier | None = None,
     progress: ProgressCallback | None = None,
+    started: StartCallback | None = None,
     compensation_timeout: float | None = None,
+    parallel: int = DEFAULT_PARALLEL,
 ) -> RollbackReport:
-    """Undo the run ``run_id`` newest first; see :meth:`reversi_core.engine.Run.rollback`."""
+    """Undo the run ``run_id``; see :meth:`reversi_core.engine.Run.rollback`."""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a whole number of at least 1, not {parallel!r}")
     journal.start_rollback(run_id)
     complete = False
     report = RollbackReport(run_id=run_id, complete=False)
-    saga = _Saga(journal, run_id, compensate, verify, compensation_timeout, report)
+    saga = _Saga(
+        journal, run_id, compensate, verify, compensation_timeout, report, progress, started
+    )
     try:
         steps = journal.list_steps(run_id)
-        by_seq = {s.seq: s for s in steps}
-        dependents: dict[int, list[int]] = {}
+        saga.by_seq = {s.seq: s for s in steps}
         for s in steps:
             for r in s.requires:
-                dependents.setdefault(r, []).append(s.seq)
-        for step in sorted(steps, key=lambda s: s.seq, reverse=True):
-            state, reason = await saga.undo_one(step, by_seq, dependents)
-            by_seq[step.seq] = journal.get_step(run_id, step.seq)
-            if progress is not None:
-                progress(by_seq[step.seq], state, reason)
-            # a cancellation (Ctrl-C in the CLI) stops the rollback here, between
-            # compensations, never inside one
-            await anyio.lowlevel.checkpoint()
+                saga.dependents.setdefault(r, []).append(s.seq)
+        newest_first = sorted(steps, key=lambda s: s.seq, reverse=True)
+        if parallel == 1:
+            await saga.one_at_a_time(newest_first)
+        else:
+            await saga.concurrently(newest_first, parallel)
+        by_seq = saga.by_seq
         final = [by_seq[s] for s in sorted(by_seq, reverse=True)]
         report.steps = final
+        report.waves = [sorted(w, reverse=True) for w in saga.waves.waves]
         for s in final:
             if s.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
                 continue
@@ -156,6 +178,60 @@ def _stands(s: StepRecord) -> bool:
     )
 
 
+Decision = tuple[RollbackState | None, str | None]
+
+
+def settled_without_compensation(step: StepRecord, run_id: str) -> Decision | None:
+    """The decision for a step whose compensation cannot run, or ``None`` for a candidate.
+
+    A candidate is a step whose compensation runs unless a later step that requires it
+    still stands (then it is deferred). Every other step is decided here, from its own
+    record alone: done in an earlier attempt, not applicable, uncertain (``None`` state,
+    with how to resolve it), compensation failed (none could be computed) or
+    unrecoverable.
+    """
+    if step.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
+        return step.rollback_state, step.rollback_reason  # done in an earlier attempt
+    if step.state in (StepState.REJECTED, StepState.FAILED):
+        return RollbackState.NOT_APPLICABLE, f"step {step.state.value}: nothing was changed"
+    if step.effect == Effect.READ_ONLY.value:
+        return RollbackState.NOT_APPLICABLE, "read-only: nothing to undo"
+    if step.state in (StepState.UNCERTAIN, StepState.PENDING):
+        if step.resolution == "not_applied":
+            return RollbackState.NOT_APPLICABLE, "resolved as not applied"
+        if step.resolution is None:
+            why = (
+                "still running in another process"
+                if step.state is StepState.PENDING
+                else "outcome uncertain"
+            )
+            return (
+                None,
+                f"{why}: {step.error or 'unknown'}; resolve it with "
+                f"'reversi resolve {run_id} {step.seq} --applied|--not-applied', "
+                "then roll back again",
+            )
+    # The step (may have) applied. Can it be undone?
+    if step.compensation is None:
+        if step.compensation_error:
+            return RollbackState.COMPENSATION_FAILED, step.compensation_error
+        if step.effect == Effect.IRREVERSIBLE.value:
+            return RollbackState.UNRECOVERABLE, "irreversible: a person must undo it by hand"
+        return (
+            RollbackState.UNRECOVERABLE,
+            f"{step.effect} call made by the agent has no compensation: a person must undo it by hand",
+        )
+    return None
+
+
+def deferral(standing: list[int]) -> Decision:
+    """The decision for a candidate that later, still standing steps require."""
+    return (
+        RollbackState.DEFERRED,
+        "required by step(s) " + ", ".join(map(str, sorted(standing))) + " that still stand",
+    )
+
+
 @dataclass
 class _Saga:
     journal: Journal
@@ -164,68 +240,99 @@ class _Saga:
     verify: Verifier | None
     timeout: float | None
     report: RollbackReport
+    progress: ProgressCallback | None = None
+    started: StartCallback | None = None
+    by_seq: dict[int, StepRecord] = field(default_factory=dict)
+    dependents: dict[int, list[int]] = field(default_factory=dict)
+    waves: Waves = field(default_factory=lambda: Waves({}))
 
-    async def undo_one(
-        self,
-        step: StepRecord,
-        by_seq: dict[int, StepRecord],
-        dependents: dict[int, list[int]],
-    ) -> tuple[RollbackState | None, str | None]:
-        """Decide one step, journal the decision, run its compensation when it applies."""
+    def standing(self, step: StepRecord) -> list[int]:
+        """The later steps requiring ``step`` that still stand, as decided so far."""
+        return [d for d in self.dependents.get(step.seq, []) if _stands(self.by_seq[d])]
 
-        def record(
-            state: RollbackState | None, reason: str | None
-        ) -> tuple[RollbackState | None, str | None]:
-            if step.rollback_state != state or step.rollback_reason != reason:
-                self.journal.set_rollback_state(self.run_id, step.seq, state, reason)
-            return state, reason
+    def record(self, step: StepRecord, decision: Decision) -> None:
+        """Journal a decision (when it changes the step), then tell ``progress``.
 
-        if step.rollback_state in (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE):
-            return step.rollback_state, step.rollback_reason  # done in an earlier attempt
-        if step.state in (StepState.REJECTED, StepState.FAILED):
-            return record(
-                RollbackState.NOT_APPLICABLE, f"step {step.state.value}: nothing was changed"
-            )
-        if step.effect == Effect.READ_ONLY.value:
-            return record(RollbackState.NOT_APPLICABLE, "read-only: nothing to undo")
-        if step.state in (StepState.UNCERTAIN, StepState.PENDING):
-            if step.resolution == "not_applied":
-                return record(RollbackState.NOT_APPLICABLE, "resolved as not applied")
-            if step.resolution is None:
-                why = (
-                    "still running in another process"
-                    if step.state is StepState.PENDING
-                    else "outcome uncertain"
-                )
-                return record(
-                    None,
-                    f"{why}: {step.error or 'unknown'}; resolve it with "
-                    f"'reversi resolve {self.run_id} {step.seq} --applied|--not-applied', "
-                    "then roll back again",
-                )
-        # The step (may have) applied. Can it be undone?
-        if step.compensation is None:
-            if step.compensation_error:
-                return record(RollbackState.COMPENSATION_FAILED, step.compensation_error)
-            if step.effect == Effect.IRREVERSIBLE.value:
-                return record(
-                    RollbackState.UNRECOVERABLE, "irreversible: a person must undo it by hand"
-                )
-            return record(
-                RollbackState.UNRECOVERABLE,
-                f"{step.effect} call made by the agent has no compensation: a person must undo it by hand",
-            )
-        standing = [d for d in dependents.get(step.seq, []) if _stands(by_seq[d])]
-        if standing:
-            return record(
-                RollbackState.DEFERRED,
-                "required by step(s) "
-                + ", ".join(map(str, sorted(standing)))
-                + " that still stand",
-            )
-        return record(*await self._compensate(step))
+        Called from the event loop's thread only, one call at a time (the journal API is
+        synchronous), so concurrent compensations never write the journal at once.
+        """
+        state, reason = decision
+        if step.rollback_state != state or step.rollback_reason != reason:
+            self.journal.set_rollback_state(self.run_id, step.seq, state, reason)
+        now = self.journal.get_step(self.run_id, step.seq)
+        self.by_seq[step.seq] = now
+        if self.progress is not None:
+            self.progress(now, state, reason)
 
-    async def _compensate(self, step: StepRecord) -> tuple[RollbackState, str | None]:
+    async def one_at_a_time(self, newest_first: list[StepRecord]) -> None:
+        """The sequential rollback (``parallel=1``): every step in turn, newest first."""
+        for step in newest_first:
+            decision = settled_without_compensation(step, self.run_id)
+            if decision is None:
+                standing = self.standing(step)
+                if standing:
+                    decision = deferral(standing)
+                else:
+                    self.waves.waves.append([step.seq])
+                    decision = await self._compensate(step, len(self.waves.waves))
+            self.record(step, decision)
+            # a cancellation (Ctrl-C in the CLI) stops the rollback here, between
+            # compensations, never inside one
+            await anyio.lowlevel.checkpoint()
+
+    async def concurrently(self, newest_first: list[StepRecord], parallel: int) -> None:
+        """The parallel rollback: candidates as soon as what they wait for has settled.
+
+        Steps decided from their own record are journaled first, newest first. Each
+        candidate is then a task that waits for the later candidates of
+        :func:`~reversi_core._schedule.waits_for`, then for one of ``parallel`` slots,
+        then decides and compensates. A cancellation (Ctrl-C) cancels the tasks still
+        waiting, so no compensation starts after it; those running finish (shielded
+        within ``compensation_timeout``) and are journaled. An error from a task (the
+        journal failing) stops the others the same way and is raised as itself.
+        """
+        candidates = []
+        for step in newest_first:
+            decision = settled_without_compensation(step, self.run_id)
+            if decision is None:
+                candidates.append(step)
+            else:
+                self.record(step, decision)
+        order = waits_for(candidates, self.dependents)
+        self.waves = Waves(order)
+        done = {s.seq: anyio.Event() for s in candidates}
+        slots = anyio.CapacityLimiter(parallel)
+        errors: list[BaseException] = []
+
+        async def one(step: StepRecord, scope: anyio.CancelScope) -> None:
+            try:
+                for later in order[step.seq]:
+                    await done[later].wait()
+                standing = self.standing(step)
+                if standing:
+                    self.waves.settle(step.seq, ran=False)
+                    self.record(step, deferral(standing))
+                    return
+                async with slots:
+                    wave = self.waves.settle(step.seq, ran=True)
+                    assert wave is not None
+                    decision = await self._compensate(step, wave)
+                    self.record(step, decision)
+            except anyio.get_cancelled_exc_class():
+                raise
+            except BaseException as exc:
+                errors.append(exc)
+                scope.cancel()
+            finally:
+                done[step.seq].set()
+
+        async with anyio.create_task_group() as group:
+            for step in candidates:
+                group.start_soon(one, step, group.cancel_scope)
+        if errors:
+            raise errors[0]
+
+    async def _compensate(self, step: StepRecord, wave: int) -> Decision:
         assert step.compensation is not None
         call = CompensationCall(
             tool=step.compensation["tool"],
@@ -243,9 +350,12 @@ class _Saga:
             {
                 "tool": call.tool,
                 "idempotency_key": call.idempotency_key,
+                "wave": wave,
                 **({"overwrite": step.overwrite} if call.overwrite else {}),
             },
         )
+        if self.started is not None:
+            self.started(step)
         timeout = self.timeout
         try:
             if timeout is not None:

@@ -5,7 +5,9 @@ shell line with :func:`shlex.split`, run without a shell), writes the
 :class:`~reversi_core.connector.CompensationCall` as one JSON object on its stdin, and
 reads the outcome: exit 0 means the undo succeeded (stdout may carry a JSON result);
 any other exit means it failed, with the last line of stderr as the reason. A command
-that runs past its time limit is killed and counts as failed.
+that runs past its time limit is killed and counts as failed. Each command runs in a
+session of its own, so that Ctrl-C on the terminal (which signals the foreground
+process group) stops the rollback from starting more, but never kills one half done.
 
 :class:`CommandReplayer` runs an uncertain step's replay the same way (the object on
 stdin has the same fields: the step's forward call with its original key), and reads
@@ -167,6 +169,9 @@ async def _run_once(
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
             env=env,
+            # a session of its own: Ctrl-C on the terminal signals the foreground process
+            # group, and a call that is running must finish (or time out), not die half done
+            start_new_session=True,
         )
     except OSError as exc:
         return None, "spawn", f"cannot start {what} {argv[0]}: {exc.strerror}"

@@ -46,11 +46,14 @@ from ._outcome import (
     run_tool,
     unicode_problems,
 )
+from ._plan import PlannedStep, RollbackPlan, plan_rollback
 from ._replay import ReplayOutcome, replay_step
 from ._rollback import (
+    DEFAULT_PARALLEL,
     OutstandingStep,
     ProgressCallback,
     RollbackReport,
+    StartCallback,
     Verifier,
     compensation_key,
 )
@@ -86,6 +89,7 @@ from .redact import scrub
 from .registry import Registry
 
 __all__ = [
+    "DEFAULT_PARALLEL",
     "REJECTED_ARGS_LIMIT",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -93,7 +97,9 @@ __all__ = [
     "CallOutcome",
     "Executor",
     "OutstandingStep",
+    "PlannedStep",
     "ReplayOutcome",
+    "RollbackPlan",
     "RollbackReport",
     "Run",
     "Verifier",
@@ -635,20 +641,26 @@ class Run:
         compensate: Compensator,
         verify: Verifier | None = None,
         progress: ProgressCallback | None = None,
+        started: StartCallback | None = None,
         compensation_timeout: float | None = None,
+        parallel: int = DEFAULT_PARALLEL,
     ) -> RollbackReport:
         """Undo the run newest first; return the report (see :class:`RollbackReport`).
 
         ``compensate`` runs one compensation; ``verify`` (optional) confirms it;
-        ``progress`` is told each decision as it is journaled; ``compensation_timeout``
-        (seconds) bounds each compensation, and running out counts as a failure. A step
-        whose journal record holds an overwrite decision (:meth:`allow_overwrite`) gets a
+        ``progress`` is told each decision as it is journaled, ``started`` each
+        compensation as it starts; ``compensation_timeout`` (seconds) bounds each
+        compensation, and running out counts as a failure. ``parallel`` (default
+        :data:`DEFAULT_PARALLEL`) compensations run at once, for steps that neither
+        require one another nor touch overlapping resources; ``1`` visits the steps one
+        at a time, newest first (docs/engine.md, "Rollback in parallel"). A step whose
+        journal record holds an overwrite decision (:meth:`allow_overwrite`) gets a
         :class:`~reversi_core.connector.CompensationCall` with ``overwrite`` true; every
         other step's compensation keeps its precondition.
 
         The run takes no new calls from the moment this starts. Raises
         :class:`~reversi_core.errors.RollbackInProgressError` when another live process
-        is rolling back the same run.
+        is rolling back the same run, and :class:`ValueError` for ``parallel`` below 1.
         """
         return await _rollback(
             self.journal,
@@ -656,8 +668,18 @@ class Run:
             compensate=compensate,
             verify=verify,
             progress=progress,
+            started=started,
             compensation_timeout=compensation_timeout,
+            parallel=parallel,
         )
+
+    def plan_rollback(self, *, parallel: int = DEFAULT_PARALLEL) -> RollbackPlan:
+        """What :meth:`rollback` with ``parallel`` would do, if every compensation succeeded.
+
+        Reads the journal only: no lock, no compensation, nothing written (RB-15). See
+        :class:`RollbackPlan`; raises :class:`ValueError` for ``parallel`` below 1.
+        """
+        return plan_rollback(self.journal, self.id, parallel=parallel)
 
 
 def _told(outcome: CallOutcome, answer: AnswerCallback | None) -> CallOutcome:

@@ -20,6 +20,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ._resources import template_sources
+
 __all__ = [
     "MISSING",
     "Approval",
@@ -72,14 +74,21 @@ Source = str | Const
 
 
 class Compensation(BaseModel):
-    """The tool that undoes a call, and how its arguments are computed.
+    """The tool that undoes a call, how its arguments are computed, and what it touches.
 
-    ``argument_map`` maps each compensation argument to a :data:`Source`.
+    ``argument_map`` maps each compensation argument to a :data:`Source`. ``resources``
+    (optional) are templates naming what the compensation touches, with ``{args.<path>}``
+    and ``{result.<path>}`` placeholders: ``["fs:{result.path}"]``,
+    ``["s3:{args.bucket}/{args.key}"]`` (rules: :mod:`reversi_core._resources`). A rollback
+    undoes steps whose names overlap one after the other, newest first, and the others
+    at once; ``None`` (the default) means the compensation may touch anything, so it runs
+    alone (docs/engine.md, "Rollback in parallel").
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)
     tool: str
     argument_map: dict[str, Source] = Field(default_factory=dict)
+    resources: list[str] | None = Field(default=None, min_length=1)
 
     @field_validator("argument_map")
     @classmethod
@@ -87,6 +96,14 @@ class Compensation(BaseModel):
         for arg, source in value.items():
             if isinstance(source, str):
                 _split_source(source, where=f"argument_map[{arg!r}]")
+        return value
+
+    @field_validator("resources")
+    @classmethod
+    def _check_templates(cls, value: list[str] | None) -> list[str] | None:
+        for template in value or []:
+            for source in template_sources(template):
+                _split_source(source, where=f"resources template {template!r}")
         return value
 
 

@@ -11,10 +11,10 @@ naming the tool, any set in which a rollback could not work end to end:
 - a compensation tool that is not in the set or is not ``idempotent``;
 - an argument map that does not produce exactly the compensation's arguments (a
   required argument missing, or an argument the compensation does not take);
-- an ``args.`` source (in an argument map or a ``requires`` match) that the tool's
-  input schema does not define;
-- a ``result.`` source (in an argument map, or the ``earlier`` side of a ``requires``
-  match) that the output schema of the tool whose result it reads does not define, or
+- an ``args.`` source (in an argument map, a resource template or a ``requires``
+  match) that the tool's input schema does not define;
+- a ``result.`` source (in an argument map or a resource template, or the ``earlier``
+  side of a ``requires`` match) that the output schema of the tool whose result it reads does not define, or
   that reads the result of a tool declaring no output schema (see :func:`path_problem`
   for what "defined" means: ``$ref``, nested objects, array indices and ``Optional``
   fields are followed; a key of a free-form mapping cannot be proven and is refused);
@@ -39,6 +39,7 @@ from typing import Any
 
 from jsonschema import Draft202012Validator
 
+from ._resources import template_sources
 from ._schemacheck import fast_check
 from .errors import InvalidArgumentsError, ManifestError, UnknownToolError
 from .manifest import Approval, Const, Effect, Manifest
@@ -392,6 +393,14 @@ class Registry:
                     raise ManifestError(
                         m.name, f"compensation {comp.name}: argument_map[{arg!r}] = {problem}"
                     )
+            for template in m.compensation.resources or []:
+                for source in template_sources(template):
+                    problem = _source_problem(source, m)
+                    if problem is not None:
+                        raise ManifestError(
+                            m.name,
+                            f"compensation {comp.name}: resources template {template!r}: {problem}",
+                        )
         for req in m.requires:
             earlier = by_name.get(req.tool)
             if earlier is None:

@@ -6,7 +6,8 @@ its ``reversi_clitest-0.1.dist-info`` registers both classes in the
 
 * ``note``: notes as files under ``<root>/notes``; always enabled, needs ``root``.
   Creating ``<root>/.locked`` makes every write fail definitely (a ToolError), which
-  lets a test make a compensation fail on demand.
+  lets a test make a compensation fail on demand. ``note.create`` declares the note it
+  touches (``note:<name>``), the others no resources.
 * ``vault``: enabled by ``VAULT_TOKEN``; keeps nothing, and reports a 403 that quotes
   its token (which must come out scrubbed) for the secret named ``forbidden``.
 """
@@ -117,7 +118,9 @@ class NoteConnector(Connector):
         permission="note:write",
         input=NoteArgs,
         output=CreatedResult,
-        compensation=Compensation(tool="note.delete", argument_map={"name": "args.name"}),
+        compensation=Compensation(
+            tool="note.delete", argument_map={"name": "args.name"}, resources=["note:{args.name}"]
+        ),
     )
     async def create(self, args: NoteArgs, ctx: CallContext) -> dict[str, Any]:
         """Create a note; fails if it exists."""

@@ -10,13 +10,10 @@ on stderr. Exit statuses are listed in :data:`EPILOG` and in ``docs/cli.md``.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
-import pwd
 import shlex
 import shutil
-import signal
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
@@ -33,7 +30,7 @@ from rich.text import Text
 from .._replay import check_replayable
 from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator, CommandReplayer
 from ..connector import load_connector_class
-from ..engine import ReplayOutcome, RollbackReport, Run
+from ..engine import DEFAULT_PARALLEL, ReplayOutcome, Run
 from ..errors import (
     ConfigurationError,
     JournalError,
@@ -44,7 +41,6 @@ from ..journal import (
     DATA_ENV,
     JOURNAL_ENV,
     Journal,
-    RollbackState,
     RunRecord,
     StepRecord,
     StepState,
@@ -61,13 +57,13 @@ from ._render import (
     print_json,
     print_report,
     resolve_hint,
-    rollback_label,
     rollback_text,
     state_text,
     step_details,
     unresolved,
     when,
 )
+from ._rollback import allow_overwrites, os_user, print_plan, run_rollback
 
 __all__ = [
     "EXIT_BUSY",
@@ -78,6 +74,7 @@ __all__ = [
     "EXIT_USAGE",
     "build_parser",
     "main",
+    "os_user",
 ]
 
 PROG = "reversi"
@@ -127,6 +124,16 @@ def _positive_seconds(text: str) -> float:
         raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
     if not value > 0:
         raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
     return value
 
 
@@ -190,9 +197,23 @@ def build_parser() -> Parser:
     rollback.add_argument(
         "--compensator-cmd",
         metavar="CMD",
-        required=True,
         help="command run once per compensation (split like a shell line, run without a shell), "
-        'e.g. "reversi-connectors compensate --root ."',
+        'e.g. "reversi-connectors compensate --root ."; required unless --dry-run',
+    )
+    rollback.add_argument(
+        "--parallel",
+        metavar="N",
+        type=_at_least_one,
+        default=DEFAULT_PARALLEL,
+        help="run up to N compensations at once, for steps that neither require one another "
+        "nor touch overlapping resources; 1 undoes one step at a time, newest first "
+        f"(default: {DEFAULT_PARALLEL})",
+    )
+    rollback.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the plan (which compensations run in which wave, what is deferred, "
+        "unrecoverable or uncertain) without running anything or writing to the journal",
     )
     rollback.add_argument(
         "--timeout",
@@ -212,7 +233,9 @@ def build_parser() -> Parser:
         "this records, in the step's journal entry, that you (the OS user) decided the change "
         "should go, and the decision holds for every later rollback of the run",
     )
-    rollback.add_argument("--json", action="store_true", help="print the report as JSON")
+    rollback.add_argument(
+        "--json", action="store_true", help="print the report (or with --dry-run the plan) as JSON"
+    )
 
     resolve = sub.add_parser(
         "resolve",
@@ -405,55 +428,15 @@ def _check_command(cmd: str, flag: str = "--compensator-cmd", what: str = "compe
         raise CliError(f"{what} command {exe!r} is not on PATH", EXIT_USAGE)
 
 
-async def _interruptible_rollback(
-    run: Run,
-    compensator: CommandCompensator,
-    progress: Callable[[StepRecord, RollbackState | None, str | None], None],
-    timeout: float,
-) -> RollbackReport:
-    """Run the rollback; Ctrl-C cancels it between compensations, never inside one.
-
-    SIGINT cancels an anyio scope instead of raising KeyboardInterrupt at a random
-    point: the compensation in flight (shielded by the engine) finishes and its outcome
-    is journaled, then the rollback stops and KeyboardInterrupt is raised.
-    """
-    loop = asyncio.get_running_loop()
-    with anyio.CancelScope() as scope:
-        loop.add_signal_handler(signal.SIGINT, scope.cancel)
-        try:
-            return await run.rollback(
-                compensate=compensator, progress=progress, compensation_timeout=timeout
-            )
-        finally:
-            loop.remove_signal_handler(signal.SIGINT)
-    raise KeyboardInterrupt
-
-
-def os_user() -> str:
-    """Who runs this process, for the journal: the name of the real user id (or the id)."""
-    uid = os.getuid()
-    try:
-        return pwd.getpwuid(uid).pw_name
-    except KeyError:
-        return f"uid {uid}"
-
-
-def _allow_overwrites(journal: Journal, run: Run, steps: list[int], err: Console) -> None:
-    """Record the ``--overwrite`` decisions before the rollback starts (RB-10)."""
-    who = os_user()
-    for seq in sorted(set(steps)):
-        _get_step(journal, run.id, seq)
-        try:
-            step = run.allow_overwrite(seq, by=who)
-        except RunStateError as exc:
-            raise CliError(str(exc), EXIT_USAGE) from None
-        err.print(
-            f"  step {seq} {escape(step.tool)}: overwrite allowed by {escape(who)}; its "
-            "compensation will not keep what changed since the call"
-        )
-
-
 def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.dry_run:
+        return _cmd_plan(args, out)
+    if not args.compensator_cmd:
+        raise CliError(
+            "the following arguments are required: --compensator-cmd (unless --dry-run) "
+            "(see 'reversi rollback --help')",
+            EXIT_USAGE,
+        )
     _check_command(args.compensator_cmd)
     try:
         compensator = CommandCompensator(args.compensator_cmd, timeout=args.timeout)
@@ -464,43 +447,36 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
         # The journal holds every compensation call already computed, so the rollback
         # needs no manifests: an empty registry is enough.
         run = Run.open(journal, Registry({}), args.run)
-        _allow_overwrites(journal, run, args.overwrite, err)
-        earlier = {
-            s.seq
-            for s in journal.list_steps(args.run)
-            if s.rollback_state is RollbackState.COMPENSATED
-        }
-        with err.status(f"rolling back {escape(args.run)}…") as status:
-
-            def progress(step: StepRecord, state: RollbackState | None, reason: str | None) -> None:
-                line = Text.assemble(
-                    f"  step {step.seq} {step.tool}: ",
-                    rollback_label(state, earlier=step.seq in earlier),
-                )
-                if reason and state is not RollbackState.NOT_APPLICABLE:
-                    line.append(f" ({reason})")
-                err.print(line)
-                status.update(f"rolling back {escape(args.run)}: step {step.seq} done…")
-
-            try:
-                report = anyio.run(
-                    partial(
-                        _interruptible_rollback,
-                        run,
-                        compensator,
-                        progress,
-                        # the command is killed at --timeout; this outer bound also
-                        # shields the compensation in flight from Ctrl-C
-                        args.timeout + 5,
-                    )
-                )
-            except RollbackInProgressError as exc:
-                raise CliError(str(exc), EXIT_BUSY) from None
+        for seq in args.overwrite:
+            _get_step(journal, run.id, seq)
+        allow_overwrites(run, args.overwrite, err, EXIT_USAGE)
+        try:
+            report = run_rollback(run, compensator, args, err)
+        except RollbackInProgressError as exc:
+            raise CliError(str(exc), EXIT_BUSY) from None
     if args.json:
         print_json(report.to_json())
     else:
         print_report(out, report, args)
     return EXIT_OK if report.complete else EXIT_INCOMPLETE
+
+
+def _cmd_plan(args: argparse.Namespace, out: Console) -> int:
+    """``reversi rollback RUN --dry-run``: the plan, with nothing run or journaled."""
+    if args.overwrite:
+        raise CliError(
+            "--overwrite records a decision in the journal and --dry-run writes nothing: "
+            "look at the plan first, then roll back with --overwrite",
+            EXIT_USAGE,
+        )
+    with _open_journal(args) as journal:
+        _get_run(journal, args.run)
+        plan = Run.open(journal, Registry({}), args.run).plan_rollback(parallel=args.parallel)
+    if args.json:
+        print_json(plan.to_json())
+    else:
+        print_plan(out, plan, args)
+    return EXIT_OK if plan.complete else EXIT_INCOMPLETE
 
 
 def _load_manifest_files(directory: str, tool: str) -> Manifest | None:
