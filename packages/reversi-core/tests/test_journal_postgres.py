@@ -31,7 +31,7 @@ from reversi_core.journal._pg_schema import PG_MIGRATIONS, PG_TABLES
 from reversi_core.journal.postgres import PostgresJournal
 from reversi_core.journal.sqlite import SCHEMA_VERSION
 from reversi_core.redact import scrub
-from reversi_core.testing.postgres import PostgresServer
+from reversi_core.testing.postgres import PostgresServer, as_uri
 
 OTHER_HOST_OWNER = "another-host.invalid:4242:987654"
 """A process of a host that cannot be asked: alive exactly while its advisory lock is held."""
@@ -361,5 +361,28 @@ def test_a_rollback_held_on_another_host_is_refused_until_that_host_lets_go(
         assert record.status is RunStatus.ROLLING_BACK
         journal.finish_rollback("run_a", complete=True)
         assert journal.get_run("run_a").status is RunStatus.ROLLED_BACK
+    finally:
+        journal.close()
+
+
+def test_a_password_file_keeps_the_password_out_of_the_url(
+    roles: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = roles["url"]("owner")
+    params = psycopg.conninfo.conninfo_to_dict(url)
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(
+        f"{params['host']}:{params['port']}:{params['dbname']}:{params['user']}:{params['password']}\n"
+    )
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    bare = psycopg.conninfo.make_conninfo(
+        "", **{k: v for k, v in params.items() if k != "password"}
+    )
+    journal = open_journal(as_uri(bare))
+    try:
+        journal.create_run("run_a", [], None)
+        assert [r.id for r in journal.list_runs()] == ["run_a"]
     finally:
         journal.close()
