@@ -33,14 +33,14 @@ def journal_url(pg_server: PostgresServer, pg_location: str) -> Iterator[str]:
     own that may create the journal in the test's schema."""
     from psycopg import sql
 
-    schema = str(sql_rows(pg_location, "SELECT current_schema()")[0][0])
+    schema, database = (str(v) for v in sql_rows(pg_location, "SELECT current_schema(), current_database()")[0])
     role = f"cli_{secrets.token_hex(4)}"
     r, s = sql.Identifier(role), sql.Identifier(schema)
     with pg_server.admin() as conn:
         conn.execute(sql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(r, sql.Literal(PASSWORD)))
         conn.execute(sql.SQL("GRANT USAGE, CREATE ON SCHEMA {} TO {}").format(s, r))
     yield pg_server.url(
-        user=role, password=PASSWORD, dbname="postgres", options=f"-c search_path={schema}"
+        user=role, password=PASSWORD, dbname=database, options=f"-c search_path={schema}"
     )
     with pg_server.admin() as conn:
         conn.execute(sql.SQL("DROP OWNED BY {}").format(r))

@@ -31,7 +31,7 @@ from reversi_core.journal._pg_schema import PG_MIGRATIONS, PG_TABLES
 from reversi_core.journal.postgres import PostgresJournal
 from reversi_core.journal.sqlite import SCHEMA_VERSION
 from reversi_core.redact import scrub
-from reversi_core.testing.postgres import PostgresServer
+from reversi_core.testing.postgres import PostgresServer, as_uri
 
 OTHER_HOST_OWNER = "another-host.invalid:4242:987654"
 """A process of a host that cannot be asked: alive exactly while its advisory lock is held."""
@@ -39,6 +39,10 @@ OTHER_HOST_OWNER = "another-host.invalid:4242:987654"
 
 def _schema(location: str) -> str:
     return str(sql(location, "SELECT current_schema()")[0][0])
+
+
+def _database(location: str) -> str:
+    return str(sql(location, "SELECT current_database()")[0][0])
 
 
 def _pending_step(location: str, owner: str, run_id: str = "run_a", seq: int = 1) -> None:
@@ -77,7 +81,7 @@ def test_the_first_open_creates_the_schema_and_records_each_migration(pg_locatio
         assert isinstance(journal, PostgresJournal)
         assert journal.schema == _schema(pg_location)
         assert journal.location.startswith("postgresql://127.0.0.1:")
-        assert journal.location.endswith("/postgres")
+        assert journal.location.endswith(f"/{_database(pg_location)}")
     finally:
         journal.close()
     rows = sql(pg_location, "SELECT version, reversi_core FROM reversi_migrations ORDER BY version")
@@ -147,7 +151,7 @@ def test_tables_of_another_program_are_refused(pg_location: str) -> None:
 def roles(pg_server: PostgresServer, pg_location: str) -> Any:
     """Two login roles with exactly the privileges docs/engine.md lists: ``owner`` may
     create in the schema (the first open, migrations), ``gateway`` only uses the tables."""
-    schema = _schema(pg_location)
+    schema, database = _schema(pg_location), _database(pg_location)
     suffix = secrets.token_hex(4)
     made = {"owner": f"journal_owner_{suffix}", "gateway": f"journal_gw_{suffix}"}
     password = "pw-" + secrets.token_hex(8)
@@ -156,13 +160,15 @@ def roles(pg_server: PostgresServer, pg_location: str) -> Any:
         for role in made.values():
             r = pgsql.Identifier(role)
             conn.execute(pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(r, pgsql.Literal(password)))
-            conn.execute(pgsql.SQL("GRANT CONNECT ON DATABASE postgres TO {}").format(r))
+            conn.execute(
+                pgsql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(pgsql.Identifier(database), r)
+            )
             conn.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(s, r))
         conn.execute(pgsql.SQL("GRANT CREATE ON SCHEMA {} TO {}").format(s, pgsql.Identifier(made["owner"])))
 
     def url(role: str) -> str:
         return pg_server.url(
-            user=made[role], password=password, dbname="postgres", options=f"-c search_path={schema}"
+            user=made[role], password=password, dbname=database, options=f"-c search_path={schema}"
         )
 
     yield {"url": url, "names": made, "schema": schema}
@@ -229,12 +235,13 @@ def test_a_wrong_password_is_refused_without_repeating_it(
     pg_server: PostgresServer, pg_location: str
 ) -> None:
     password = "wrong-" + secrets.token_hex(8)
-    url = pg_server.url(user="postgres", password=password, dbname="postgres")
+    database = _database(pg_location)
+    url = pg_server.url(user="postgres", password=password, dbname=database)
     with pytest.raises(JournalError) as info:
         open_journal(url)
     message = str(info.value)
     assert message.startswith(
-        f"cannot connect to the PostgreSQL journal at postgresql://{pg_server.host}:{pg_server.port}/postgres: "
+        f"cannot connect to the PostgreSQL journal at postgresql://{pg_server.host}:{pg_server.port}/{database}: "
     )
     assert "password authentication failed" in message
     assert password not in message
@@ -354,5 +361,28 @@ def test_a_rollback_held_on_another_host_is_refused_until_that_host_lets_go(
         assert record.status is RunStatus.ROLLING_BACK
         journal.finish_rollback("run_a", complete=True)
         assert journal.get_run("run_a").status is RunStatus.ROLLED_BACK
+    finally:
+        journal.close()
+
+
+def test_a_password_file_keeps_the_password_out_of_the_url(
+    roles: Any, tmp_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = roles["url"]("owner")
+    params = psycopg.conninfo.conninfo_to_dict(url)
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(
+        f"{params['host']}:{params['port']}:{params['dbname']}:{params['user']}:{params['password']}\n"
+    )
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    bare = psycopg.conninfo.make_conninfo(
+        "", **{k: v for k, v in params.items() if k != "password"}
+    )
+    journal = open_journal(as_uri(bare))
+    try:
+        journal.create_run("run_a", [], None)
+        assert [r.id for r in journal.list_runs()] == ["run_a"]
     finally:
         journal.close()
