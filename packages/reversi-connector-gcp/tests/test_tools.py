@@ -317,7 +317,7 @@ async def test_deleting_a_key_that_does_not_exist_changes_nothing_and_its_undo_n
 async def test_a_run_is_rolled_back_newest_first_through_the_engine(
     backend: Backend, tmp_path: Path
 ) -> None:
-    """Two writes and a delete of one key, and a new key: the edges order the undo."""
+    """Two writes and a delete of one key, and a new key: the edges and the resources order the undo."""
     gcp = backend.connector()
     b = backend.bucket
     backend.write("doc", b"original")
@@ -326,11 +326,20 @@ async def test_a_run_is_rolled_back_newest_first_through_the_engine(
     first, _ = await run.call("gcp.put_object", {"bucket": b, "key": "doc", "content": "one"})
     second, _ = await run.call("gcp.put_object", {"bucket": b, "key": "doc", "content": "two"})
     third, _ = await run.call("gcp.delete_object", {"bucket": b, "key": "doc"})
-    await run.call("gcp.put_object", {"bucket": b, "key": "new", "content": "made"})
+    made, _ = await run.call("gcp.put_object", {"bucket": b, "key": "new", "content": "made"})
     edges = {(step.seq, earlier) for step in run.steps() for earlier in step.requires}
     assert {(second, first), (third, second)} <= edges
+    touched = {step.seq: (step.compensation or {}).get("resources") for step in run.steps()}
+    assert touched == {
+        first: ["gcs:" + b + "/doc"],
+        second: ["gcs:" + b + "/doc"],
+        third: ["gcs:" + b + "/doc"],
+        made: ["gcs:" + b + "/new"],
+    }
     report = await run.rollback(compensate=compensator_for([gcp]))
     assert report.complete
+    # the new key's undo beside the newest change of the other; that key's, newest first
+    assert report.waves == [[made, third], [second], [first]]
     assert backend.read("doc") == b"original"
     assert backend.read("new") is None
     assert [k for k in backend.keys_now() if not k.startswith(BACKUP_PREFIX)] == ["doc"]

@@ -77,6 +77,11 @@ async def test_a_run_is_journaled_and_rolled_back(
         assert report.complete, report.to_json()
         undone = sorted(report.compensated_now)
         assert undone == sorted(v for k, v in steps.items() if k != "read")
+        # every undo is on github:api (GitHub asks for requests one at a time): newest first
+        assert {tuple(s.compensation["resources"]) for s in run.steps() if s.compensation} == {
+            ("github:api",)
+        }
+        assert report.waves == [[seq] for seq in sorted(undone, reverse=True)]
 
         # the comment on the new issue was deleted before the issue was closed
         order = [f"{r.method} {r.path}" for r in server.requests]

@@ -185,6 +185,36 @@ async def test_two_scales_of_one_deployment_in_a_run_roll_back_to_the_start(
 
 
 @pytest.mark.anyio
+async def test_changes_to_different_objects_are_undone_at_once_and_to_one_newest_first(
+    k8s: KubernetesConnector, fake: FakeKubernetes, tmp_path: Path
+) -> None:
+    before = fake.snapshot()
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = _run(k8s, journal)
+        web, _ = await run.call("kubernetes.scale_deployment", {**NS, "name": "web", "replicas": 5})
+        worker, _ = await run.call(
+            "kubernetes.scale_deployment", {**NS, "name": "worker", "replicas": 4}
+        )
+        staged, _ = await run.call(
+            "kubernetes.scale_deployment", {"namespace": "staging", "name": "web", "replicas": 2}
+        )
+        notes, _ = await run.call("kubernetes.create_configmap", FORWARD["kubernetes.create_configmap"])
+        again, _ = await run.call("kubernetes.scale_deployment", {**NS, "name": "web", "replicas": 6})
+        touched = {s.seq: (s.compensation or {}).get("resources") for s in run.steps()}
+        report = await run.rollback(compensate=compensator_for([k8s]))
+    assert touched == {
+        web: ["kubernetes:default/deployments/web"],
+        worker: ["kubernetes:default/deployments/worker"],
+        staged: ["kubernetes:staging/deployments/web"],
+        notes: ["kubernetes:default/configmaps/agent-notes"],
+        again: ["kubernetes:default/deployments/web"],
+    }
+    assert report.complete, report.to_json()
+    assert report.waves == [[again, notes, staged, worker], [web]]
+    assert fake.snapshot() == before
+
+
+@pytest.mark.anyio
 @pytest.mark.parametrize("overwrite", [False, True], ids=["plain", "overwrite"])
 async def test_the_undo_of_a_scale_that_changed_nothing_leaves_a_later_scale(
     overwrite: bool,

@@ -157,6 +157,8 @@ _RESTORE = Compensation(
         "backup_key": "result.backup_key",
         "expected_etag": "result.etag",
     },
+    # one object: the bucket and the key as given (S3 compares keys byte for byte)
+    resources=["s3:{args.bucket}/{args.key}"],
 )
 
 

@@ -139,6 +139,8 @@ _RESTORE = Compensation(
         "expected_etag": "result.etag",
         "expected_md5": "result.content_md5",
     },
+    # one blob of the connector's account: the container and the name as given
+    resources=["azure:{args.container}/{args.blob}"],
 )
 
 

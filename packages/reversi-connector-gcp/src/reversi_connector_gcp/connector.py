@@ -166,6 +166,8 @@ _RESTORE = Compensation(
         "expected_crc32c": "result.crc32c",
         "expected_md5": "result.md5",
     },
+    # one object: the bucket and the name as given (Cloud Storage compares names byte for byte)
+    resources=["gcs:{args.bucket}/{args.key}"],
 )
 
 

@@ -128,6 +128,17 @@ def _same_repo(**more: Source) -> dict[str, Source]:
     return {"owner": "args.owner", "repo": "args.repo", **more}
 
 
+_ONE_AT_A_TIME = ["github:api"]
+"""What every compensation of the connector touches: one name for them all.
+
+GitHub asks integrations to make requests serially, not concurrently, to stay within its
+secondary rate limits
+(https://docs.github.com/en/rest/using-the-rest-api/best-practices-for-using-the-rest-api#avoid-concurrent-requests).
+With every compensation on ``github:api`` a rollback undoes GitHub's steps one at a time,
+newest first, while the undos of other connectors' steps run beside them.
+"""
+
+
 # -- shaping answers -------------------------------------------------------------------
 
 
@@ -293,7 +304,9 @@ class GithubConnector(HttpConnector):
         input=CreateIssueArgs,
         output=CreateIssueResult,
         compensation=Compensation(
-            tool="github.close_issue", argument_map=_same_repo(issue_number="result.number")
+            tool="github.close_issue",
+            argument_map=_same_repo(issue_number="result.number"),
+            resources=_ONE_AT_A_TIME,
         ),
         summary="Open an issue; undone by closing it (GitHub's API cannot delete an issue).",
         docs="https://docs.github.com/en/rest/issues/issues#create-an-issue",
@@ -314,6 +327,7 @@ class GithubConnector(HttpConnector):
         compensation=Compensation(
             tool="github.delete_comment",
             argument_map=_same_repo(comment_id="result.id", body_sha256="result.body_sha256"),
+            resources=_ONE_AT_A_TIME,
         ),
         requires=[_ON_ISSUE_CREATED_HERE],
         summary="Comment on an issue or pull request; undone by deleting the comment.",
@@ -335,6 +349,7 @@ class GithubConnector(HttpConnector):
         compensation=Compensation(
             tool="github.remove_labels",
             argument_map=_same_repo(issue_number="args.issue_number", labels="result.added"),
+            resources=_ONE_AT_A_TIME,
         ),
         requires=[_ON_ISSUE_CREATED_HERE],
     )
@@ -404,6 +419,7 @@ class GithubConnector(HttpConnector):
         compensation=Compensation(
             tool="github.delete_branch",
             argument_map=_same_repo(branch="args.branch", sha="result.sha"),
+            resources=_ONE_AT_A_TIME,
         ),
     )
     async def create_branch(self, args: CreateBranchArgs, ctx: CallContext) -> dict[str, Any]:

@@ -505,6 +505,7 @@ class KubernetesConnector(HttpConnector):
                 "expected_replicas": "result.replicas",
                 "uid": "result.uid",
             },
+            resources=["kubernetes:{args.namespace}/deployments/{args.name}"],
         ),
         requires=[_SAME_DEPLOYMENT],
     )
@@ -564,6 +565,7 @@ class KubernetesConnector(HttpConnector):
                 "uid": "result.uid",
                 "content_hash": "result.content_hash",
             },
+            resources=["kubernetes:{args.namespace}/configmaps/{args.name}"],
         ),
         summary="Create a config map; fails if the name is taken, so the undo only ever deletes "
         "what this call made.",

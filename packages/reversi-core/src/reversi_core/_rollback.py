@@ -313,11 +313,11 @@ class _Saga:
                     self.waves.settle(step.seq, ran=False)
                     self.record(step, deferral(standing))
                     return
-                async with slots:
+                async with slots:  # held while the compensation runs, not while journaling
                     wave = self.waves.settle(step.seq, ran=True)
                     assert wave is not None
                     decision = await self._compensate(step, wave)
-                    self.record(step, decision)
+                self.record(step, decision)
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
