@@ -5,10 +5,15 @@
     reversi-gateway --manifests DIR --data DIR --upstream-cmd CMD [--upstream-arg ARG]...
                     [--scope PERMISSION]... [--approve TOOL]... [--durability process|power]
                     [--call-timeout SECONDS] [--start-timeout SECONDS] [--max-message-bytes N]
+                    [--listen HOST:PORT [--allow-origin ORIGIN]... [--idle-timeout SECONDS]]
 
-Exit status: 0 when the client closed the session; 2 for a bad command line, an invalid
-manifest set or an unusable data directory (one line on stderr naming the problem); 1
-when the upstream server cannot be started. See ``docs/gateway.md``.
+Without ``--listen`` it serves one client on stdin/stdout; with it, MCP over streamable
+HTTP at ``http://HOST:PORT/mcp`` to clients that send the token of
+``$REVERSI_GATEWAY_TOKEN``. Exit status: 0 when the client closed the session (stdio)
+or the server was stopped (HTTP, SIGINT or SIGTERM); 2 for a bad command line, an
+invalid manifest set, an unusable data directory or an address that cannot be bound
+(one line on stderr naming the problem); 1 when the upstream server cannot be
+started. See ``docs/gateway.md``.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from typing import TYPE_CHECKING
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
 from ..errors import ConfigurationError, ManifestError
 from ..journal import Durability, resolve_data_dir
+from ..mcp._listen import DEFAULT_IDLE_TIMEOUT, TOKEN_ENV, parse_listen, parse_origin, token_from
 from ..redact import scrub_command
 from ._common import CliError, Parser, fail
 
@@ -129,6 +135,30 @@ def build_parser() -> Parser:
         help=f"longest JSON-RPC message (one line) accepted from the client, in bytes "
         f"(default {DEFAULT_MAX_MESSAGE_BYTES}: 16 MiB); a longer one is refused",
     )
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default=None,
+        help="serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(HOST defaults to 127.0.0.1; PORT 0 picks a free one); clients send the token "
+        f"of ${TOKEN_ENV} as 'Authorization: Bearer <token>'",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="with --listen: a web origin (https://app.example.com) allowed besides the "
+        "gateway's own loopback ones (repeat); other Origin and Host headers are refused",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --listen: an HTTP session, or the run of stateless clients, ends after "
+        f"this long without a request (default {DEFAULT_IDLE_TIMEOUT:g})",
+    )
     return parser
 
 
@@ -156,6 +186,18 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    if args.listen is None:
+        if args.allow_origin:
+            raise CliError("--allow-origin needs --listen (it is about HTTP clients)", 2)
+    else:
+        try:
+            args.listen_at = parse_listen(args.listen)
+            args.allow_origin = [parse_origin(o) for o in args.allow_origin]
+            args.token = token_from(os.environ)
+        except ValueError as exc:
+            raise CliError(str(exc), 2) from None
+        if args.idle_timeout <= 0:
+            raise CliError("--idle-timeout must be a positive number of seconds", 2)
     # checked before the upstream is started (the manifests themselves are read after, while
     # it starts): a mistyped directory is said at once, with no server started for nothing
     manifests = Path(args.manifests)
@@ -202,7 +244,7 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
         call_timeout=args.call_timeout,
         start_timeout=args.start_timeout,
         pre_approved=frozenset(args.approve),
-        upstream_env=dict(os.environ),
+        upstream_env=upstream_environ(),
         max_message_bytes=args.max_message_bytes,
     )
 
@@ -212,6 +254,13 @@ def parse_config(argv: Sequence[str]) -> GatewayConfig:
     return make_config(parse_args(argv))
 
 
+def upstream_environ() -> dict[str, str]:
+    """The upstream's environment: the gateway's, without the clients' token."""
+    env = dict(os.environ)
+    env.pop(TOKEN_ENV, None)
+    return env
+
+
 def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:
     # The same start as reversi_core.mcp.gateway.spawn_upstream, done here before that
     # module (and the MCP SDK, ~0.5 s of imports) is loaded, so that both start at once.
@@ -219,7 +268,7 @@ def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:
         [args.upstream_cmd, *args.upstream_arg],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        env=dict(os.environ),
+        env=upstream_environ(),
         start_new_session=True,
     )
 
@@ -250,9 +299,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         return fail(PROG, str(exc), exc.code)
     import anyio
 
-    from ..mcp.gateway import serve_gateway
-
     try:
+        if args.listen is not None:
+            from ..mcp._listen import Listen
+            from ..mcp.http_gateway import serve_gateway_http
+
+            host, port = args.listen_at
+            listen = Listen(host, port, tuple(args.allow_origin), args.idle_timeout)
+            return anyio.run(serve_gateway_http, config, listen, args.token, process)
+        from ..mcp.gateway import serve_gateway
+
         return anyio.run(serve_gateway, config, process)
     except KeyboardInterrupt:
         _kill(process)

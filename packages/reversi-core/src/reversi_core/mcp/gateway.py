@@ -162,23 +162,32 @@ class Gateway:
     def ensure_run(self, client: str | None = None) -> Run:
         """The session's run, journaled now if it is not yet."""
         if self._run is None:
-            label = f"{client or 'MCP client'} via {PROG} -> {self.upstream.description}"
-            run = Run.start(
-                self.journal,
-                self.registry,
-                scope=self.config.scope,
-                approver=self._approvals.in_advance,
-                label=label[:200],
-            )
-            run.withheld = self.index.withheld
-            run.defer_read_records(READ_RECORDS_DELAY, self._lost_record)
-            self._run = run
-            say(
-                f"run {run.id} started (data {self.config.data_dir}); undo it with "
-                f"'reversi rollback {run.id} --data {self.config.data_dir}'",
-                self._errlog,
-            )
+            self._run = self.start_run(client)
         return self._run
+
+    def start_run(self, client: str | None, how: str = "") -> Run:
+        """Journal a new run for ``client`` (``how``: the connection, for its label) and
+        say its id on stderr."""
+        label = f"{client or 'MCP client'}{how} via {PROG} -> {self.upstream.description}"
+        run = Run.start(
+            self.journal,
+            self.registry,
+            scope=self.config.scope,
+            approver=self._approvals.in_advance,
+            label=label[:200],
+        )
+        run.withheld = self.index.withheld
+        run.defer_read_records(READ_RECORDS_DELAY, self._lost_record)
+        say(
+            f"run {run.id} started (data {self.config.data_dir}); undo it with "
+            f"'reversi rollback {run.id} --data {self.config.data_dir}'",
+            self._errlog,
+        )
+        return run
+
+    def run_for(self, ctx: ServerRequestContext[Any]) -> Run:
+        """The run a request the SDK serves belongs to: over stdio, the session's one run."""
+        return self._run or self.ensure_run(client_name(ctx))
 
     def _reindex(self, conn: UpstreamConnection) -> None:
         if conn.generation == 1:
@@ -271,7 +280,7 @@ class Gateway:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any] | types.InputRequiredResult:
         """A ``tools/call`` the SDK parsed: one that may need approval, or an odd one."""
-        run = self._run or self.ensure_run(client_name(ctx))
+        run = self.run_for(ctx)
         name = params.name
         args = params.arguments if params.arguments is not None else {}
         meta = params.meta
