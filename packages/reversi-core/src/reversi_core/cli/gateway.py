@@ -2,7 +2,7 @@
 
 ::
 
-    reversi-gateway --manifests DIR --data DIR --upstream-cmd CMD [--upstream-arg ARG]...
+    reversi-gateway --manifests DIR --data DIR (--upstream-cmd CMD [--upstream-arg ARG]... | --upstream-url URL)
                     [--scope PERMISSION]... [--approve TOOL]... [--durability process|power]
                     [--call-timeout SECONDS] [--start-timeout SECONDS] [--max-message-bytes N]
                     [--listen HOST:PORT [--allow-origin ORIGIN]... [--idle-timeout SECONDS]]
@@ -75,11 +75,19 @@ def build_parser() -> Parser:
         default=None,
         help="data directory holding the journal (default: $REVERSI_DATA or ./reversi-data)",
     )
-    parser.add_argument(
+    upstream = parser.add_mutually_exclusive_group(required=True)
+    upstream.add_argument(
         "--upstream-cmd",
-        required=True,
         metavar="CMD",
         help="the upstream MCP server's executable (spoken to over stdio)",
+    )
+    upstream.add_argument(
+        "--upstream-url",
+        metavar="URL",
+        help="the upstream MCP server's streamable HTTP endpoint (https://, or http:// to "
+        "this machine); credentials from $REVERSI_UPSTREAM_TOKEN (a bearer token) and "
+        "$REVERSI_UPSTREAM_HEADERS (a JSON object of headers), a CA bundle from "
+        "$REVERSI_UPSTREAM_CA_FILE",
     )
     parser.add_argument(
         "--upstream-arg",
@@ -186,6 +194,16 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    if args.upstream_url is not None:
+        if args.upstream_arg:
+            raise CliError("--upstream-arg goes with --upstream-cmd, not --upstream-url", 2)
+        from ..mcp._upstream_http import check_url, upstream_credentials
+
+        try:
+            check_url(args.upstream_url)
+            args.upstream_headers, args.upstream_ca_file = upstream_credentials(os.environ)
+        except ValueError as exc:
+            raise CliError(str(exc), 2) from None
     if args.listen is None:
         if args.allow_origin:
             raise CliError("--allow-origin needs --listen (it is about HTTP clients)", 2)
@@ -237,8 +255,11 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
     return GatewayConfig(
         registry=registry,
         data_dir=Path(resolve_data_dir(args.data)),
-        upstream_command=args.upstream_cmd,
+        upstream_command=args.upstream_cmd or "",
         upstream_args=tuple(args.upstream_arg),
+        upstream_url=args.upstream_url,
+        upstream_headers=getattr(args, "upstream_headers", {}),
+        upstream_ca_file=getattr(args, "upstream_ca_file", None),
         scope=scope,
         durability=Durability(args.durability),
         call_timeout=args.call_timeout,
@@ -286,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)
     try:
-        process = _start_upstream(args)
+        process = _start_upstream(args) if args.upstream_cmd is not None else None
     except OSError as exc:
         command = scrub_command([args.upstream_cmd, *args.upstream_arg])
         return fail(
@@ -295,7 +316,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = make_config(args)
     except CliError as exc:
-        _kill(process)
+        if process is not None:
+            _kill(process)
         return fail(PROG, str(exc), exc.code)
     import anyio
 
@@ -311,7 +333,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return anyio.run(serve_gateway, config, process)
     except KeyboardInterrupt:
-        _kill(process)
+        if process is not None:
+            _kill(process)
         return 130
 
 

@@ -6,6 +6,7 @@ mistake is said at once; :mod:`.http_gateway` serves them.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -15,7 +16,10 @@ __all__ = [
     "MIN_TOKEN_CHARS",
     "TOKEN_ENV",
     "Listen",
+    "is_ip",
+    "is_loopback",
     "parse_listen",
+    "parse_origin",
     "token_from",
 ]
 
@@ -46,6 +50,25 @@ class Listen:
     port: int = 0
     allow_origins: tuple[str, ...] = ()
     idle_timeout: float = DEFAULT_IDLE_TIMEOUT
+
+
+def is_ip(host: str) -> bool:
+    """Whether ``host`` is an IP address (not a name)."""
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine's loopback."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def parse_listen(text: str) -> tuple[str, int]:

@@ -31,7 +31,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -50,17 +50,11 @@ from ..registry import Registry
 from ._approval import Approvals, client_name, declares_elicitation, modern
 from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result
 from ._downstream import Downstream
+from ._link import Link, Supervisor, make_upstream
 from ._messages import PROG, say
 from ._policy import UpstreamCall
 from ._tools import ToolIndex, load_manifest_dir
-from ._upstream import (
-    DEFAULT_START_TIMEOUT,
-    Upstream,
-    UpstreamConnection,
-    UpstreamError,
-    spawn_upstream,
-    stop_process,
-)
+from ._upstream import DEFAULT_START_TIMEOUT, UpstreamError, spawn_upstream, stop_process
 from ._wire import DEFAULT_MAX_MESSAGE_BYTES, LineReader, connect_reader, connect_writer, stdio_fds
 
 __all__ = [
@@ -93,12 +87,13 @@ class GatewayConfig:
     ``scope`` ``None`` means the registry's default scope. ``pre_approved`` lists tools
     whose ``approval: always`` calls are approved in advance (``--approve TOOL``).
     Timeouts are in seconds; ``max_message_bytes`` is the longest line accepted from
-    the client.
+    the client. ``upstream_url`` (with its credentials in ``upstream_headers`` and the
+    CA bundle ``upstream_ca_file``) replaces the upstream command: streamable HTTP.
     """
 
     registry: Registry
     data_dir: Path
-    upstream_command: str
+    upstream_command: str = ""
     upstream_args: tuple[str, ...] = ()
     scope: frozenset[str] | None = None
     durability: Durability = Durability.PROCESS
@@ -107,6 +102,9 @@ class GatewayConfig:
     pre_approved: frozenset[str] = frozenset()
     upstream_env: Mapping[str, str] | None = None
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    upstream_url: str | None = None
+    upstream_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    upstream_ca_file: str | None = None
 
     @property
     def upstream_argv(self) -> list[str]:
@@ -128,7 +126,7 @@ class Gateway:
         self,
         config: GatewayConfig,
         journal: Journal,
-        upstream: Upstream,
+        upstream: Supervisor,
         index: ToolIndex,
         *,
         errlog: TextIO | None = None,
@@ -189,7 +187,7 @@ class Gateway:
         """The run a request the SDK serves belongs to: over stdio, the session's one run."""
         return self._run or self.ensure_run(client_name(ctx))
 
-    def _reindex(self, conn: UpstreamConnection) -> None:
+    def _reindex(self, conn: Link) -> None:
         if conn.generation == 1:
             return  # the index the gateway was built with
         index = ToolIndex.build(self.registry, conn.tools)
@@ -365,14 +363,7 @@ async def serve_gateway(
         return 2
     try:
         async with anyio.create_task_group() as tg:
-            upstream = Upstream(
-                config.upstream_argv,
-                tg,
-                env=config.upstream_env,
-                start_timeout=config.start_timeout,
-                errlog=err,
-                first=upstream_process,
-            )
+            upstream = make_upstream(config, tg, err, upstream_process)
             try:
                 conn = await upstream.connection()
             except UpstreamError as exc:
@@ -394,7 +385,7 @@ async def serve_gateway(
     return 0
 
 
-def _report(index: ToolIndex, upstream: Upstream, err: TextIO) -> None:
+def _report(index: ToolIndex, upstream: Supervisor, err: TextIO) -> None:
     names = [t.name for t in index.listed]
     shown = ", ".join(names) or "none"
     say(f"serving {len(names)} tool(s) of {upstream.description}: {shown}", err)

@@ -47,17 +47,20 @@ from ..engine import Run
 from ..errors import ReversiError
 from ..journal import open_journal
 from ._approval import client_name, modern
+from ._link import Link, make_upstream
 from ._listen import (
     DEFAULT_IDLE_TIMEOUT,
     ENDPOINT,
     MIN_TOKEN_CHARS,
     TOKEN_ENV,
     Listen,
+    is_ip,
+    is_loopback,
     parse_listen,
 )
 from ._messages import say
 from ._tools import ToolIndex
-from ._upstream import Upstream, UpstreamConnection, UpstreamError, stop_process
+from ._upstream import UpstreamError, stop_process
 from .gateway import Gateway, GatewayConfig, _report
 
 __all__ = [
@@ -83,24 +86,6 @@ def _hostport(host: str, port: int) -> str:
     return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
 
 
-def _is_ip(host: str) -> bool:
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return True
-
-
-def is_loopback(host: str) -> bool:
-    """Whether ``host`` (a name or an address) is this machine's loopback."""
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 def security_settings(
     host: str, port: int, allow_origins: tuple[str, ...]
 ) -> TransportSecuritySettings:
@@ -113,7 +98,7 @@ def security_settings(
     the origin check.
     """
     names = list(_LOOPBACK_NAMES)
-    wildcard = ipaddress.ip_address(host).is_unspecified if _is_ip(host) else False
+    wildcard = ipaddress.ip_address(host).is_unspecified if is_ip(host) else False
     if not wildcard and _hostport(host, port) not in [f"{n}:{port}" for n in names]:
         names.append(f"[{host}]" if ":" in host else host)
     hosts = [f"{n}:{port}" for n in names]
@@ -186,7 +171,7 @@ class HttpGateway(Gateway):
             if now - last > self.idle_timeout:
                 del self._runs[key]
 
-    def _reindex(self, conn: UpstreamConnection) -> None:
+    def _reindex(self, conn: Link) -> None:
         super()._reindex(conn)
         for run, _ in self._runs.values():
             run.withheld = self.index.withheld
@@ -433,14 +418,7 @@ async def serve_gateway_http(
         return 2
     try:
         async with anyio.create_task_group() as tg:
-            upstream = Upstream(
-                config.upstream_argv,
-                tg,
-                env=config.upstream_env,
-                start_timeout=config.start_timeout,
-                errlog=err,
-                first=upstream_process,
-            )
+            upstream = make_upstream(config, tg, err, upstream_process)
             try:
                 conn = await upstream.connection()
             except UpstreamError as exc:
