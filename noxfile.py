@@ -50,6 +50,9 @@ def discover_packages() -> dict[str, Path]:
 PACKAGES = discover_packages()
 NODE_DIR = ROOT / ".ci" / "node"
 INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector-cli@1"
+# The MCP conformance suite (tests/test_conformance.py) and the Node it needs (22; the
+# machine may have an older one): npm installs Node itself as a package.
+CONFORMANCE_PACKAGES = ["node@22", "@modelcontextprotocol/conformance@0.1.16"]
 PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 
 
@@ -101,9 +104,10 @@ def tests(session: nox.Session) -> None:
     """Run every package's tests, the scripts' tests and the certification suite."""
     install_workspace(session)
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    # A real outside MCP client for tests/test_inspector_cli.py, and the npm tools the
-    # packages' tests declare (their [tool.reversi] npm-test-tools), from the npm registry.
-    install_npm_test_tools(session, [INSPECTOR_PACKAGE])
+    # A real outside MCP client for tests/test_inspector_cli.py, the conformance suite for
+    # tests/test_conformance.py, and the npm tools the packages' tests declare (their
+    # [tool.reversi] npm-test-tools), from the npm registry.
+    install_npm_test_tools(session, [INSPECTOR_PACKAGE, *CONFORMANCE_PACKAGES])
     session.env["REVERSI_INSPECTOR_CLI"] = str(
         NODE_DIR / "node_modules" / ".bin" / "mcp-inspector-cli"
     )

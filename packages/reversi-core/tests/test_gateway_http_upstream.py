@@ -332,3 +332,45 @@ def test_the_upstream_certificate_is_verified(tmp_path: Path) -> None:
     assert "$REVERSI_UPSTREAM_CA_FILE" in missing.stderr
     # only the gateway with the right CA got as far as MCP
     assert [r for r in upstream.requests() if r[2] == "tools/list"] != []
+
+
+# -- an upstream that is not a Reversi connector -------------------------------------------
+
+
+def test_a_tool_namespace_maps_undotted_upstream_names_to_manifests() -> None:
+    from reversi_core import Registry
+    from reversi_core.mcp._tools import ToolIndex
+
+    registry = Registry.from_manifests(
+        [
+            {
+                "name": "ext.create_issue",
+                "effect": "compensable",
+                "permission": "ext:write",
+                "compensation": {"tool": "ext.close_issue", "argument_map": {"id": "result.id"}},
+                "output_schema": {"type": "object", "properties": {"id": {"type": "integer"}}},
+                "input_schema": {"type": "object", "properties": {"title": {"type": "string"}}},
+            },
+            {
+                "name": "ext.close_issue",
+                "effect": "idempotent",
+                "permission": "ext:write",
+                "input_schema": {"type": "object", "properties": {"id": {"type": "integer"}}},
+            },
+            {"name": "ext.gone", "effect": "read_only", "permission": "ext:read"},
+        ]
+    )
+    offered = [
+        types.Tool(name="create_issue", input_schema=registry.get("ext.create_issue").input_schema),
+        types.Tool(name="close_issue", input_schema={"type": "object"}),  # drifted
+        types.Tool(name="search", input_schema={"type": "object"}),  # no manifest
+    ]
+    index = ToolIndex.build(registry, offered, "ext")
+    assert [t.name for t in index.listed] == ["create_issue", "close_issue"]  # the wire names
+    assert index.hidden == ["search"]
+    assert index.missing == ["ext.gone"]
+    assert index.drifted == ["ext.close_issue"]
+    assert set(index.withheld) == {"ext.close_issue", "ext.gone"}  # the engine's names
+    plain = ToolIndex.build(registry, offered)
+    assert plain.listed == []
+    assert sorted(plain.hidden) == ["close_issue", "create_issue", "search"]

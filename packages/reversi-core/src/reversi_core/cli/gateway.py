@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -95,6 +96,13 @@ def build_parser() -> Parser:
         default=[],
         metavar="ARG",
         help="one argument of the upstream command (repeat; values may start with '-')",
+    )
+    parser.add_argument(
+        "--tool-namespace",
+        metavar="NAME",
+        default=None,
+        help="for an upstream that is not a Reversi connector, whose tool names have no "
+        "'connector.' prefix: its tool T is the manifests' NAME.T (and is still called T)",
     )
     parser.add_argument(
         "--scope",
@@ -194,6 +202,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    if args.tool_namespace is not None and not re.fullmatch(r"[a-z][a-z0-9]*", args.tool_namespace):
+        raise CliError(
+            f"--tool-namespace {args.tool_namespace}: a namespace is a connector token, "
+            "lowercase letters and digits starting with a letter",
+            2,
+        )
     if args.upstream_url is not None:
         if args.upstream_arg:
             raise CliError("--upstream-arg goes with --upstream-cmd, not --upstream-url", 2)
@@ -260,6 +274,7 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
         upstream_url=args.upstream_url,
         upstream_headers=getattr(args, "upstream_headers", {}),
         upstream_ca_file=getattr(args, "upstream_ca_file", None),
+        tool_namespace=args.tool_namespace,
         scope=scope,
         durability=Durability(args.durability),
         call_timeout=args.call_timeout,

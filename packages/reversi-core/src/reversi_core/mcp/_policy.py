@@ -45,15 +45,20 @@ class UpstreamCall:
     """One ``tools/call`` forwarded to the upstream (see the module docstring).
 
     Call it as an :data:`~reversi_core.engine.Executor`. ``writes`` says whether the
-    tool may change something; ``timeout`` is the call timeout in seconds. After it
+    tool may change something; ``timeout`` is the call timeout in seconds; ``wire`` is
+    the tool's name at the upstream when it is not the manifest's (``--tool-namespace``).
+    After it
     returned, :attr:`raw` is the upstream's ``CallToolResult`` as parsed JSON and
     :attr:`structured` the JSON result handed to the engine.
     """
 
-    __slots__ = ("raw", "structured", "timeout", "upstream", "writes")
+    __slots__ = ("raw", "structured", "timeout", "upstream", "wire", "writes")
 
-    def __init__(self, upstream: Supervisor, writes: bool, timeout: float) -> None:
+    def __init__(
+        self, upstream: Supervisor, writes: bool, timeout: float, wire: str | None = None
+    ) -> None:
         self.upstream = upstream
+        self.wire = wire
         self.writes = writes
         self.timeout = timeout
         self.raw: dict[str, Any] | None = None
@@ -74,7 +79,7 @@ class UpstreamCall:
                 RUN_ID_META: ctx.run_id,
                 UPSTREAM_STEP_META: ctx.step,
             },
-            "name": tool,
+            "name": self.wire or tool,
             "arguments": args,
         }
         timeout = self.timeout

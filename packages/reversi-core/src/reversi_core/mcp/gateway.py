@@ -89,6 +89,8 @@ class GatewayConfig:
     Timeouts are in seconds; ``max_message_bytes`` is the longest line accepted from
     the client. ``upstream_url`` (with its credentials in ``upstream_headers`` and the
     CA bundle ``upstream_ca_file``) replaces the upstream command: streamable HTTP.
+    ``tool_namespace`` ``NS`` serves an upstream whose tool names have no connector
+    prefix: its tool ``T`` (so named to the client too) is the manifests' ``NS.T``.
     """
 
     registry: Registry
@@ -105,6 +107,7 @@ class GatewayConfig:
     upstream_url: str | None = None
     upstream_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     upstream_ca_file: str | None = None
+    tool_namespace: str | None = None
 
     @property
     def upstream_argv(self) -> list[str]:
@@ -141,14 +144,17 @@ class Gateway:
         self._writes = {m.name: m.writes for m in self.registry}
         self._asks = {m.name for m in self.registry if m.approval is Approval.ALWAYS}
         self._asks -= config.pre_approved
+        # --tool-namespace NS: the upstream's (and the client's) tool T is the manifests' NS.T
+        self._prefix = f"{config.tool_namespace}." if config.tool_namespace else ""
         self._approvals = Approvals(self.registry, config.pre_approved)
         self._listing = types.ListToolsResult(tools=index.listed)
         upstream.on_connect.append(self._reindex)
 
     @property
     def asks(self) -> frozenset[str]:
-        """Tools whose calls need a person's approval (served through the SDK)."""
-        return frozenset(self._asks)
+        """Tools whose calls need a person's approval (served through the SDK), by the
+        names the client calls them."""
+        return frozenset(n.removeprefix(self._prefix) for n in self._asks)
 
     # -- the run ---------------------------------------------------------------------
 
@@ -190,7 +196,7 @@ class Gateway:
     def _reindex(self, conn: Link) -> None:
         if conn.generation == 1:
             return  # the index the gateway was built with
-        index = ToolIndex.build(self.registry, conn.tools)
+        index = ToolIndex.build(self.registry, conn.tools, self.config.tool_namespace)
         for name in index.drifted:
             if name not in self.index.drifted:
                 say(f"drifted after restart: {index.withheld[name].reason}", self._errlog)
@@ -202,7 +208,10 @@ class Gateway:
     # -- the call --------------------------------------------------------------------
 
     def _upstream_call(self, name: str) -> UpstreamCall:
-        return UpstreamCall(self.upstream, self._writes.get(name, True), self.config.call_timeout)
+        wire = name.removeprefix(self._prefix) if self._prefix else None
+        return UpstreamCall(
+            self.upstream, self._writes.get(name, True), self.config.call_timeout, wire
+        )
 
     def _lost_record(self, step: StepRecord, error: JournalError) -> None:
         say(f"error: {step.tool}: step {step.seq}: {error}", self._errlog)
@@ -230,6 +239,8 @@ class Gateway:
         is journaled (docs/engine.md, CALL-4); any other, once its outcome is journaled.
         """
         run = self._run or self.ensure_run(client)
+        if self._prefix:
+            name = self._prefix + name
         reason = meta.get(REASON_META)
         call = self._upstream_call(name)
         outcome = await run.attempt(
@@ -279,7 +290,7 @@ class Gateway:
     ) -> dict[str, Any] | types.InputRequiredResult:
         """A ``tools/call`` the SDK parsed: one that may need approval, or an odd one."""
         run = self.run_for(ctx)
-        name = params.name
+        name = self._prefix + params.name
         args = params.arguments if params.arguments is not None else {}
         meta = params.meta
         reason = meta.get(REASON_META) if meta else None
@@ -369,7 +380,7 @@ async def serve_gateway(
             except UpstreamError as exc:
                 say(f"error: {exc}", err)
                 return 1
-            index = ToolIndex.build(config.registry, conn.tools)
+            index = ToolIndex.build(config.registry, conn.tools, config.tool_namespace)
             _report(index, upstream, err)
             gateway = Gateway(config, journal, upstream, index, errlog=err)
             refused = await _serve_stdio(gateway, err)

@@ -365,7 +365,9 @@ async def _serve_http(
     guard = Guard(manager, token, on_deleted=gateway.end_session, errlog=errlog)
     config = uvicorn.Config(
         guard,
+        interface="asgi3",
         lifespan="off",
+        proxy_headers=False,  # the peer is whoever connected: no X-Forwarded-* is trusted
         access_log=False,
         log_level="warning",
         server_header=False,
@@ -424,7 +426,7 @@ async def serve_gateway_http(
             except UpstreamError as exc:
                 say(f"error: {exc}", err)
                 return 1
-            index = ToolIndex.build(config.registry, conn.tools)
+            index = ToolIndex.build(config.registry, conn.tools, config.tool_namespace)
             _report(index, upstream, err)
             gateway = HttpGateway(
                 config, journal, upstream, index, errlog=err, idle_timeout=listen.idle_timeout
