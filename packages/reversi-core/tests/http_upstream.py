@@ -101,7 +101,8 @@ async def main() -> None:
 
         await manager.handle_request(scope, replay, send)
 
-    sock = socket.socket()
+    # proto IPPROTO_TCP: asyncio sets TCP_NODELAY on the accepted sockets only then
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)

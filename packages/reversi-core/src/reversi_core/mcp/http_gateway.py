@@ -312,7 +312,11 @@ def _header(scope: Scope, name: bytes) -> str | None:
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening TCP socket on ``host:port`` (raises :class:`OSError`)."""
-    infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    # proto IPPROTO_TCP: asyncio sets TCP_NODELAY on accepted sockets only for it, and
+    # without it every answer's body waits ~40 ms for the ACK of its headers (Nagle)
+    infos = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP, flags=socket.AI_PASSIVE
+    )
     family, kind, proto, _, address = infos[0]
     sock = socket.socket(family, kind, proto)
     try:
