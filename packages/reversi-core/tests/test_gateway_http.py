@@ -304,3 +304,27 @@ def alive(pid: int) -> bool:
     except OSError:
         return False
     return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+async def test_a_session_client_is_asked_for_approval_on_its_stream(
+    gateway: GatewayProcess, box: Box
+) -> None:
+    asked: list[str] = []
+
+    async def elicit(ctx: Any, params: Any) -> Any:
+        import mcp_types as types
+
+        asked.append(params.message)
+        return types.ElicitResult(action="accept", content={"approve": True, "note": "ok"})
+
+    async with client(gateway.url, gateway.headers, elicitation_callback=elicit) as mcp:
+        done = await mcp.call_tool("box.guarded_write", {"name": "g.txt", "text": "approved"})
+    assert done.is_error is False, done
+    assert len(asked) == 1
+    assert "box.guarded_write" in asked[0]
+    assert (box.root / "g.txt").read_text() == "approved"
+    meta = done.meta or {}
+    step = {s.seq: s for s in box.steps(meta["reversi/run"])}[meta["reversi/step"]]
+    assert step.approval is not None
+    assert step.approval["approved"] is True
+    assert step.approval["by"] == "the user via http-test"
