@@ -49,7 +49,12 @@ def discover_packages() -> dict[str, Path]:
 
 PACKAGES = discover_packages()
 NODE_DIR = ROOT / ".ci" / "node"
-INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector-cli@1"
+# The maintained MCP Inspector (tests/test_inspector_cli.py, its --cli mode), the MCP
+# conformance suite (tests/test_conformance.py) and the Node both need (22; the machine may
+# have an older one): npm installs Node itself as a package. The Inspector is pinned to 2.x:
+# an npm running on an older Node would otherwise pick the last release that allowed it.
+INSPECTOR_PACKAGE = "@modelcontextprotocol/inspector@2.12"
+CONFORMANCE_PACKAGES = ["node@22", "@modelcontextprotocol/conformance@0.1.16"]
 PYPROJECT = nox.project.load_toml(str(ROOT / "pyproject.toml"))
 
 
@@ -103,12 +108,11 @@ def tests(session: nox.Session) -> None:
     """Run every package's tests, the scripts' tests and the certification suite."""
     install_workspace(session)
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
-    # A real outside MCP client for tests/test_inspector_cli.py, and the npm tools the
-    # packages' tests declare (their [tool.reversi] npm-test-tools), from the npm registry.
-    install_npm_test_tools(session, [INSPECTOR_PACKAGE])
-    session.env["REVERSI_INSPECTOR_CLI"] = str(
-        NODE_DIR / "node_modules" / ".bin" / "mcp-inspector-cli"
-    )
+    # A real outside MCP client for tests/test_inspector_cli.py, the conformance suite for
+    # tests/test_conformance.py, and the npm tools the packages' tests declare (their
+    # [tool.reversi] npm-test-tools), from the npm registry.
+    install_npm_test_tools(session, [INSPECTOR_PACKAGE, *CONFORMANCE_PACKAGES])
+    session.env["REVERSI_INSPECTOR"] = str(NODE_DIR / "node_modules" / ".bin" / "mcp-inspector")
     # One worker per core (pytest-xdist), each test file whole on one worker (--dist
     # loadfile): a module's fixtures, a started emulator and the certification matrix's
     # shared outcomes stay in one process. `nox -s tests -- -n 0 ...` runs in one process.

@@ -1,16 +1,20 @@
-"""A real outside MCP client: ``mcp-inspector-cli --cli`` talks to ``reversi-gateway``.
+"""A real outside MCP client: the MCP Inspector's CLI mode talks to ``reversi-gateway``.
 
-The client is the MCP Inspector's command line (Node, the TypeScript MCP SDK), from
-``npm install @modelcontextprotocol/inspector-cli@1``. CI installs it before the tests:
+The client is the maintained MCP Inspector (``@modelcontextprotocol/inspector`` 2.x,
+Node 22, the TypeScript MCP SDK) in ``--cli`` mode. CI installs it before the tests::
 
-    npm install --prefix .ci/node @modelcontextprotocol/inspector-cli@1
+    npm install --prefix .ci/node node@22 @modelcontextprotocol/inspector@2.12
 
-and may point ``$REVERSI_INSPECTOR_CLI`` at the ``mcp-inspector-cli`` it installed.
-Without the variable the tests look for ``.ci/node/node_modules/.bin/mcp-inspector-cli``
-under the repository root; when neither exists they fail, saying how to install it.
+and may point ``$REVERSI_INSPECTOR`` at the ``mcp-inspector`` it installed. Without the
+variable the tests look for ``.ci/node/node_modules/.bin/mcp-inspector`` under the
+repository root; when it is missing they fail, saying how to install it. It runs with
+that ``.bin`` first on ``PATH`` (the Node 22 of ``node@22``; the Inspector refuses an
+older one), from a temporary ``HOME`` (it keeps a catalog and a secret store there).
 
-The gateway is started by the inspector twice, as MCP clients start servers: once from
-an ``mcpServers`` configuration file (``--config``), once from a command line.
+Over stdio the Inspector starts the gateway, as MCP clients start servers: once from an
+``mcpServers`` configuration file (``--config``), once from a command line. Over HTTP it
+connects to ``reversi-gateway --listen`` with the token in a configuration file's
+``headers`` (and is refused without it).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +35,11 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 BIN = Path(sys.executable).parent
-INSPECTOR_BIN = "mcp-inspector-cli"
-NPM_INSTALL = "npm install --prefix .ci/node @modelcontextprotocol/inspector-cli@1"
+sys.path.insert(0, str(REPO / "packages" / "reversi-core" / "tests"))
+from _httpgw import GatewayProcess, new_token  # noqa: E402 - the path is set just above
+
+INSPECTOR_BIN = "mcp-inspector"
+NPM_INSTALL = "npm install --prefix .ci/node node@22 @modelcontextprotocol/inspector@2.12"
 FS_TOOLS = {
     "fs.read_file",
     "fs.list_dir",
@@ -55,48 +63,60 @@ def script(name: str) -> str:
     return found
 
 
-def inspector_cli() -> Path:
-    configured = os.environ.get("REVERSI_INSPECTOR_CLI")
+def inspector() -> Path:
+    configured = os.environ.get("REVERSI_INSPECTOR")
     if configured:
         path = Path(configured)
-        if not path.is_file():
+        if not path.exists():
             pytest.fail(
-                f"REVERSI_INSPECTOR_CLI={configured} is not a file; install it with: {NPM_INSTALL}"
+                f"REVERSI_INSPECTOR={configured} does not exist; install it with: {NPM_INSTALL}"
             )
     else:
         path = REPO / ".ci" / "node" / "node_modules" / ".bin" / INSPECTOR_BIN
-        if not path.is_file():
+        if not path.exists():
             pytest.fail(
-                f"the MCP Inspector CLI is not installed: run `{NPM_INSTALL}` in {REPO} "
-                f"(needs Node 20 and npm), or set REVERSI_INSPECTOR_CLI to a {INSPECTOR_BIN}"
+                f"the MCP Inspector is not installed: run `{NPM_INSTALL}` in {REPO} "
+                f"(needs npm), or set REVERSI_INSPECTOR to a {INSPECTOR_BIN}"
             )
-    if shutil.which("node") is None:
-        pytest.fail(f"{path} needs `node` on PATH (Node 20)")
+    node = path.parent / "node"
+    found = str(node) if node.exists() else shutil.which("node")
+    if found is None:
+        pytest.fail(f"{path} needs `node` 22: {NPM_INSTALL}")
+    version = subprocess.run([found, "--version"], capture_output=True, text=True).stdout
+    if int(version.strip().lstrip("v").split(".")[0] or 0) < 22:
+        pytest.fail(f"{path} needs Node 22, {found} is {version.strip()}: {NPM_INSTALL}")
     return path
 
 
-def inspect(*args: str, timeout: float = 120) -> dict[str, Any]:
-    """Run ``mcp-inspector-cli --cli ARGS`` and return the JSON it prints on stdout.
-
-    Inspector-cli 1.0.3 finds its own package.json by testing ``../package.json``
-    relative to the working directory, so it is started from its ``build`` directory
-    (where the bin link points); from anywhere else it fails with "Cannot find module".
-    """
-    cli = inspector_cli()
-    out = subprocess.run(
+def run_inspector(*args: str, home: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    """``mcp-inspector --cli ARGS`` from any directory, with Node 22 first on PATH."""
+    cli = inspector()
+    env = {**os.environ, "HOME": str(home), "MCP_INSPECTOR_SECRET_STORE": "memory"}
+    env["PATH"] = f"{cli.parent}{os.pathsep}{env.get('PATH', '')}"
+    if "--config" not in args:
+        env["MCP_CATALOG_PATH"] = str(home / "catalog.json")
+    home.mkdir(parents=True, exist_ok=True)
+    return subprocess.run(
         [str(cli), "--cli", *args],
-        cwd=cli.resolve().parent,
+        cwd=home,
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        env=env,
     )
-    command = shlex.join([cli.name, "--cli", *args])
+
+
+def inspect(*args: str, home: Path, timeout: float = 120) -> dict[str, Any]:
+    """Run ``mcp-inspector --cli ARGS`` and return the JSON it prints on stdout."""
+    out = run_inspector(*args, home=home, timeout=timeout)
+    command = shlex.join([INSPECTOR_BIN, "--cli", *args])
     assert out.returncode == 0, f"{command}\nstatus {out.returncode}\n{out.stdout}\n{out.stderr}"
     try:
-        return json.loads(out.stdout)
+        found: dict[str, Any] = json.loads(out.stdout)
     except json.JSONDecodeError:
         pytest.fail(f"{command} printed no JSON:\n{out.stdout}\n{out.stderr}")
+    return found
 
 
 def gateway_args(tmp_path: Path, root: Path) -> list[str]:
@@ -157,7 +177,15 @@ def test_inspector_lists_the_gateway_tools_from_an_mcp_servers_config(tmp_path: 
             }
         )
     )
-    listed = inspect("--config", str(config), "--server", "reversi-fs", "--method", "tools/list")
+    listed = inspect(
+        "--config",
+        str(config),
+        "--server",
+        "reversi-fs",
+        "--method",
+        "tools/list",
+        home=tmp_path / "home",
+    )
     tools = {tool["name"]: tool for tool in listed["tools"]}
     assert set(tools) == FS_TOOLS
     assert tools["fs.read_file"]["annotations"]["readOnlyHint"] is True
@@ -178,11 +206,11 @@ def test_the_inspector_accepts_a_failed_call_against_the_tools_output_schema(
     tmp_path: Path,
 ) -> None:
     # The TypeScript SDK checks structuredContent against the outputSchema even when
-    # isError is true (SDK 1.x, Client.callTool); the call fails its whole command when it
-    # does not match, so a clean exit with the error object is the proof.
+    # isError is true (Client.callTool); the call fails its whole command when it does
+    # not match, so a clean exit with the error object is the proof.
     root = tmp_path / "root"
     root.mkdir()
-    called = inspect(
+    out = run_inspector(
         script("reversi-gateway"),
         *gateway_args(tmp_path, root),
         "--method",
@@ -191,7 +219,14 @@ def test_the_inspector_accepts_a_failed_call_against_the_tools_output_schema(
         "fs.read_file",
         "--tool-arg",
         "path=missing.txt",
+        home=tmp_path / "home",
     )
+    # the Inspector prints the result, then exits 5 for a tool's isError; its SDK checked
+    # the structuredContent against the outputSchema first (@modelcontextprotocol/sdk
+    # 1.32, Client.callTool: whenever there is structuredContent, isError or not)
+    assert out.returncode == 5, out.stdout + out.stderr
+    assert '"code":"tool_is_error"' in out.stderr
+    called = json.loads(out.stdout)
     assert called["isError"] is True, called
     assert called["_meta"]["reversi/outcome"] == "failed"
     error = called["structuredContent"]["error"]
@@ -217,6 +252,7 @@ def test_inspector_writes_a_file_through_the_gateway_and_it_rolls_back(tmp_path:
         "--tool-arg",
         "path=notes/inspected.txt",
         f"content={content}",
+        home=tmp_path / "home",
     )
     assert called["isError"] is False, called
     assert called["structuredContent"] == {
@@ -249,3 +285,91 @@ def test_inspector_writes_a_file_through_the_gateway_and_it_rolls_back(tmp_path:
     assert rolled.returncode == 0, rolled.stdout + rolled.stderr
     assert json.loads(rolled.stdout)["compensated_now"] == [1]
     assert sorted(p.name for p in (root / "notes").iterdir()) == ["old.txt"]
+
+
+# -- over HTTP -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def http_gateway(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[GatewayProcess, Path]]:
+    """``reversi-gateway --listen`` in front of fs, for the module; and its root."""
+    tmp = tmp_path_factory.mktemp("inspector-http")
+    root = tmp / "root"
+    root.mkdir()
+    gw = GatewayProcess(gateway_args(tmp, root), tmp / "gateway.err", token=new_token())
+    yield gw, root
+    gw.stop()
+
+
+def http_config(tmp_path: Path, gw: GatewayProcess, *, token: bool = True) -> Path:
+    """An ``mcpServers`` file naming the gateway's URL (and its token, in ``headers``)."""
+    entry: dict[str, Any] = {"type": "streamable-http", "url": gw.url}
+    if token:
+        entry["headers"] = gw.headers
+    config = tmp_path / "http.json"
+    config.write_text(json.dumps({"mcpServers": {"reversi-http": entry}}))
+    return config
+
+
+@pytest.mark.slow
+def test_inspector_lists_and_calls_over_http_and_the_call_rolls_back(
+    http_gateway: tuple[GatewayProcess, Path], tmp_path: Path
+) -> None:
+    gw, root = http_gateway
+    config = http_config(tmp_path, gw)
+    server = ["--config", str(config), "--server", "reversi-http"]
+    listed = inspect(*server, "--method", "tools/list", home=tmp_path / "home")
+    assert {tool["name"] for tool in listed["tools"]} == FS_TOOLS
+    called = inspect(
+        *server,
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "fs.write_file",
+        "--tool-arg",
+        "path=over-http.txt",
+        "content=sent by the Inspector over HTTP",
+        home=tmp_path / "home",
+    )
+    assert called["isError"] is False, called
+    assert called["_meta"]["reversi/outcome"] == "succeeded"
+    assert (root / "over-http.txt").read_text() == "sent by the Inspector over HTTP"
+    run_id = called["_meta"]["reversi/run"]
+    data = str(Path(gw.errlog).parent / "data")
+    shown = reversi("show", run_id, "--data", data, "--json")
+    assert shown.returncode == 0, shown.stderr
+    steps = json.loads(shown.stdout)["steps"]
+    assert [(s["tool"], s["state"]) for s in steps] == [("fs.write_file", "succeeded")]
+    compensator = shlex.join([script("reversi-connectors"), "compensate", "--root", str(root)])
+    rolled = reversi("rollback", run_id, "--data", data, "--compensator-cmd", compensator, "--json")
+    assert rolled.returncode == 0, rolled.stdout + rolled.stderr
+    assert not (root / "over-http.txt").exists()
+
+
+@pytest.mark.slow
+def test_inspector_without_the_token_is_refused_over_http(
+    http_gateway: tuple[GatewayProcess, Path], tmp_path: Path
+) -> None:
+    gw, root = http_gateway
+    config = http_config(tmp_path, gw, token=False)
+    refused = run_inspector(
+        "--config",
+        str(config),
+        "--server",
+        "reversi-http",
+        "--method",
+        "tools/call",
+        "--tool-name",
+        "fs.write_file",
+        "--tool-arg",
+        "path=nope.txt",
+        "content=x",
+        home=tmp_path / "home",
+        timeout=60,
+    )
+    assert refused.returncode != 0
+    # the 401's WWW-Authenticate: Bearer makes the Inspector ask for an OAuth login, which
+    # a CLI without a terminal cannot do
+    assert "auth" in (refused.stdout + refused.stderr).lower()
+    assert not (root / "nope.txt").exists()
+    assert "without a valid bearer token (401)" in gw.stderr()

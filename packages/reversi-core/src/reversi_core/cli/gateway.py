@@ -2,20 +2,27 @@
 
 ::
 
-    reversi-gateway --manifests DIR [--journal URL|DIR | --data DIR] --upstream-cmd CMD [--upstream-arg ARG]...
+    reversi-gateway --manifests DIR [--journal URL|DIR | --data DIR]
+                    (--upstream-cmd CMD [--upstream-arg ARG]... | --upstream-url URL)
                     [--scope PERMISSION]... [--approve TOOL]... [--durability process|power]
                     [--call-timeout SECONDS] [--start-timeout SECONDS] [--max-message-bytes N]
+                    [--listen HOST:PORT [--allow-origin ORIGIN]... [--idle-timeout SECONDS]]
 
-Exit status: 0 when the client closed the session; 2 for a bad command line, an invalid
-manifest set or an unusable journal (one line on stderr naming the problem, never a
-journal URL, which may carry a password); 1 when the upstream server cannot be started.
-See ``docs/gateway.md``.
+Without ``--listen`` it serves one client on stdin/stdout; with it, MCP over streamable
+HTTP at ``http://HOST:PORT/mcp`` to clients that send the token of
+``$REVERSI_GATEWAY_TOKEN``. Exit status: 0 when the client closed the session (stdio)
+or the server was stopped (HTTP, SIGINT or SIGTERM); 2 for a bad command line, an
+invalid manifest set, an unusable journal or an address that cannot be
+bound (one line on stderr naming the problem, never a journal URL, which may carry a
+password); 1 when the upstream server cannot be
+started. See ``docs/gateway.md``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -28,6 +35,7 @@ from typing import TYPE_CHECKING
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
 from ..errors import ConfigurationError, ManifestError
 from ..journal import JOURNAL_ENV, Durability, resolve_location
+from ..mcp._listen import DEFAULT_IDLE_TIMEOUT, TOKEN_ENV, parse_listen, parse_origin, token_from
 from ..redact import scrub_command
 from ._common import CliError, Parser, fail
 
@@ -78,11 +86,19 @@ def build_parser() -> Parser:
         help="data directory holding the SQLite journal (default: $REVERSI_DATA or "
         "./reversi-data); not with --journal",
     )
-    parser.add_argument(
+    upstream = parser.add_mutually_exclusive_group(required=True)
+    upstream.add_argument(
         "--upstream-cmd",
-        required=True,
         metavar="CMD",
         help="the upstream MCP server's executable (spoken to over stdio)",
+    )
+    upstream.add_argument(
+        "--upstream-url",
+        metavar="URL",
+        help="the upstream MCP server's streamable HTTP endpoint (https://, or http:// to "
+        "this machine); credentials from $REVERSI_UPSTREAM_TOKEN (a bearer token) and "
+        "$REVERSI_UPSTREAM_HEADERS (a JSON object of headers), a CA bundle from "
+        "$REVERSI_UPSTREAM_CA_FILE",
     )
     parser.add_argument(
         "--upstream-arg",
@@ -90,6 +106,13 @@ def build_parser() -> Parser:
         default=[],
         metavar="ARG",
         help="one argument of the upstream command (repeat; values may start with '-')",
+    )
+    parser.add_argument(
+        "--tool-namespace",
+        metavar="NAME",
+        default=None,
+        help="for an upstream that is not a Reversi connector, whose tool names have no "
+        "'connector.' prefix: its tool T is the manifests' NAME.T (and is still called T)",
     )
     parser.add_argument(
         "--scope",
@@ -138,6 +161,30 @@ def build_parser() -> Parser:
         help=f"longest JSON-RPC message (one line) accepted from the client, in bytes "
         f"(default {DEFAULT_MAX_MESSAGE_BYTES}: 16 MiB); a longer one is refused",
     )
+    parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default=None,
+        help="serve MCP over streamable HTTP at http://HOST:PORT/mcp instead of stdio "
+        "(HOST defaults to 127.0.0.1; PORT 0 picks a free one); clients send the token "
+        f"of ${TOKEN_ENV} as 'Authorization: Bearer <token>'",
+    )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="with --listen: a web origin (https://app.example.com) allowed besides the "
+        "gateway's own loopback ones (repeat); other Origin and Host headers are refused",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help=f"with --listen: an HTTP session, or the run of stateless clients, ends after "
+        f"this long without a request (default {DEFAULT_IDLE_TIMEOUT:g})",
+    )
     return parser
 
 
@@ -169,6 +216,34 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         args.location = resolve_location(args.journal, args.data)
     except ConfigurationError as exc:
         raise CliError(str(exc), 2) from None
+    if args.tool_namespace is not None and not re.fullmatch(r"[a-z][a-z0-9]*", args.tool_namespace):
+        raise CliError(
+            f"--tool-namespace {args.tool_namespace}: a namespace is a connector token, "
+            "lowercase letters and digits starting with a letter",
+            2,
+        )
+    if args.upstream_url is not None:
+        if args.upstream_arg:
+            raise CliError("--upstream-arg goes with --upstream-cmd, not --upstream-url", 2)
+        from ..mcp._upstream_http import check_url, upstream_credentials
+
+        try:
+            check_url(args.upstream_url)
+            args.upstream_headers, args.upstream_ca_file = upstream_credentials(os.environ)
+        except ValueError as exc:
+            raise CliError(str(exc), 2) from None
+    if args.listen is None:
+        if args.allow_origin:
+            raise CliError("--allow-origin needs --listen (it is about HTTP clients)", 2)
+    else:
+        try:
+            args.listen_at = parse_listen(args.listen)
+            args.allow_origin = [parse_origin(o) for o in args.allow_origin]
+            args.token = token_from(os.environ)
+        except ValueError as exc:
+            raise CliError(str(exc), 2) from None
+        if args.idle_timeout <= 0:
+            raise CliError("--idle-timeout must be a positive number of seconds", 2)
     # checked before the upstream is started (the manifests themselves are read after, while
     # it starts): a mistyped directory is said at once, with no server started for nothing
     manifests = Path(args.manifests)
@@ -208,8 +283,12 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
     return GatewayConfig(
         registry=registry,
         journal=args.location,
-        upstream_command=args.upstream_cmd,
+        upstream_command=args.upstream_cmd or "",
         upstream_args=tuple(args.upstream_arg),
+        upstream_url=args.upstream_url,
+        upstream_headers=getattr(args, "upstream_headers", {}),
+        upstream_ca_file=getattr(args, "upstream_ca_file", None),
+        tool_namespace=args.tool_namespace,
         scope=scope,
         durability=Durability(args.durability),
         call_timeout=args.call_timeout,
@@ -226,13 +305,15 @@ def parse_config(argv: Sequence[str]) -> GatewayConfig:
 
 
 def upstream_environment() -> dict[str, str]:
-    """The upstream's environment: this process's, without ``$REVERSI_JOURNAL``.
+    """The upstream's environment: this process's, without ``$REVERSI_JOURNAL`` and the
+    clients' token (``$REVERSI_GATEWAY_TOKEN``).
 
     The upstream needs its own credentials from the environment, never the journal's
-    URL, which may carry the journal's password.
+    URL, which may carry the journal's password, nor the token clients present.
     """
     env = dict(os.environ)
     env.pop(JOURNAL_ENV, None)
+    env.pop(TOKEN_ENV, None)
     return env
 
 
@@ -261,7 +342,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)
     try:
-        process = _start_upstream(args)
+        process = _start_upstream(args) if args.upstream_cmd is not None else None
     except OSError as exc:
         command = scrub_command([args.upstream_cmd, *args.upstream_arg])
         return fail(
@@ -270,16 +351,25 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         config = make_config(args)
     except CliError as exc:
-        _kill(process)
+        if process is not None:
+            _kill(process)
         return fail(PROG, str(exc), exc.code)
     import anyio
 
-    from ..mcp.gateway import serve_gateway
-
     try:
+        if args.listen is not None:
+            from ..mcp._listen import Listen
+            from ..mcp.http_gateway import serve_gateway_http
+
+            host, port = args.listen_at
+            listen = Listen(host, port, tuple(args.allow_origin), args.idle_timeout)
+            return anyio.run(serve_gateway_http, config, listen, args.token, process)
+        from ..mcp.gateway import serve_gateway
+
         return anyio.run(serve_gateway, config, process)
     except KeyboardInterrupt:
-        _kill(process)
+        if process is not None:
+            _kill(process)
         return 130
 
 

@@ -12,8 +12,11 @@ step's state follows from (docs/gateway.md, "Failures"):
   failed for a read-only one;
 * a JSON-RPC error refusing the request (invalid params, unknown method): ToolError;
   another one on a writing tool: EffectUncertainError;
-* the upstream closing its pipes, or no answer in time: uncertain for a writing tool,
-  failed for a read-only one; that upstream is retired and a new one started.
+* the upstream closing its pipes (over HTTP: the connection dropping before the
+  answer), or no answer in time: uncertain for a writing tool, failed for a read-only
+  one; that upstream is retired and a new one started;
+* a request that never reached the upstream (:class:`~._link.UpstreamNotSent`: over
+  HTTP, no connection, TLS or the credentials refused): failed.
 
 It keeps the upstream's result as it came (:attr:`UpstreamCall.raw`), so that the answer
 to the client can be that result with Reversi's ``_meta`` added.
@@ -28,7 +31,8 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 
 from ..connector import CallContext
 from ..errors import EffectUncertainError, ToolError
-from ._upstream import Upstream, UpstreamClosed, UpstreamError
+from ._link import Supervisor, UpstreamNotSent
+from ._upstream import UpstreamClosed, UpstreamError
 from .serve import IDEMPOTENCY_KEY_META, OUTCOME_META, RUN_ID_META
 from .serve import STEP_META as UPSTREAM_STEP_META
 
@@ -41,15 +45,20 @@ class UpstreamCall:
     """One ``tools/call`` forwarded to the upstream (see the module docstring).
 
     Call it as an :data:`~reversi_core.engine.Executor`. ``writes`` says whether the
-    tool may change something; ``timeout`` is the call timeout in seconds. After it
+    tool may change something; ``timeout`` is the call timeout in seconds; ``wire`` is
+    the tool's name at the upstream when it is not the manifest's (``--tool-namespace``).
+    After it
     returned, :attr:`raw` is the upstream's ``CallToolResult`` as parsed JSON and
     :attr:`structured` the JSON result handed to the engine.
     """
 
-    __slots__ = ("raw", "structured", "timeout", "upstream", "writes")
+    __slots__ = ("raw", "structured", "timeout", "upstream", "wire", "writes")
 
-    def __init__(self, upstream: Upstream, writes: bool, timeout: float) -> None:
+    def __init__(
+        self, upstream: Supervisor, writes: bool, timeout: float, wire: str | None = None
+    ) -> None:
         self.upstream = upstream
+        self.wire = wire
         self.writes = writes
         self.timeout = timeout
         self.raw: dict[str, Any] | None = None
@@ -70,7 +79,7 @@ class UpstreamCall:
                 RUN_ID_META: ctx.run_id,
                 UPSTREAM_STEP_META: ctx.step,
             },
-            "name": tool,
+            "name": self.wire or tool,
             "arguments": args,
         }
         timeout = self.timeout
@@ -82,6 +91,12 @@ class UpstreamCall:
             if writes:
                 raise EffectUncertainError(f"{msg}; {_MAYBE}") from None
             raise ToolError(msg, code="upstream_closed") from None
+        except UpstreamNotSent as exc:  # nothing reached the upstream: nothing happened
+            self.upstream.discard(conn, f"{tool} could not be sent")
+            raise ToolError(
+                f"{tool} could not be sent to the upstream server: {exc}",
+                code="upstream_unavailable",
+            ) from None
         except TimeoutError:
             self.upstream.discard(conn, f"no answer to {tool} within {timeout:g} s")
             msg = f"the upstream server did not answer {tool} within {timeout:g} s (--call-timeout)"

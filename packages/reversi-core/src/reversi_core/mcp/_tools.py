@@ -87,19 +87,30 @@ class ToolIndex:
     missing: list[str]
 
     @classmethod
-    def build(cls, registry: Registry, upstream_tools: Iterable[types.Tool]) -> ToolIndex:
-        """Match the upstream's tools against the manifests (see the class docstring)."""
+    def build(
+        cls,
+        registry: Registry,
+        upstream_tools: Iterable[types.Tool],
+        namespace: str | None = None,
+    ) -> ToolIndex:
+        """Match the upstream's tools against the manifests (see the class docstring).
+
+        With ``namespace`` ``NS``, the upstream's tool ``T`` is the manifests' ``NS.T``
+        (listed as ``T``); ``withheld``, ``drifted`` and ``missing`` name manifests.
+        """
+        prefix = f"{namespace}." if namespace else ""
         listed: list[types.Tool] = []
         withheld: dict[str, Withheld] = {}
         drifted: list[str] = []
         hidden: list[str] = []
         offered: set[str] = set()
         for tool in upstream_tools:
-            if tool.name not in registry:
+            name = prefix + tool.name
+            if name not in registry:
                 hidden.append(tool.name)
                 continue
-            manifest = registry.get(tool.name)
-            offered.add(tool.name)
+            manifest = registry.get(name)
+            offered.add(name)
             upstream_hint = tool.annotations.open_world_hint if tool.annotations else None
             annotations = tool_annotations(
                 manifest, open_world=True if upstream_hint is None else upstream_hint
@@ -114,10 +125,10 @@ class ToolIndex:
             )
             description = tool.description or manifest.description or None
             if schema_hash(tool.input_schema) != schema_hash(manifest.input_schema):
-                drifted.append(tool.name)
-                withheld[tool.name] = Withheld(
+                drifted.append(name)
+                withheld[name] = Withheld(
                     "drifted",
-                    f"{tool.name} is refused: the upstream's input schema for it differs from "
+                    f"{name} is refused: the upstream's input schema for it differs from "
                     f"its manifest (the connector changed since the manifests were written). "
                     f"Regenerate them with 'reversi-connectors manifests {manifest.connector}' "
                     f"into the --manifests directory and restart reversi-gateway",

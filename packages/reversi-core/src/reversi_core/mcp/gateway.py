@@ -31,7 +31,7 @@ import math
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 import anyio
@@ -50,17 +50,11 @@ from ..registry import Registry
 from ._approval import Approvals, client_name, declares_elicitation, modern
 from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result
 from ._downstream import Downstream
+from ._link import Link, Supervisor, make_upstream
 from ._messages import PROG, say
 from ._policy import UpstreamCall
 from ._tools import ToolIndex, load_manifest_dir
-from ._upstream import (
-    DEFAULT_START_TIMEOUT,
-    Upstream,
-    UpstreamConnection,
-    UpstreamError,
-    spawn_upstream,
-    stop_process,
-)
+from ._upstream import DEFAULT_START_TIMEOUT, UpstreamError, spawn_upstream, stop_process
 from ._wire import DEFAULT_MAX_MESSAGE_BYTES, LineReader, connect_reader, connect_writer, stdio_fds
 
 __all__ = [
@@ -95,12 +89,15 @@ class GatewayConfig:
     password). ``scope`` ``None`` means the registry's default scope. ``pre_approved`` lists tools
     whose ``approval: always`` calls are approved in advance (``--approve TOOL``).
     Timeouts are in seconds; ``max_message_bytes`` is the longest line accepted from
-    the client.
+    the client. ``upstream_url`` (with its credentials in ``upstream_headers`` and the
+    CA bundle ``upstream_ca_file``) replaces the upstream command: streamable HTTP.
+    ``tool_namespace`` ``NS`` serves an upstream whose tool names have no connector
+    prefix: its tool ``T`` (so named to the client too) is the manifests' ``NS.T``.
     """
 
     registry: Registry
     journal: str
-    upstream_command: str
+    upstream_command: str = ""
     upstream_args: tuple[str, ...] = ()
     scope: frozenset[str] | None = None
     durability: Durability = Durability.PROCESS
@@ -109,6 +106,10 @@ class GatewayConfig:
     pre_approved: frozenset[str] = frozenset()
     upstream_env: Mapping[str, str] | None = None
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    upstream_url: str | None = None
+    upstream_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
+    upstream_ca_file: str | None = None
+    tool_namespace: str | None = None
 
     @property
     def upstream_argv(self) -> list[str]:
@@ -144,7 +145,7 @@ class Gateway:
         self,
         config: GatewayConfig,
         journal: Journal,
-        upstream: Upstream,
+        upstream: Supervisor,
         index: ToolIndex,
         *,
         errlog: TextIO | None = None,
@@ -159,14 +160,17 @@ class Gateway:
         self._writes = {m.name: m.writes for m in self.registry}
         self._asks = {m.name for m in self.registry if m.approval is Approval.ALWAYS}
         self._asks -= config.pre_approved
+        # --tool-namespace NS: the upstream's (and the client's) tool T is the manifests' NS.T
+        self._prefix = f"{config.tool_namespace}." if config.tool_namespace else ""
         self._approvals = Approvals(self.registry, config.pre_approved)
         self._listing = types.ListToolsResult(tools=index.listed)
         upstream.on_connect.append(self._reindex)
 
     @property
     def asks(self) -> frozenset[str]:
-        """Tools whose calls need a person's approval (served through the SDK)."""
-        return frozenset(self._asks)
+        """Tools whose calls need a person's approval (served through the SDK), by the
+        names the client calls them."""
+        return frozenset(n.removeprefix(self._prefix) for n in self._asks)
 
     # -- the run ---------------------------------------------------------------------
 
@@ -178,24 +182,33 @@ class Gateway:
     def ensure_run(self, client: str | None = None) -> Run:
         """The session's run, journaled now if it is not yet."""
         if self._run is None:
-            label = f"{client or 'MCP client'} via {PROG} -> {self.upstream.description}"
-            run = Run.start(
-                self.journal,
-                self.registry,
-                scope=self.config.scope,
-                approver=self._approvals.in_advance,
-                label=label[:200],
-            )
-            run.withheld = self.index.withheld
-            run.defer_read_records(READ_RECORDS_DELAY, self._lost_record)
-            self._run = run
-            say(started_message(run.id, self.config.journal), self._errlog)
+            self._run = self.start_run(client)
         return self._run
 
-    def _reindex(self, conn: UpstreamConnection) -> None:
+    def start_run(self, client: str | None, how: str = "") -> Run:
+        """Journal a new run for ``client`` (``how``: the connection, for its label) and
+        say its id on stderr."""
+        label = f"{client or 'MCP client'}{how} via {PROG} -> {self.upstream.description}"
+        run = Run.start(
+            self.journal,
+            self.registry,
+            scope=self.config.scope,
+            approver=self._approvals.in_advance,
+            label=label[:200],
+        )
+        run.withheld = self.index.withheld
+        run.defer_read_records(READ_RECORDS_DELAY, self._lost_record)
+        say(started_message(run.id, self.config.journal), self._errlog)
+        return run
+
+    def run_for(self, ctx: ServerRequestContext[Any]) -> Run:
+        """The run a request the SDK serves belongs to: over stdio, the session's one run."""
+        return self._run or self.ensure_run(client_name(ctx))
+
+    def _reindex(self, conn: Link) -> None:
         if conn.generation == 1:
             return  # the index the gateway was built with
-        index = ToolIndex.build(self.registry, conn.tools)
+        index = ToolIndex.build(self.registry, conn.tools, self.config.tool_namespace)
         for name in index.drifted:
             if name not in self.index.drifted:
                 say(f"drifted after restart: {index.withheld[name].reason}", self._errlog)
@@ -207,7 +220,10 @@ class Gateway:
     # -- the call --------------------------------------------------------------------
 
     def _upstream_call(self, name: str) -> UpstreamCall:
-        return UpstreamCall(self.upstream, self._writes.get(name, True), self.config.call_timeout)
+        wire = name.removeprefix(self._prefix) if self._prefix else None
+        return UpstreamCall(
+            self.upstream, self._writes.get(name, True), self.config.call_timeout, wire
+        )
 
     def _lost_record(self, step: StepRecord, error: JournalError) -> None:
         say(f"error: {step.tool}: step {step.seq}: {error}", self._errlog)
@@ -235,6 +251,8 @@ class Gateway:
         is journaled (docs/engine.md, CALL-4); any other, once its outcome is journaled.
         """
         run = self._run or self.ensure_run(client)
+        if self._prefix:
+            name = self._prefix + name
         reason = meta.get(REASON_META)
         call = self._upstream_call(name)
         outcome = await run.attempt(
@@ -283,8 +301,8 @@ class Gateway:
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any] | types.InputRequiredResult:
         """A ``tools/call`` the SDK parsed: one that may need approval, or an odd one."""
-        run = self._run or self.ensure_run(client_name(ctx))
-        name = params.name
+        run = self.run_for(ctx)
+        name = self._prefix + params.name
         args = params.arguments if params.arguments is not None else {}
         meta = params.meta
         reason = meta.get(REASON_META) if meta else None
@@ -368,20 +386,13 @@ async def serve_gateway(
         return 2
     try:
         async with anyio.create_task_group() as tg:
-            upstream = Upstream(
-                config.upstream_argv,
-                tg,
-                env=config.upstream_env,
-                start_timeout=config.start_timeout,
-                errlog=err,
-                first=upstream_process,
-            )
+            upstream = make_upstream(config, tg, err, upstream_process)
             try:
                 conn = await upstream.connection()
             except UpstreamError as exc:
                 say(f"error: {exc}", err)
                 return 1
-            index = ToolIndex.build(config.registry, conn.tools)
+            index = ToolIndex.build(config.registry, conn.tools, config.tool_namespace)
             _report(index, upstream, err)
             gateway = Gateway(config, journal, upstream, index, errlog=err)
             refused = await _serve_stdio(gateway, err)
@@ -397,7 +408,7 @@ async def serve_gateway(
     return 0
 
 
-def _report(index: ToolIndex, upstream: Upstream, err: TextIO) -> None:
+def _report(index: ToolIndex, upstream: Supervisor, err: TextIO) -> None:
     names = [t.name for t in index.listed]
     shown = ", ".join(names) or "none"
     say(f"serving {len(names)} tool(s) of {upstream.description}: {shown}", err)
