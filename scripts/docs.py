@@ -11,10 +11,11 @@ needed), the blocks of ``docs/connectors/NAME.md`` between ``<!-- generated:KIND
 and ``<!-- end generated:KIND -->`` are rendered from the connector: ``configuration``
 (its settings, environment variables and command-line options), ``tools`` (each tool's
 effect, permission, approval and compensation with its argument map) and ``edges`` (its
-``requires`` declarations, and the resources each compensation touches). A connector without a page gets a new one with those blocks
-and its tools' docstrings. The README's list of connectors (the ``connectors`` block) is
-rendered from every connector's distribution, summary and fixture. Prose outside the
-blocks is the author's and is kept as it is. ``tests/test_docs.py`` runs ``--check``'s
+``requires`` declarations, and the resources each compensation touches). A connector
+without a page gets a new one with those blocks and its tools' docstrings. The README's
+list of connectors (the ``connectors`` block) is rendered from every connector's
+distribution, summary and fixture. Prose outside the blocks is the author's and is kept
+as it is. ``tests/test_docs.py`` runs ``--check``'s
 comparison, so a page that drifted from its connector fails the test run.
 """
 
