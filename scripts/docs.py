@@ -15,8 +15,8 @@ effect, permission, approval and compensation with its argument map) and ``edges
 without a page gets a new one with those blocks and its tools' docstrings. The README's
 list of connectors (the ``connectors`` block) is rendered from every connector's
 distribution, summary and fixture. Prose outside the blocks is the author's and is kept
-as it is. ``tests/test_docs.py`` runs ``--check``'s comparison, so a page that drifted
-from its connector fails the test run.
+as it is. ``tests/test_docs.py`` runs ``--check``'s
+comparison, so a page that drifted from its connector fails the test run.
 """
 
 from __future__ import annotations

@@ -244,6 +244,10 @@ async def test_an_update_of_an_event_the_run_created_is_undone_before_the_delete
             ("PATCH", 200), ("PATCH", 412), ("GET", 200), ("PATCH", 200),
             ("DELETE", 412), ("GET", 200), ("DELETE", 204),
         ]
+        # one event, one name whichever calendar name the calls used: newest first
+        touched = {s.seq: s.compensation["resources"] for s in run.steps() if s.compensation}
+        assert touched == {n: [f"gcalendar:events/{made['id']}"] for n in (first, second, third)}
+        assert report.waves == [[third], [second], [first]]
         assert fake.event("primary", made["id"]).status == "cancelled"
         untouched = fake.snapshot()
         del untouched["calendars"][OWNER]["events"][made["id"]]

@@ -77,6 +77,17 @@ async def test_a_run_is_rolled_back_notes_before_their_issue_and_branches_before
         assert note_deleted < closed
         assert child_deleted < base_deleted
         assert child["sha"] == base["sha"]
+        # a note lies under its issue's name; a branch waits for the branch made from it
+        # (requires); everything else is undone at once
+        touched = {s.seq: (s.compensation or {}).get("resources") for s in run.steps()}
+        assert touched[note_step] == [
+            f"gitlab:{PROJECT}/issues/{issue['iid']}/notes/{note['id']}"
+        ]
+        assert touched[other_step] == [f"gitlab:{PROJECT_ID}/branches/x"]  # as given
+        assert report.waves == [
+            [other_step, child_step, old_note_step, note_step],
+            [base_step, issue_step],
+        ]
 
         after = fake.snapshot()["projects"][PROJECT]
         was = before["projects"][PROJECT]

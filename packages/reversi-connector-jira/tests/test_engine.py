@@ -163,3 +163,28 @@ async def test_a_key_in_lower_case_is_refused_since_it_would_not_be_linked(
     seq, _ = await run.call("jira.add_comment", {"issue": made["key"], "body": "On it."})
     assert journal.get_step(run.id, seq).requires == [issue_seq]
     journal.close()
+
+
+async def test_two_transitions_of_one_issue_by_key_and_by_id_are_undone_newest_first(
+    jira: JiraConnector, fake: FakeJira, tmp_path: Path
+) -> None:
+    """The key and the id are two spellings of one issue: every compensation is on
+    ``jira:api``, so the rollback, parallel by default, undoes Jira's steps one at a time."""
+    issue = fake.find_issue("PROJ-1")
+    assert issue is not None
+    run, journal = _run(jira, tmp_path)
+    first, _ = await run.call(
+        "jira.transition_issue", {"issue": "PROJ-1", "transition": "Start Progress"}
+    )
+    second, _ = await run.call(
+        "jira.transition_issue", {"issue": issue["id"], "transition": "Review"}
+    )
+    note, _ = await run.call("jira.add_comment", {"issue": "PROJ-2", "body": "Also this."})
+    assert {tuple(s.compensation["resources"]) for s in run.steps() if s.compensation} == {
+        ("jira:api",)
+    }
+    report = await run.rollback(compensate=compensator_for([jira]))
+    assert report.complete, report.to_json()
+    assert report.waves == [[note], [second], [first]]
+    assert fake.find_issue("PROJ-1")["status"] == "10000"  # type: ignore[index]  # To Do again
+    journal.close()

@@ -42,6 +42,11 @@ async def test_a_comment_on_an_issue_the_run_created_is_undone_before_the_issue(
     assert fake.find_issue(made["id"])["archivedAt"] is None  # type: ignore[index]
     second = await run.rollback(compensate=compensator_for([linear]))
     assert second.complete
+    assert [s.compensation["resources"] for s in run.steps() if s.compensation] == [
+        [f"linear:issues/{made['id']}"],
+        [f"linear:comments/{comment['id']}"],
+    ]
+    assert second.waves == [[comment_step], [issue_step]]  # the issue waits for what requires it
     assert comment["id"] not in fake.comments
     archived = fake.find_issue(made["id"])
     assert archived is not None

@@ -67,6 +67,12 @@ async def test_a_run_is_rolled_back_replies_and_reactions_before_their_message(
         )
         assert reply_deleted < parent_deleted
         assert reaction_removed < parent_deleted
+        # a reaction lies under its message's name; the reply, a message of its own, waits
+        # for nothing but its parent waits for it (requires): the rest undo at once
+        touched = {s.seq: (s.compensation or {}).get("resources") for s in run.steps()}
+        assert touched[post] == [f"slack:{GENERAL}/{posted['ts']}"]
+        assert touched[react] == [f"slack:{GENERAL}/{posted['ts']}/reactions/tada"]
+        assert report.waves == [[other, again, react, reply], [post]]
         # the reaction that was there before the run was not touched: no request names it
         assert not any(c[1].get("name") == "white_check_mark" for c in calls)
         assert fake.snapshot() == before

@@ -228,9 +228,14 @@ async def test_a_rollback_cancels_the_intent_before_it_deletes_its_customer(
             "stripe.create_payment_intent", {"amount": 4000, "currency": "usd", "customer": customer["id"]}
         )
         assert journal.get_step(run.id, step).requires == [1]
+        assert [s.compensation["resources"] for s in run.steps() if s.compensation] == [
+            [f"stripe:customers/{customer['id']}"],
+            [f"stripe:payment_intents/{intent['id']}"],
+        ]
         sent = len(wire.exchanges)
         report = await run.rollback(compensate=compensator_for([stripe]))
     assert report.complete
+    assert report.waves == [[step], [1]]  # two objects, but the customer waits for what requires it
     undo = [f"{e.method} {e.path}" for e in wire.exchanges[sent:]]
     assert undo == [  # each undo reads first: nobody changed the object since the call
         f"GET /v1/payment_intents/{intent['id']}",

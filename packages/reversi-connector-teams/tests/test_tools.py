@@ -353,12 +353,20 @@ async def test_a_run_that_posted_is_rolled_back_to_a_soft_deleted_placeholder(
     teams = connector_for(fake, server)
     journal = SQLiteJournal.open(tmp_path / "data")
     run = Run.start(journal, registry_for([teams]), executor=executor_for([teams]))
-    _, posted = await run.call("teams.post_message", _in(RELEASES, content="Deploying now"))
+    first, posted = await run.call("teams.post_message", _in(RELEASES, content="Deploying now"))
+    second, other = await run.call("teams.post_message", _in(content="Also here"))
     report = await run.rollback(compensate=compensator_for([teams]))
     assert report.complete
+    assert [s.compensation["resources"] for s in run.steps() if s.compensation] == [
+        [f"teams:{TEAM_ID}/{RELEASES}/messages/{posted['id']}"],
+        [f"teams:{TEAM_ID}/{GENERAL}/messages/{other['id']}"],
+    ]
+    assert report.waves == [[second, first]]  # two messages: undone at once
     message = fake.message(TEAM_ID, RELEASES, posted["id"])
     assert message.deleted is not None  # the placeholder stays: Graph cannot purge it
-    assert server.requests[-1].path.endswith(f"/messages/{posted['id']}/softDelete")
+    assert fake.message(TEAM_ID, GENERAL, other["id"]).deleted is not None
+    deleted = [r.path for r in server.requests if r.path.endswith("/softDelete")]
+    assert sorted(deleted) == sorted([_softdelete(posted["id"], RELEASES), _softdelete(other["id"])])
     assert TOKEN not in (tmp_path / "data").joinpath("journal.sqlite3").read_bytes().decode(
         "latin-1"
     )

@@ -513,17 +513,11 @@ async def test_a_plan_after_a_partial_rollback_shows_what_is_left(journal: SQLit
 def test_when_every_compensation_succeeds_the_rollback_runs_the_planned_waves(
     shared: SQLiteJournal, ops: list[Op], parallel: int
 ) -> None:
-    # every compensation can succeed: no pop fails, and a push that did happen but is
-    # uncertain is resolved applied (left alone, its token would bury older ones)
+    # every compensation can succeed: no pop fails, and every uncertain step is resolved
+    # applied (left alone, it stands: a pushed token would bury older ones, and what it
+    # requires would be deferred, leaving its token on the stack too)
     ops = [
-        Op(
-            o.tool,
-            o.res,
-            o.after,
-            o.forward,
-            False,
-            "applied" if o.forward == "uncertain" else o.resolve,
-        )
+        Op(o.tool, o.res, o.after, o.forward, False, "applied" if o.forward else o.resolve)
         for o in ops
     ]
 

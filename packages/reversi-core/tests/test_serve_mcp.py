@@ -184,7 +184,9 @@ def test_annotations_follow_the_effect(effect: Effect, hints: tuple[bool, bool, 
 def test_tool_definition_carries_the_declarations() -> None:
     m = manifest(
         Effect.REVERSIBLE,
-        compensation=Compensation(tool="x.undo", argument_map={"id": "result.id"}),
+        compensation=Compensation(
+            tool="x.undo", argument_map={"id": "result.id"}, resources=["x:{result.id}"]
+        ),
     )
     tool = tool_definition(m)
     dumped = tool.model_dump(by_alias=True, exclude_none=True)
@@ -193,6 +195,7 @@ def test_tool_definition_carries_the_declarations() -> None:
     assert dumped["_meta"]["reversi/compensation"] == {
         "tool": "x.undo",
         "argument_map": {"id": "result.id"},
+        "resources": ["x:{result.id}"],
     }
     assert dumped["_meta"]["reversi/requires"] == []
 

@@ -288,6 +288,8 @@ class GcalendarConnector(HttpConnector):
                 "etag": "result.etag",
                 "expected": "result.applied",
             },
+            # the event alone: one calendar has several names ('primary', its address)
+            resources=["gcalendar:events/{result.id}"],
         ),
     )
     async def create_event(self, args: CreateEventArgs, ctx: CallContext) -> dict[str, Any]:
@@ -339,6 +341,7 @@ class GcalendarConnector(HttpConnector):
                 "expected": "result.applied",
                 "etag": "result.etag",
             },
+            resources=["gcalendar:events/{result.event_id}"],
         ),
         requires=[
             _on_event("gcalendar.create_event", "result.id"),

@@ -251,7 +251,9 @@ class GitlabConnector(HttpConnector):
         input=CreateIssueArgs,
         output=CreateIssueResult,
         compensation=Compensation(
-            tool="gitlab.close_issue", argument_map=_same_project(issue_iid="result.iid")
+            tool="gitlab.close_issue",
+            argument_map=_same_project(issue_iid="result.iid"),
+            resources=["gitlab:{args.project}/issues/{result.iid}"],
         ),
         summary="Open an issue; undone by closing it (the issue stays, closed).",
         docs=f"{_DOCS}/issues/#new-issue",
@@ -275,6 +277,7 @@ class GitlabConnector(HttpConnector):
             argument_map=_same_project(
                 issue_iid="args.issue_iid", note_id="result.id", expected_body="result.body"
             ),
+            resources=["gitlab:{args.project}/issues/{args.issue_iid}/notes/{result.id}"],
         ),
         requires=[_on("gitlab.create_issue", Match(this="args.issue_iid", earlier="result.iid"))],
         summary="Comment on an issue; undone by deleting the note, unless someone edited it since.",
@@ -298,6 +301,7 @@ class GitlabConnector(HttpConnector):
         compensation=Compensation(
             tool="gitlab.delete_branch",
             argument_map=_same_project(branch="args.branch", expected_sha="result.sha"),
+            resources=["gitlab:{args.project}/branches/{args.branch}"],
         ),
         requires=[_on("gitlab.create_branch", Match(this="args.ref", earlier="args.branch"))],
         summary="Create a branch from a branch, tag or commit; undone by deleting it while it has not moved.",

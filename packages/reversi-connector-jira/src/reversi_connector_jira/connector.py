@@ -81,6 +81,16 @@ def _reads_as(document: Any, text: str | None) -> bool:
     return to_text(document) == (to_text(to_adf(text)) if text is not None else None)
 
 
+_ONE_AT_A_TIME = ["jira:api"]
+"""What every compensation of the connector touches: one name for them all.
+
+A call names its issue by key (``PROJ-12``) or by id (``10012``), and a result gives the
+issue back as given, so two steps on one issue can carry two spellings of it; undoing
+two transitions of one issue out of order fails. One name for every compensation makes
+a rollback undo Jira's steps one at a time, newest first, beside other connectors'.
+"""
+
+
 def _on_issue_created_here(field: str) -> list[Requirement]:
     """``field`` of this call names an issue an earlier jira.create_issue of the run made (key or id)."""
     return [
@@ -241,6 +251,7 @@ class JiraConnector(HttpConnector):
                 "expected_summary": "result.summary",
                 "expected_description": "result.description",
             },
+            resources=_ONE_AT_A_TIME,
         ),
         requires=_on_issue_created_here("parent"),
     )
@@ -291,6 +302,7 @@ class JiraConnector(HttpConnector):
                 "comment_id": "result.id",
                 "expected_body": "result.body",
             },
+            resources=_ONE_AT_A_TIME,
         ),
         requires=_on_issue_created_here("issue"),
     )
@@ -333,6 +345,7 @@ class JiraConnector(HttpConnector):
                 "expected_status_id": "result.status_id",
                 "expected_status": "result.status",
             },
+            resources=_ONE_AT_A_TIME,
         ),
         requires=_on_issue_created_here("issue"),
     )

@@ -216,7 +216,11 @@ class LinearConnector(HttpConnector):
         permission="linear:issues:write",
         input=CreateIssueArgs,
         output=CreateIssueResult,
-        compensation=Compensation(tool="linear.archive_issue", argument_map={"id": "result.id"}),
+        compensation=Compensation(
+            tool="linear.archive_issue",
+            argument_map={"id": "result.id"},
+            resources=["linear:issues/{result.id}"],
+        ),
     )
     async def create_issue(self, args: CreateIssueArgs, ctx: CallContext) -> dict[str, Any]:
         """Create an issue in a team (``issueCreate``); undone by archiving it.
@@ -251,7 +255,11 @@ class LinearConnector(HttpConnector):
         permission="linear:comments:write",
         input=AddCommentArgs,
         output=AddCommentResult,
-        compensation=Compensation(tool="linear.delete_comment", argument_map={"id": "result.id"}),
+        compensation=Compensation(
+            tool="linear.delete_comment",
+            argument_map={"id": "result.id"},
+            resources=["linear:comments/{result.id}"],
+        ),
         requires=_ON_ISSUE_CREATED_HERE,
     )
     async def add_comment(self, args: AddCommentArgs, ctx: CallContext) -> dict[str, Any]:

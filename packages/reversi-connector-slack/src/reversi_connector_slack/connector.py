@@ -236,6 +236,7 @@ class SlackConnector(HttpConnector):
         compensation=Compensation(
             tool="slack.delete_message",
             argument_map={"channel": "result.channel", "ts": "result.ts"},
+            resources=["slack:{result.channel}/{result.ts}"],
         ),
         requires=[_posted_here("args.channel", "args.thread_ts")],
         summary="Post a message to a conversation, or a reply in a thread; undone by deleting it.",
@@ -265,6 +266,8 @@ class SlackConnector(HttpConnector):
                 "name": "args.name",
                 "added_by_call": "result.added",
             },
+            # under the message's name: removed before the message is deleted
+            resources=["slack:{args.channel}/{args.timestamp}/reactions/{args.name}"],
         ),
         requires=[_posted_here("args.channel", "args.timestamp")],
         summary="React to a message with an emoji; undone by removing the reaction this call added.",

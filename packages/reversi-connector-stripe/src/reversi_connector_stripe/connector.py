@@ -316,6 +316,7 @@ class StripeConnector(HttpConnector):
         compensation=Compensation(
             tool="stripe.delete_customer",
             argument_map={"customer": "result.id", **_preconditions_from_result(*_CUSTOMER_KEPT)},
+            resources=["stripe:customers/{result.id}"],
         ),
         replay=REPLAY,
         summary="Create a customer; undone by deleting that customer, and only that one.",
@@ -339,6 +340,7 @@ class StripeConnector(HttpConnector):
         compensation=Compensation(
             tool="stripe.cancel_payment_intent",
             argument_map={"payment_intent": "result.id", **_preconditions_from_result(*_INTENT_KEPT)},
+            resources=["stripe:payment_intents/{result.id}"],
         ),
         requires=[_on_customer_created_here()],
         replay=REPLAY,

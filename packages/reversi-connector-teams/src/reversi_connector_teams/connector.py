@@ -233,6 +233,7 @@ class TeamsConnector(HttpConnector):
                 "subject_sha256": "result.subject_sha256",
                 "content_sha256": "result.content_sha256",
             },
+            resources=["teams:{args.team_id}/{args.channel_id}/messages/{result.id}"],
         ),
     )
     async def post_message(self, args: PostMessageArgs, ctx: CallContext) -> dict[str, Any]:

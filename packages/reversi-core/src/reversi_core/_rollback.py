@@ -15,6 +15,8 @@ resources run at once, at most ``parallel`` together, in the order of
 
 from __future__ import annotations
 
+import heapq
+import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -281,54 +283,79 @@ class _Saga:
             await anyio.lowlevel.checkpoint()
 
     async def concurrently(self, newest_first: list[StepRecord], parallel: int) -> None:
-        """The parallel rollback: candidates as soon as what they wait for has settled.
+        """The parallel rollback: each candidate as soon as what it waits for has settled.
 
-        Steps decided from their own record are journaled first, newest first. Each
-        candidate is then a task that waits for the later candidates of
-        :func:`~reversi_core._schedule.waits_for`, then for one of ``parallel`` slots,
-        then decides and compensates. A cancellation (Ctrl-C) cancels the tasks still
-        waiting, so no compensation starts after it; those running finish (shielded
-        within ``compensation_timeout``) and are journaled. An error from a task (the
-        journal failing) stops the others the same way and is raised as itself.
+        Steps decided from their own record are journaled first, newest first. Then a
+        dispatcher keeps up to ``parallel`` compensations running: whenever a candidate's
+        later steps (:func:`~reversi_core._schedule.waits_for`) have all settled, it is
+        decided (deferred, or its compensation started as a task of its own), newest
+        first among those ready. Only the compensations running are tasks, so a run of
+        any length costs ``parallel`` tasks. A cancellation (Ctrl-C) stops the
+        dispatcher, so no compensation starts after it; those running finish (shielded
+        within ``compensation_timeout``) and are journaled. An error (the journal
+        failing) stops the dispatcher the same way and is raised as itself.
         """
-        candidates = []
+        candidates: dict[int, StepRecord] = {}
         for step in newest_first:
             decision = settled_without_compensation(step, self.run_id)
             if decision is None:
-                candidates.append(step)
+                candidates[step.seq] = step
             else:
                 self.record(step, decision)
-        order = waits_for(candidates, self.dependents)
+        order = waits_for(list(candidates.values()), self.dependents)
         self.waves = Waves(order)
-        done = {s.seq: anyio.Event() for s in candidates}
-        slots = anyio.CapacityLimiter(parallel)
+        waiting = {seq: len(later) for seq, later in order.items()}
+        released: dict[int, list[int]] = {}  # a step -> the earlier ones that wait for it
+        for seq, later in order.items():
+            for newer in later:
+                released.setdefault(newer, []).append(seq)
+        ready = [-seq for seq, count in waiting.items() if count == 0]  # a heap, newest first
+        heapq.heapify(ready)
+        finished_send, finished = anyio.create_memory_object_stream[int](math.inf)
         errors: list[BaseException] = []
 
-        async def one(step: StepRecord, scope: anyio.CancelScope) -> None:
+        def settle(seq: int) -> None:
+            for earlier in released.get(seq, ()):
+                waiting[earlier] -= 1
+                if waiting[earlier] == 0:
+                    heapq.heappush(ready, -earlier)
+
+        async def compensate(step: StepRecord, wave: int, scope: anyio.CancelScope) -> None:
             try:
-                for later in order[step.seq]:
-                    await done[later].wait()
-                standing = self.standing(step)
-                if standing:
-                    self.waves.settle(step.seq, ran=False)
-                    self.record(step, deferral(standing))
-                    return
-                async with slots:  # held while the compensation runs, not while journaling
-                    wave = self.waves.settle(step.seq, ran=True)
-                    assert wave is not None
-                    decision = await self._compensate(step, wave)
-                self.record(step, decision)
+                self.record(step, await self._compensate(step, wave))
             except anyio.get_cancelled_exc_class():
                 raise
             except BaseException as exc:
                 errors.append(exc)
                 scope.cancel()
             finally:
-                done[step.seq].set()
+                finished_send.send_nowait(step.seq)
 
-        async with anyio.create_task_group() as group:
-            for step in candidates:
-                group.start_soon(one, step, group.cancel_scope)
+        with finished_send, finished:
+            async with anyio.create_task_group() as group:
+                running = 0
+                while ready or running:
+                    while ready and running < parallel and not errors:
+                        step = candidates[-heapq.heappop(ready)]
+                        standing = self.standing(step)
+                        if standing:
+                            self.waves.settle(step.seq, ran=False)
+                            try:
+                                self.record(step, deferral(standing))
+                            except Exception as exc:
+                                errors.append(exc)
+                                group.cancel_scope.cancel()
+                                break
+                            settle(step.seq)
+                            continue
+                        wave = self.waves.settle(step.seq, ran=True)
+                        assert wave is not None
+                        running += 1
+                        group.start_soon(compensate, step, wave, group.cancel_scope)
+                    if not running:
+                        break
+                    settle(await finished.receive())
+                    running -= 1
         if errors:
             raise errors[0]
 

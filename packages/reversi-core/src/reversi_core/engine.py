@@ -5,7 +5,9 @@ permission scope, the arguments and approval, journals the call, executes it and
 journals its outcome, and returns a :class:`CallOutcome` whatever happened;
 :meth:`Run.call` is the same and raises the error of a call that did not succeed.
 :meth:`Run.rollback` undoes the run's steps newest first, honouring ``requires`` edges
-(see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`.
+and running the compensations of independent steps at once
+(see :mod:`reversi_core._rollback`), and returns a :class:`RollbackReport`;
+:meth:`Run.plan_rollback` works out what it would do without doing it.
 :meth:`Run.resolve` records a person's decision about an uncertain step, and
 :meth:`Run.replay` settles one by sending its call again with its own idempotency key
 (see :mod:`reversi_core._replay`), and :meth:`Run.allow_overwrite` records a person's
