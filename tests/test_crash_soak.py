@@ -430,13 +430,12 @@ class Store:
 
 
 @pytest.fixture(scope="module")
-def pg_server() -> Iterator[PostgresServer]:
+def pg_server() -> PostgresServer:
     """A throwaway PostgreSQL server on 127.0.0.1; fails (never skips) without one."""
     try:
         from reversi_core.testing.postgres import (
             PostgresUnavailable,
             shared_server,
-            stop_shared_server,
         )
     except ImportError as exc:
         pytest.fail(f"the PostgreSQL soak needs psycopg: {exc}", pytrace=False)
@@ -444,8 +443,9 @@ def pg_server() -> Iterator[PostgresServer]:
         server = shared_server()
     except PostgresUnavailable as exc:
         pytest.fail(f"no PostgreSQL server for the soak: {exc}", pytrace=False)
-    yield server
-    stop_shared_server()
+    # not stopped here: other fixtures of this process (the journal's, the connector's,
+    # the soak's) share it; shared_server stops it when the process exits
+    return server
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -31,19 +31,19 @@ from reversi_connector_postgres.testing import (  # noqa: E402 - as above
     PostgresServer,
     PostgresUnavailable,
     shared_server,
-    stop_shared_server,
 )
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
+def pg_server() -> PostgresServer:
     """The session's PostgreSQL server; fails (never skips) when none can be had."""
     try:
         server = shared_server()
     except PostgresUnavailable as exc:
         pytest.fail(f"no PostgreSQL server for the postgres connector tests: {exc}", pytrace=False)
-    yield server
-    stop_shared_server()
+    # not stopped here: other fixtures of this process (the journal's, the connector's,
+    # the soak's) share it; shared_server stops it when the process exits
+    return server
 
 
 @pytest.fixture(scope="session")

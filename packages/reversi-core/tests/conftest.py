@@ -41,13 +41,12 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 @pytest.fixture(scope="session")
-def pg_server() -> Iterator[PostgresServer]:
+def pg_server() -> PostgresServer:
     """The session's PostgreSQL server; fails (never skips) when none can be had."""
     try:
         from reversi_core.testing.postgres import (
             PostgresUnavailable,
             shared_server,
-            stop_shared_server,
         )
     except ImportError as exc:
         pytest.fail(
@@ -58,8 +57,9 @@ def pg_server() -> Iterator[PostgresServer]:
         server = shared_server()
     except PostgresUnavailable as exc:
         pytest.fail(f"no PostgreSQL server for the journal tests: {exc}", pytrace=False)
-    yield server
-    stop_shared_server()
+    # not stopped here: other fixtures of this process (the journal's, the connector's,
+    # the soak's) share it; shared_server stops it when the process exits
+    return server
 
 
 @pytest.fixture
