@@ -374,3 +374,55 @@ def test_a_tool_namespace_maps_undotted_upstream_names_to_manifests() -> None:
     plain = ToolIndex.build(registry, offered)
     assert plain.listed == []
     assert sorted(plain.hidden) == ["close_issue", "create_issue", "search"]
+
+
+def test_a_proxy_in_the_environment_never_sees_the_upstream_or_its_token(tmp_path: Path) -> None:
+    """HTTP_PROXY and friends are ignored: the token goes to the upstream URL only."""
+    import socket
+    import threading
+
+    heard: list[bytes] = []
+    proxy = socket.socket()
+    proxy.bind(("127.0.0.1", 0))
+    proxy.listen()
+    proxy.settimeout(0.2)
+    stop = threading.Event()
+
+    def listen() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = proxy.accept()
+            except OSError:
+                continue
+            with conn:
+                conn.settimeout(1)
+                try:
+                    heard.append(conn.recv(4096))
+                except OSError:
+                    heard.append(b"")
+
+    thread = threading.Thread(target=listen, daemon=True)
+    thread.start()
+    box = Box(tmp_path)
+    secret = "upstream-secret-" + "p" * 20
+    upstream = BoxOverHttp(
+        box, "--token-env", "UPSTREAM_SECRET", env={**os.environ, "UPSTREAM_SECRET": secret}
+    )
+    at = f"http://127.0.0.1:{proxy.getsockname()[1]}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REVERSI_UPSTREAM")}
+    proxied = {
+        **env,
+        "REVERSI_UPSTREAM_TOKEN": secret,
+        **{name: at for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")},
+        "NO_PROXY": "",
+    }
+    try:
+        ok = run_gateway(box, upstream.url, proxied)
+    finally:
+        upstream.stop()
+        stop.set()
+        thread.join(5)
+        proxy.close()
+    assert ok.returncode == 0, ok.stderr
+    assert "serving 5 tool(s)" in ok.stderr
+    assert heard == []

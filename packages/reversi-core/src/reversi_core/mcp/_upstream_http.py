@@ -483,6 +483,10 @@ class HttpUpstream:
             timeout=httpx.Timeout(None, connect=_CONNECT_TIMEOUT),
             follow_redirects=False,
             limits=httpx.Limits(max_keepalive_connections=32, keepalive_expiry=60),
+            # no proxy, .netrc or SSL_CERT_FILE from the environment: a proxy variable
+            # would carry the upstream's token, in clear for an http:// loopback upstream,
+            # to another machine (https://www.python-httpx.org/environment_variables/)
+            trust_env=False,
         )
         self.envelope: dict[str, Any] = {
             "io.modelcontextprotocol/protocolVersion": MODERN,
