@@ -348,11 +348,21 @@ class Journal(Protocol):
     def set_rollback_state(
         self, run_id: str, seq: int, state: RollbackState | None, reason: str | None
     ) -> None:
-        """Durably record a step's rollback state."""
+        """Durably record a step's rollback state, in the rollback this process owns.
+
+        Raises :class:`~reversi_core.errors.RollbackInProgressError` (and writes nothing)
+        when the run's rollback is not running under this process's ownership: another
+        process judged this one gone and took the rollback over, or it ended since.
+        """
         ...
 
     def finish_rollback(self, run_id: str, complete: bool) -> None:
-        """Release the rollback lock and set the run's status."""
+        """Release the rollback lock and set the run's status.
+
+        Raises :class:`~reversi_core.errors.RollbackInProgressError`, with the status
+        left as the journal holds it, when the rollback was taken over (as for
+        :meth:`set_rollback_state`); this handle lets go of the rollback either way.
+        """
         ...
 
     def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
@@ -365,7 +375,13 @@ class Journal(Protocol):
         ...
 
     def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:
-        """Append to the run's audit trail (rollback attempts, resolutions)."""
+        """Append to the run's audit trail (rollback attempts, resolutions).
+
+        While this handle rolls the run back (from :meth:`start_rollback` to
+        :meth:`finish_rollback`), the event is part of that rollback (such as
+        ``compensation_started``) and is refused as :meth:`set_rollback_state` is when
+        the rollback was taken over.
+        """
         ...
 
     def list_events(self, run_id: str) -> list[dict[str, Any]]:

@@ -21,38 +21,25 @@ from __future__ import annotations
 import contextlib
 import os
 import socket
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from ..errors import JournalError, RollbackInProgressError
-from ._owner import owner_alive, owner_pid
+from ._owner import owner_alive, owner_host, owner_pid, taken_over
 from ._pg_conn import advisory_key
 
 __all__ = [
     "busy_error",
-    "claim_in_process",
+    "check_rollback",
     "owner_dead",
-    "owner_host",
+    "reclaim_rollback",
     "recover",
-    "release_in_process",
     "take_rollback",
 ]
 
-# Rollbacks running in this process, by (journal identity, run id): two rollbacks of one
-# run on one journal handle share its connection and its owner, which the database
-# cannot tell apart, so this set refuses the second.
-_ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
-_ACTIVE_LOCK = threading.Lock()
-
 Event = Callable[[Any, str, "int | None", str, dict[str, Any]], None]
 """The journal's ``_event(conn, run_id, seq, kind, detail)``."""
-
-
-def owner_host(owner: str | None) -> str:
-    """The host part of ``owner`` (``"?"`` when there is none)."""
-    return str(owner).rsplit(":", 2)[0] if owner and owner.count(":") >= 2 else "?"
 
 
 def owner_dead(c: Any, owner: str | None, me: str) -> bool:
@@ -122,23 +109,6 @@ def busy_error(run_id: str, owner: str | None, me: str) -> RollbackInProgressErr
     )
 
 
-def claim_in_process(key: tuple[str, str]) -> None:
-    """Mark ``key`` (journal, run) as rolling back in this process, or refuse (RB-9)."""
-    with _ACTIVE_LOCK:
-        if key in _ACTIVE_ROLLBACKS:
-            raise RollbackInProgressError(
-                f"run {key[1]} is being rolled back by this process (pid {os.getpid()}) "
-                "already; this rollback refused to run at the same time (it does not "
-                "wait). Try again when it ends."
-            )
-        _ACTIVE_ROLLBACKS.add(key)
-
-
-def release_in_process(key: tuple[str, str]) -> None:
-    with _ACTIVE_LOCK:
-        _ACTIVE_ROLLBACKS.discard(key)
-
-
 def take_rollback(c: Any, run_id: str, me: str, lock_key: int, where: str, event: Event) -> None:
     """Close the run to new calls and record ``me`` as its rollback's owner, or refuse.
 
@@ -175,3 +145,42 @@ def take_rollback(c: Any, run_id: str, me: str, lock_key: int, where: str, event
             with contextlib.suppress(Exception):
                 c.execute("SELECT pg_advisory_unlock(%s)", [lock_key])
         raise
+
+
+def check_rollback(c: Any, run_id: str, me: str, where: str) -> None:
+    """Inside a transaction on ``c``: raise unless ``me`` still owns ``run_id``'s rollback.
+
+    Reads the run's row ``FOR SHARE``, so that no process takes the rollback over between
+    this check and the commit of the write it guards (a takeover's ``UPDATE`` waits for
+    it). Raises :func:`~._owner.taken_over`'s
+    :class:`~reversi_core.errors.RollbackInProgressError`, or
+    :class:`~reversi_core.errors.JournalError` for an unknown run.
+    """
+    row = c.execute(
+        "SELECT status, rollback_owner FROM runs WHERE id = %s FOR SHARE", [run_id]
+    ).fetchone()
+    if row is None:
+        raise JournalError(f"no run {run_id!r} in {where}")
+    if row[0] != "rolling_back" or row[1] != me:
+        raise taken_over(run_id, row[0], row[1], me)
+
+
+def reclaim_rollback(c: Any, run_id: str, me: str, lock_key: int) -> RollbackInProgressError | None:
+    """On a new connection, take ``run_id``'s rollback back: ``None`` once done, else why not.
+
+    The session advisory lock ``lock_key`` went with the lost connection. The run's row
+    is read ``FOR UPDATE``; when it still names ``me`` as the owner of a rollback that is
+    running, the lock is taken again. Otherwise (another process took the rollback over,
+    or another journal handle of this process holds the lock now) the error to raise on
+    every later write of this rollback is returned.
+    """
+    with c.transaction():
+        row = c.execute(
+            "SELECT status, rollback_owner FROM runs WHERE id = %s FOR UPDATE", [run_id]
+        ).fetchone()
+        status, owner = row if row is not None else (None, None)
+        if status != "rolling_back" or owner != me:
+            return taken_over(run_id, status, owner, me)
+        if not c.execute("SELECT pg_try_advisory_lock(%s)", [lock_key]).fetchone()[0]:
+            return taken_over(run_id, status, me, me)
+    return None

@@ -21,6 +21,9 @@ How the guarantees are kept, by the database rather than by one process:
   ``rollback_owner``, read ``FOR UPDATE``; a session advisory lock per run, held by the
   rolling-back connection until :meth:`finish_rollback` (two handles of one process);
   and a set of the rollbacks running in this process (two rollbacks on one handle).
+  Every write of a rollback checks, in its own transaction, that the run's row still
+  names this process as the owner, and a connection made again while this handle rolls
+  back takes the run's advisory lock again first (``_pg_rollback.py``).
 
 Durability: the server decides (its ``synchronous_commit``, on by default, flushes each
 commit to its disk); under ``power`` the journal sets ``synchronous_commit`` to ``on``
@@ -35,13 +38,12 @@ import threading
 import time
 from typing import Any
 
-from ..errors import JournalError, RunClosedError
+from ..errors import JournalError, RollbackInProgressError, RunClosedError
 from ..redact import scrub, scrub_json
 from ._base import (
     Durability,
     Journal,
     LostStep,
-    RollbackState,
     RunRecord,
     RunStatus,
     StepRecord,
@@ -59,7 +61,8 @@ from ._pg_conn import (
     pg_errors,
     reason,
 )
-from ._pg_owners import claim_in_process, recover, release_in_process, take_rollback
+from ._pg_owners import recover
+from ._pg_rollback import PgRollbacks
 from ._pg_schema import migrate, prepare_error
 from ._pg_sql import (
     BEGIN_STEP,
@@ -80,7 +83,7 @@ _STORE_METHODS = tuple(
 
 
 @pg_errors(_STORE_METHODS)
-class PostgresJournal:
+class PostgresJournal(PgRollbacks):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any
@@ -104,6 +107,9 @@ class PostgresJournal:
         self._owner_key = advisory_key("owner", self._owner)
         self._deferred = DeferredSteps()
         self._conn: Any = None
+        self._rollbacks: dict[str, RollbackInProgressError | None] = {}
+        self._locked: set[str] = set()
+        self._recheck = False  # a new connection: take the rollbacks back (_reclaim)
         self.schema = ""
         """The schema holding the journal's tables (the connection's ``current_schema()``)."""
 
@@ -161,9 +167,18 @@ class PostgresJournal:
         return self._conn is None or bool(self._conn.closed)
 
     def _c(self) -> Any:
-        """The connection, connected again if it was lost (call under the lock)."""
+        """The connection, connected again if it was lost (call under the lock).
+
+        A new connection while this handle rolls runs back takes each rollback back
+        (:meth:`_reclaim`) before anything else uses it.
+        """
         if self._lost():
+            self._recheck = True
+            self._locked.clear()  # the lost connection's advisory locks went with it
             self._connect()
+        if self._recheck:
+            self._reclaim()
+            self._recheck = False
         return self._conn
 
     def _tx(self) -> Any:
@@ -478,65 +493,7 @@ class PostgresJournal:
             )
             return bool(cur.rowcount == 1)
 
-    # -- rollback ----------------------------------------------------------------
-
-    def _identity(self, run_id: str) -> tuple[str, str]:
-        return (f"{self.location}#{self.schema}", run_id)
-
-    def start_rollback(self, run_id: str) -> RunRecord:
-        key = self._identity(run_id)
-        claim_in_process(key)
-        try:
-            with self._lock:
-                if self._deferred:
-                    self.flush()
-                lock_key = advisory_key("rollback", self.schema, run_id)
-                take_rollback(self._c(), run_id, self._owner, lock_key, self.location, self._event)
-            return self.get_run(run_id)
-        except BaseException:
-            release_in_process(key)
-            raise
-
-    def set_rollback_state(
-        self, run_id: str, seq: int, state: RollbackState | None, reason: str | None
-    ) -> None:
-        with self._lock, self._tx():
-            self._conn.execute(
-                "UPDATE steps SET rollback_state = %s, rollback_reason = %s "
-                "WHERE run_id = %s AND seq = %s",
-                [
-                    state.value if state else None,
-                    pg_text(scrub(reason)) if reason else None,
-                    run_id,
-                    seq,
-                ],
-            )
-            self._event(
-                self._conn,
-                run_id,
-                seq,
-                "rollback_state",
-                {"state": state.value if state else None, "reason": reason},
-            )
-
-    def finish_rollback(self, run_id: str, complete: bool) -> None:
-        status = RunStatus.ROLLED_BACK if complete else RunStatus.ROLLBACK_INCOMPLETE
-        try:
-            with self._lock:
-                with self._tx():
-                    self._conn.execute(
-                        "UPDATE runs SET status = %s, rollback_owner = NULL, "
-                        "rollback_finished_at = %s WHERE id = %s",
-                        [status.value, time.time(), run_id],
-                    )
-                    self._event(
-                        self._conn, run_id, None, "rollback_finished", {"complete": complete}
-                    )
-                self._conn.execute(
-                    "SELECT pg_advisory_unlock(%s)", [advisory_key("rollback", self.schema, run_id)]
-                )
-        finally:
-            release_in_process(self._identity(run_id))
+    # -- rollback: _pg_rollback.PgRollbacks --------------------------------------
 
     def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
         with self._lock, self._tx():
@@ -560,6 +517,8 @@ class PostgresJournal:
 
     def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:
         with self._lock, self._tx():
+            if run_id in self._rollbacks:  # an event of this handle's rollback
+                self._own(run_id)
             self._event(self._conn, run_id, seq, kind, detail)
 
     def list_events(self, run_id: str) -> list[dict[str, Any]]:

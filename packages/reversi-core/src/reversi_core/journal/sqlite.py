@@ -8,7 +8,12 @@ up to ``busy_timeout`` seconds for each other.
 Crash recovery: each pending step records its owner (host, pid and the process's start
 time, so a reused pid is not mistaken for the owner). Opening the journal turns every
 pending step whose owner is gone into ``uncertain``, and releases rollback locks held
-by dead processes.
+by dead processes. Every write of a rollback (a step's rollback state, its events, the
+end) checks in its own transaction that the run still names this process as the
+rollback's owner, and is refused with
+:class:`~reversi_core.errors.RollbackInProgressError` otherwise: a process judged dead
+by its pid (another pid namespace with the same host name) must not overwrite the
+rollback that took over.
 
 Schema versions live in ``PRAGMA user_version``; :data:`MIGRATIONS` brings an older file
 forward in one transaction, and a newer file is refused with
@@ -27,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, RollbackInProgressError, RunClosedError
+from ..errors import JournalError, RunClosedError
 from ..redact import scrub, scrub_json
 from ._base import (
     Durability,
@@ -41,7 +46,7 @@ from ._base import (
     step_idempotency_key,
 )
 from ._deferred import DeferredSteps, step_row, taken_message, write_step
-from ._owner import owner_alive, owner_pid, process_owner
+from ._owner import claim_in_process, process_owner, release_in_process
 from ._schema import (
     MIGRATIONS,
     RUN_COLUMNS,
@@ -59,6 +64,7 @@ from ._sqlite_file import (
     migrate,
     prepare_file,
 )
+from ._sqlite_owners import check_rollback, recover, take_rollback
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
 
@@ -66,13 +72,6 @@ _STORE_METHODS = tuple(
     name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
 )
 """The methods of the :class:`~reversi_core.journal.Journal` protocol."""
-
-# Rollbacks running in this process, by (journal file, run id). The rollback lock in the
-# journal names its owner by process, so two rollbacks of one run inside one process
-# (two tasks of a gateway, two journal handles) would both pass it; this set refuses the
-# second one.
-_ACTIVE_ROLLBACKS: set[tuple[str, str]] = set()
-_ACTIVE_LOCK = threading.Lock()
 
 
 @journal_errors(_STORE_METHODS)
@@ -96,6 +95,7 @@ class SQLiteJournal:
         # read-only steps begun under power durability and not finished (see _is_light)
         self._light: set[tuple[str, int]] = set()
         self._deferred = DeferredSteps()  # finished steps not yet written (defer_step)
+        self._rollbacks: set[str] = set()  # the runs this handle rolls back
 
     # -- opening -----------------------------------------------------------------
 
@@ -167,35 +167,8 @@ class SQLiteJournal:
             migrate(c, self.path)
 
     def _recover(self) -> None:
-        now = time.time()
         with self._tx() as c:
-            for run_id, seq, owner in c.execute(
-                "SELECT run_id, seq, owner FROM steps WHERE state = 'pending'"
-            ).fetchall():
-                if owner_alive(owner):
-                    continue
-                pid = owner_pid(owner)
-                c.execute(
-                    "UPDATE steps SET state = 'uncertain', finished_at = ?, error = ? "
-                    "WHERE run_id = ? AND seq = ? AND state = 'pending'",
-                    (
-                        now,
-                        f"the process that ran this call (pid {pid}) stopped before recording "
-                        "its outcome; the call may or may not have taken effect",
-                        run_id,
-                        seq,
-                    ),
-                )
-                self._event(c, run_id, seq, "recovered", {"from": "pending", "to": "uncertain"})
-            for run_id, owner in c.execute(
-                "SELECT id, rollback_owner FROM runs WHERE status = 'rolling_back'"
-            ).fetchall():
-                if not owner_alive(owner):
-                    c.execute(
-                        "UPDATE runs SET status = 'rollback_incomplete', rollback_owner = NULL WHERE id = ?",
-                        (run_id,),
-                    )
-                    self._event(c, run_id, None, "rollback_abandoned", {"owner": owner})
+            recover(c, self._event)
 
     # -- runs --------------------------------------------------------------------
 
@@ -471,7 +444,9 @@ class SQLiteJournal:
                 error = JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}")
                 lost = [(step, on_lost, error) for step, _, on_lost in items]
             else:
-                lost = [(step, on_lost, JournalError(taken_message(step))) for step, on_lost in taken]
+                lost = [
+                    (step, on_lost, JournalError(taken_message(step))) for step, on_lost in taken
+                ]
         for step, on_lost, error in lost:  # told outside the lock
             with contextlib.suppress(Exception):  # a failing report must not fail a write
                 on_lost(step, error)
@@ -518,47 +493,23 @@ class SQLiteJournal:
 
     def start_rollback(self, run_id: str) -> RunRecord:
         key = (os.path.realpath(self.path), run_id)
-        with _ACTIVE_LOCK:
-            if key in _ACTIVE_ROLLBACKS:
-                raise RollbackInProgressError(
-                    f"run {run_id} is being rolled back by this process (pid {os.getpid()}) "
-                    "already; this rollback refused to run at the same time. "
-                    "Try again when it ends."
-                )
-            _ACTIVE_ROLLBACKS.add(key)
+        claim_in_process(key)
         try:
-            return self._start_rollback(run_id)
+            with self._tx() as c:
+                take_rollback(c, run_id, self._owner, str(self.path), self._event)
+            record = self.get_run(run_id)
         except BaseException:
-            with _ACTIVE_LOCK:
-                _ACTIVE_ROLLBACKS.discard(key)
+            release_in_process(key)
             raise
-
-    def _start_rollback(self, run_id: str) -> RunRecord:
-        with self._tx() as c:
-            row = c.execute(
-                "SELECT status, rollback_owner FROM runs WHERE id = ?", (run_id,)
-            ).fetchone()
-            if row is None:
-                raise JournalError(f"no run {run_id!r} in {self.path}")
-            status, owner = row
-            if status == RunStatus.ROLLING_BACK and owner != self._owner and owner_alive(owner):
-                pid = owner_pid(owner)
-                raise RollbackInProgressError(
-                    f"run {run_id} is being rolled back by another process (pid {pid}); "
-                    "this rollback refused to run at the same time. Try again when it ends."
-                )
-            c.execute(
-                "UPDATE runs SET status = 'rolling_back', rollback_owner = ?, "
-                "rollback_started_at = coalesce(rollback_started_at, ?) WHERE id = ?",
-                (self._owner, time.time(), run_id),
-            )
-            self._event(c, run_id, None, "rollback_started", {"owner": self._owner})
-        return self.get_run(run_id)
+        with self._lock:
+            self._rollbacks.add(run_id)
+        return record
 
     def set_rollback_state(
         self, run_id: str, seq: int, state: RollbackState | None, reason: str | None
     ) -> None:
         with self._tx() as c:
+            check_rollback(c, run_id, self._owner, str(self.path))
             c.execute(
                 "UPDATE steps SET rollback_state = ?, rollback_reason = ? WHERE run_id = ? AND seq = ?",
                 (state.value if state else None, scrub(reason) if reason else None, run_id, seq),
@@ -575,6 +526,7 @@ class SQLiteJournal:
         status = RunStatus.ROLLED_BACK if complete else RunStatus.ROLLBACK_INCOMPLETE
         try:
             with self._tx() as c:
+                check_rollback(c, run_id, self._owner, str(self.path))
                 c.execute(
                     "UPDATE runs SET status = ?, rollback_owner = NULL, rollback_finished_at = ? "
                     "WHERE id = ?",
@@ -582,8 +534,9 @@ class SQLiteJournal:
                 )
                 self._event(c, run_id, None, "rollback_finished", {"complete": complete})
         finally:
-            with _ACTIVE_LOCK:
-                _ACTIVE_ROLLBACKS.discard((os.path.realpath(self.path), run_id))
+            with self._lock:
+                self._rollbacks.discard(run_id)
+            release_in_process((os.path.realpath(self.path), run_id))
 
     def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
         with self._tx() as c:
@@ -607,6 +560,8 @@ class SQLiteJournal:
 
     def add_event(self, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]) -> None:
         with self._tx() as c:
+            if run_id in self._rollbacks:  # an event of this handle's rollback
+                check_rollback(c, run_id, self._owner, str(self.path))
             self._event(c, run_id, seq, kind, detail)
 
     def list_events(self, run_id: str) -> list[dict[str, Any]]:
