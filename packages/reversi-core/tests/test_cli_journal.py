@@ -33,7 +33,9 @@ def journal_url(pg_server: PostgresServer, pg_location: str) -> Iterator[str]:
     own that may create the journal in the test's schema."""
     from psycopg import sql
 
-    schema, database = (str(v) for v in sql_rows(pg_location, "SELECT current_schema(), current_database()")[0])
+    schema, database = (
+        str(v) for v in sql_rows(pg_location, "SELECT current_schema(), current_database()")[0]
+    )
     role = f"cli_{secrets.token_hex(4)}"
     r, s = sql.Identifier(role), sql.Identifier(schema)
     with pg_server.admin() as conn:
@@ -174,6 +176,30 @@ def test_journal_and_data_together_are_refused_by_every_command(
     assert not box.data.exists()  # nothing opened, nothing created
 
 
+def test_a_key_value_connection_string_is_refused_and_never_created_nor_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    dsn = f"sslmode=require host=db password={PASSWORD}"
+    work = tmp_path / "cwd"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    assert main(["runs", "--journal", dsn]) == 2
+    err = capsys.readouterr().err
+    assert "looks like a libpq key=value connection string" in err
+    assert PASSWORD not in err
+    box = Box(tmp_path)
+    argv = box.argv()
+    at = argv.index("--data")
+    argv[at : at + 2] = ["--journal", dsn]
+    gateway = subprocess.run(
+        [GATEWAY, *argv], capture_output=True, text=True, timeout=60, check=False, cwd=work
+    )
+    assert gateway.returncode == 2
+    assert "looks like a libpq key=value connection string" in gateway.stderr
+    assert PASSWORD not in gateway.stderr + gateway.stdout
+    assert list(work.iterdir()) == []  # no directory of that name
+
+
 def test_both_variables_set_are_refused_and_an_option_decides(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -207,7 +233,9 @@ def test_an_unreachable_journal_is_exit_status_3_without_its_password(
     url = f"postgresql://agent:{PASSWORD}@127.0.0.1:{port}/reversi"
     assert main(["runs", "--journal", url]) == 3
     err = capsys.readouterr().err
-    assert f"cannot connect to the PostgreSQL journal at postgresql://127.0.0.1:{port}/reversi" in err
+    assert (
+        f"cannot connect to the PostgreSQL journal at postgresql://127.0.0.1:{port}/reversi" in err
+    )
     assert PASSWORD not in err
     assert "agent" not in err
 

@@ -15,8 +15,23 @@ from typing import Any
 import pytest
 from _stores import sql
 
-from reversi_core import Durability, JournalError, JournalVersionError, SQLiteJournal, StepState
-from reversi_core.journal import Journal, RunStatus, StepRecord, open_journal
+from reversi_core import (
+    ConfigurationError,
+    Durability,
+    JournalError,
+    JournalVersionError,
+    SQLiteJournal,
+    StepState,
+)
+from reversi_core.journal import (
+    JOURNAL_ENV,
+    Journal,
+    RunStatus,
+    StepRecord,
+    describe_location,
+    open_journal,
+    resolve_location,
+)
 from reversi_core.journal.sqlite import JOURNAL_FILENAME, SCHEMA_VERSION
 
 TABLES = {"runs", "steps", "edges", "events"}
@@ -213,6 +228,50 @@ def test_open_journal_opens_a_data_directory_and_names_a_url_without_its_passwor
     assert not Path(dsn).exists()  # not taken for a directory
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        "sslmode=require host=db password=s3cr3t-pw",  # no key word of the old check first
+        "./data password=s3cr3t-pw",  # a directory name, then a parameter
+        "data\tPASSWORD = s3cr3t-pw",  # any case, spaces around "="
+        "target_session_attrs=any dbname=x sslpassword=s3cr3t-pw",
+    ],
+)
+def test_a_libpq_key_value_string_anywhere_is_never_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv(JOURNAL_ENV, raising=False)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    with pytest.raises(
+        JournalError, match="looks like a libpq key=value connection string"
+    ) as info:
+        open_journal(text)
+    assert "s3cr3t" not in str(info.value)
+    assert list(tmp_path.iterdir()) == []  # nothing created
+    shown = describe_location(text)
+    assert "s3cr3t" not in shown
+    assert "password=" not in shown.lower().replace(" ", "")
+    assert shown == "a libpq key=value connection string (not shown: it may hold a password)"
+    with pytest.raises(ConfigurationError, match="key=value connection string") as refused:
+        resolve_location(text)
+    assert "s3cr3t" not in str(refused.value)
+    monkeypatch.setenv(JOURNAL_ENV, text)
+    with pytest.raises(ConfigurationError, match="key=value connection string"):
+        resolve_location()
+
+
+def test_a_directory_name_with_an_equals_sign_is_still_a_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("data=old", "runs/a=b", "myhost=x", "a/user=b"):  # no key word as a word
+        assert resolve_location(name) == name
+        assert describe_location(name) == name
+    open_journal("data=old").close()
+    assert (tmp_path / "data=old" / JOURNAL_FILENAME).exists()
+
+
 def test_a_missing_psycopg_names_the_extra_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -293,7 +352,9 @@ def _interrupted_update(journal: SQLiteJournal) -> None:
             conn.set_progress_handler(None, 1)
 
 
-def test_an_error_sqlite_already_rolled_back_is_the_one_raised(sqlite_journal: SQLiteJournal) -> None:
+def test_an_error_sqlite_already_rolled_back_is_the_one_raised(
+    sqlite_journal: SQLiteJournal,
+) -> None:
     journal = sqlite_journal
     journal.create_run("run_a", ["x:y"], None)
     # an interrupted write rolls the whole transaction back inside SQLite
@@ -461,7 +522,9 @@ def test_unknown_run_and_step_raise_journal_error(journal: Journal) -> None:
 
 
 @pytest.mark.req("JNL-8")
-def test_processes_opening_a_fresh_journal_at_once_create_it_once(location: str, store: str) -> None:
+def test_processes_opening_a_fresh_journal_at_once_create_it_once(
+    location: str, store: str
+) -> None:
     """Eight sessions (threads, each with its own connection) open one journal that does
     not exist yet at the same moment: every open succeeds, the schema is made once."""
     barrier = threading.Barrier(8)

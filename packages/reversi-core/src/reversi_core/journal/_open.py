@@ -11,8 +11,10 @@ from ._base import Durability, Journal, resolve_data_dir
 __all__ = [
     "DATA_ENV",
     "JOURNAL_ENV",
+    "LIBPQ_KEYWORDS",
     "POSTGRES_SCHEMES",
     "describe_location",
+    "is_conninfo",
     "is_url",
     "open_journal",
     "resolve_location",
@@ -29,7 +31,73 @@ POSTGRES_SCHEMES = ("postgresql", "postgres")
 """URL schemes of the PostgreSQL journal (libpq takes both)."""
 
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
-_KEYWORDS = re.compile(r"^\s*(host|hostaddr|dbname|user|port|password|service)\s*=")
+
+LIBPQ_KEYWORDS = frozenset(
+    [
+        "application_name",
+        "channel_binding",
+        "client_encoding",
+        "connect_timeout",
+        "dbname",
+        "fallback_application_name",
+        "gssdelegation",
+        "gssencmode",
+        "gsslib",
+        "host",
+        "hostaddr",
+        "keepalives",
+        "keepalives_count",
+        "keepalives_idle",
+        "keepalives_interval",
+        "krbsrvname",
+        "load_balance_hosts",
+        "max_protocol_version",
+        "min_protocol_version",
+        "oauth_client_id",
+        "oauth_client_secret",
+        "oauth_issuer",
+        "oauth_scope",
+        "options",
+        "passfile",
+        "password",
+        "port",
+        "replication",
+        "require_auth",
+        "requirepeer",
+        "requiressl",
+        "scram_client_key",
+        "scram_server_key",
+        "service",
+        "ssl_max_protocol_version",
+        "ssl_min_protocol_version",
+        "sslcert",
+        "sslcertmode",
+        "sslcompression",
+        "sslcrl",
+        "sslcrldir",
+        "sslkey",
+        "sslkeylogfile",
+        "sslmode",
+        "sslnegotiation",
+        "sslpassword",
+        "sslrootcert",
+        "sslsni",
+        "target_session_attrs",
+        "tcp_user_timeout",
+        "user",
+    ]
+)
+"""libpq's connection parameter key words (PostgreSQL 18:
+https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-PARAMKEYWORDS)."""
+
+# a key word of a key=value connection string: at the start or after white space
+_KEY = re.compile(r"(?:^|\s)([A-Za-z_]+)\s*=")
+
+_CONNINFO_REFUSED = (
+    "the journal location looks like a libpq key=value connection string, which is not "
+    "taken (it would be read as a directory name, and it may hold a password: it is not "
+    "repeated here); give a postgresql:// URL, in $REVERSI_JOURNAL"
+)
 
 
 def open_journal(
@@ -70,11 +138,8 @@ def open_journal(
             f"a journal location with the scheme {scheme!r} is not known; give a "
             "postgresql:// URL or a data directory"
         )
-    if _KEYWORDS.match(text):
-        raise JournalError(
-            "the journal location looks like a libpq key=value connection string, which is "
-            "not taken (it would be read as a directory name); give a postgresql:// URL"
-        )
+    if is_conninfo(text):
+        raise JournalError(_CONNINFO_REFUSED)
     from .sqlite import SQLiteJournal
 
     return SQLiteJournal.open(
@@ -87,6 +152,14 @@ def is_url(text: str) -> bool:
     return _URL.match(text) is not None
 
 
+def is_conninfo(text: str) -> bool:
+    """Whether ``text`` holds a libpq ``key=value`` parameter anywhere (``sslmode=require
+    host=db``, ``./data password=x``): a key word of :data:`LIBPQ_KEYWORDS` followed by
+    ``=``, at the start or after white space, in any case. Such a location is never taken
+    for a directory, nor shown."""
+    return any(m.group(1).lower() in LIBPQ_KEYWORDS for m in _KEY.finditer(text))
+
+
 def scheme_of(text: str) -> str:
     """The scheme of the URL ``text``, lower case (``""`` for a directory)."""
     found = _URL.match(text)
@@ -95,8 +168,11 @@ def scheme_of(text: str) -> str:
 
 def describe_location(location: str) -> str:
     """``location`` as messages may show it: a data directory as it is; a URL as
-    ``scheme://HOST:PORT/DB``, without its user, password or options."""
+    ``scheme://HOST:PORT/DB``, without its user, password or options; a libpq
+    ``key=value`` string (:func:`is_conninfo`) not at all, since it may hold a password."""
     if not is_url(location):
+        if is_conninfo(location):
+            return "a libpq key=value connection string (not shown: it may hold a password)"
         return location
     if scheme_of(location) in POSTGRES_SCHEMES:
         from ._pg_conn import describe, parse_url
@@ -116,22 +192,24 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
     ``./reversi-data``. Both options at once, or both variables set (and neither
     option given), is refused with :class:`~reversi_core.errors.ConfigurationError`
     naming them, never their values: they would name two journals, and guessing which
-    one was meant could write a run where nobody looks for it.
+    one was meant could write a run where nobody looks for it. So is a libpq
+    ``key=value`` string (:func:`is_conninfo`), which is not a directory, without
+    repeating it.
     """
     if journal and data:
         raise ConfigurationError(
             "--journal and --data both name the journal; give one (--journal takes a "
             "postgresql:// URL or a data directory, --data a data directory)"
         )
-    if journal:
-        return journal
-    if data:
-        return os.fspath(data)
     env_journal = os.environ.get(JOURNAL_ENV)
     env_data = os.environ.get(DATA_ENV)
-    if env_journal and env_data:
+    if not (journal or data) and env_journal and env_data:
         raise ConfigurationError(
             f"${JOURNAL_ENV} and ${DATA_ENV} are both set and name the journal; unset one, "
             "or say which with --journal or --data"
         )
-    return env_journal or str(resolve_data_dir(None))
+    location = journal or (os.fspath(data) if data else None) or env_journal
+    location = location or str(resolve_data_dir(None))
+    if not is_url(location) and is_conninfo(location):
+        raise ConfigurationError(_CONNINFO_REFUSED)
+    return location
