@@ -90,7 +90,8 @@ class JournalError(ReversiError):
 
 
 class JournalVersionError(JournalError):
-    """The journal's schema is newer than this build of reversi-core understands."""
+    """The journal's schema is newer than this build of reversi-core understands, or (for
+    a read-only open, which migrates nothing) older than it."""
 
 
 class RunStateError(ReversiError):

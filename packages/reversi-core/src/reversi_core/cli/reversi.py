@@ -301,10 +301,12 @@ def _location(args: argparse.Namespace) -> str:
         raise CliError(str(exc), EXIT_USAGE) from None
 
 
-def _open_journal(args: argparse.Namespace) -> Journal:
+def _open_journal(args: argparse.Namespace, *, read_only: bool = False) -> Journal:
+    """The journal, never created; ``read_only`` (``runs``, ``show``, ``rollback --dry-run``)
+    migrates, recovers and writes nothing. Raises :class:`CliError` (status 3)."""
     location = _location(args)
     try:
-        return open_journal(location, create=False)
+        return open_journal(location, create=False, read_only=read_only)
     except JournalError as exc:
         message = str(exc)
         named = args.journal or args.data or os.environ.get(JOURNAL_ENV) or os.environ.get(DATA_ENV)
@@ -339,7 +341,7 @@ def _get_step(journal: Journal, run_id: str, seq: int) -> StepRecord:
 
 
 def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
-    with _open_journal(args) as journal:
+    with _open_journal(args, read_only=True) as journal:
         runs = journal.list_runs()
     if args.json:
         print_json([r.to_json() for r in runs])
@@ -367,7 +369,7 @@ def _cmd_runs(args: argparse.Namespace, out: Console) -> int:
 
 
 def _cmd_show(args: argparse.Namespace, out: Console) -> int:
-    with _open_journal(args) as journal:
+    with _open_journal(args, read_only=True) as journal:
         run = _get_run(journal, args.run)
         steps = journal.list_steps(args.run)
     if args.json:
@@ -469,7 +471,7 @@ def _cmd_plan(args: argparse.Namespace, out: Console) -> int:
             "look at the plan first, then roll back with --overwrite",
             EXIT_USAGE,
         )
-    with _open_journal(args) as journal:
+    with _open_journal(args, read_only=True) as journal:
         _get_run(journal, args.run)
         plan = Run.open(journal, Registry({}), args.run).plan_rollback(parallel=args.parallel)
     if args.json:
@@ -557,7 +559,9 @@ def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
 
 async def _replayed(run: Run, args: argparse.Namespace, replayer: CommandReplayer) -> ReplayOutcome:
     """Check that the step may be replayed, then that the command exists, then replay."""
-    check_replayable(run.registry, run.journal.get_step(run.id, args.step), run.journal.get_run(run.id))
+    check_replayable(
+        run.registry, run.journal.get_step(run.id, args.step), run.journal.get_run(run.id)
+    )
     _check_command(args.replay_cmd, "--replay-cmd", "replay")
     # the command is killed at --timeout; this outer bound is the engine's
     return await run.replay(args.step, execute=replayer, timeout=args.timeout + 5)

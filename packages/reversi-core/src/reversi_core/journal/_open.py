@@ -106,6 +106,7 @@ def open_journal(
     durability: Durability | str = Durability.PROCESS,
     create: bool = True,
     busy_timeout: float = 30.0,
+    read_only: bool = False,
 ) -> Journal:
     """Open the journal at ``location`` and return it (the caller closes it).
 
@@ -115,7 +116,12 @@ def open_journal(
     journal, or ``None`` for :func:`resolve_location` (``$REVERSI_JOURNAL``, else
     ``$REVERSI_DATA``, else ``./reversi-data``). ``create`` makes a missing journal (a
     data directory and its file; a PostgreSQL schema's tables); ``busy_timeout`` is how
-    long, in seconds, a write waits for another process's.
+    long, in seconds, a write waits for another process's. ``read_only`` opens an
+    existing journal to read it only (``reversi runs``, ``show``, ``rollback
+    --dry-run``): no migration, no crash recovery, nothing written, and every write
+    raises :class:`~reversi_core.errors.JournalError`; ``create`` is then not used, and
+    a journal of an older schema is refused with
+    :class:`~reversi_core.errors.JournalVersionError` naming the commands that migrate it.
 
     Raises :class:`~reversi_core.errors.JournalError` when the journal cannot be opened
     (the message never repeats a URL, which may carry a password), and
@@ -132,7 +138,11 @@ def open_journal(
             from .postgres import PostgresJournal
 
             return PostgresJournal.open(
-                text, durability=durability, create=create, busy_timeout=busy_timeout
+                text,
+                durability=durability,
+                create=create,
+                busy_timeout=busy_timeout,
+                read_only=read_only,
             )
         raise JournalError(
             f"a journal location with the scheme {scheme!r} is not known; give a "
@@ -143,7 +153,11 @@ def open_journal(
     from .sqlite import SQLiteJournal
 
     return SQLiteJournal.open(
-        resolve_data_dir(text), durability=durability, create=create, busy_timeout=busy_timeout
+        resolve_data_dir(text),
+        durability=durability,
+        create=create,
+        busy_timeout=busy_timeout,
+        read_only=read_only,
     )
 
 

@@ -107,13 +107,16 @@ def connect(
     owner_key: int,
     lock_timeout: float,
     synchronous: bool,
+    read_only: bool = False,
 ) -> tuple[Any, str]:
     """A new autocommit connection to ``url`` and the schema it writes to (``current_schema()``).
 
     The connection holds a shared session advisory lock on ``owner_key`` (this process's
     owner, ``_pg_owners.py``) until it closes, waits ``lock_timeout`` seconds at most for
     a row or lock another session holds, and under ``synchronous`` commits with
-    ``synchronous_commit`` on whatever the server's default. ``connect_timeout`` is
+    ``synchronous_commit`` on whatever the server's default; under ``read_only`` every
+    transaction of the session is read-only (``default_transaction_read_only``), so that
+    a write fails rather than lands. ``connect_timeout`` is
     :data:`CONNECT_TIMEOUT` unless the URL says. Raises :class:`JournalError` naming
     ``location`` and libpq's reason, never the URL
     (https://www.postgresql.org/docs/current/runtime-config-client.html).
@@ -132,6 +135,8 @@ def connect(
         conn.execute(f"SET lock_timeout = {int(lock_timeout * 1000)}")
         if synchronous:
             conn.execute("SET synchronous_commit TO on")
+        if read_only:
+            conn.execute("SET default_transaction_read_only TO on")
         conn.execute("SELECT pg_advisory_lock_shared(%s)", [owner_key])
         schema = conn.execute("SELECT current_schema()").fetchone()[0] or ""
     except psycopg.Error as exc:

@@ -26,12 +26,13 @@ from typing import Any
 from ..__about__ import __version__
 from ..errors import JournalError, JournalVersionError
 from ._pg_conn import advisory_key, reason
-from ._schema import SCHEMA_VERSION
+from ._schema import SCHEMA_VERSION, older_message
 
 __all__ = [
     "MIGRATIONS_TABLE",
     "PG_MIGRATIONS",
     "PG_TABLES",
+    "check_version",
     "migrate",
     "prepare_error",
     "schema_version",
@@ -121,6 +122,19 @@ def _newer(where: str, version: int) -> JournalVersionError:
         f"journal {where} has schema version {version}, newer than the {SCHEMA_VERSION} "
         "this reversi-core understands; upgrade reversi-core"
     )
+
+
+def check_version(conn: Any, where: str) -> None:
+    """For a read-only open: refuse a journal that is missing, newer, or older (which a
+    read-only open does not migrate); writes nothing. Raises :class:`JournalError` or
+    :class:`JournalVersionError` naming the commands that migrate."""
+    version = schema_version(conn)
+    if version > SCHEMA_VERSION:
+        raise _newer(where, version)
+    if version == 0:
+        raise JournalError(f"no Reversi journal in {where}; nothing has run here")
+    if version < SCHEMA_VERSION:
+        raise JournalVersionError(older_message(where, version))
 
 
 def migrate(conn: Any, where: str, *, create: bool) -> None:

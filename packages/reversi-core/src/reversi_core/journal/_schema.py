@@ -16,6 +16,7 @@ __all__ = [
     "STEP_COLUMNS",
     "dumps",
     "loads",
+    "older_message",
     "run_from_row",
     "step_from_row",
 ]
@@ -79,6 +80,17 @@ MIGRATIONS: list[str] = [
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def older_message(where: str, version: int) -> str:
+    """Why a read-only open refuses the journal ``where`` at the older schema ``version``."""
+    return (
+        f"journal {where} has schema version {version}, older than the {SCHEMA_VERSION} of "
+        "this reversi-core, and a read-only open (reversi runs, reversi show, reversi "
+        "rollback --dry-run) does not migrate it; a command that writes to the journal "
+        "migrates it on opening (reversi-gateway, reversi rollback, reversi resolve), after "
+        "which it can be read"
+    )
 
 
 def dumps(value: Any) -> str | None:

@@ -6,18 +6,20 @@ import functools
 import os
 import sqlite3
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from ..errors import JournalError, JournalVersionError
 from ._base import Durability
-from ._schema import MIGRATIONS, SCHEMA_VERSION
+from ._schema import MIGRATIONS, SCHEMA_VERSION, older_message
 
 __all__ = [
     "JOURNAL_FILENAME",
     "Transaction",
     "connect",
+    "connect_read_only",
     "journal_errors",
     "migrate",
     "newer_message",
@@ -84,12 +86,12 @@ class Transaction:
                 self._lock.release()
 
 
-def prepare_file(data: Path, create: bool) -> Path:
+def prepare_file(data: Path, create: bool, *, read_only: bool = False) -> Path:
     """Check (and with ``create``, make) ``data`` and its journal file; return the file's path.
 
     Raises :class:`JournalError` naming what is wrong: a missing directory or journal
-    (without ``create``), one that is not a directory, unreadable or not writable, an
-    empty file.
+    (without ``create``), one that is not a directory, unreadable or (unless
+    ``read_only``) not writable, an empty file.
     """
     path = data / JOURNAL_FILENAME
     if not data.exists():
@@ -119,6 +121,8 @@ def prepare_file(data: Path, create: bool) -> Path:
         raise JournalError(f"journal {path} is not readable")
     elif not create and path.stat().st_size == 0:
         raise JournalError(f"{path} is empty: it is not a Reversi journal")
+    if read_only:
+        return path
     if path.exists() and not (os.access(path, os.W_OK) and os.access(data, os.W_OK)):
         raise JournalError(
             f"journal {path} (or its directory) is not writable; Reversi needs write access "
@@ -149,6 +153,40 @@ def connect(path: Path, durability: Durability, busy_timeout: float) -> sqlite3.
         sync = "FULL" if durability is Durability.POWER else "NORMAL"
         conn.execute(f"PRAGMA synchronous={sync}")
         conn.execute("PRAGMA foreign_keys=ON")
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
+def connect_read_only(path: Path, busy_timeout: float) -> sqlite3.Connection:
+    """Open the journal ``path`` to read it only (``mode=ro``, ``query_only``).
+
+    Nothing is written: no WAL switch, no migration, no recovery, no checkpoint on close
+    (https://www.sqlite.org/uri.html, https://www.sqlite.org/pragma.html#pragma_query_only).
+    Raises :class:`JournalVersionError` for a schema other than :data:`SCHEMA_VERSION`
+    (an older one says which commands migrate it) and :class:`JournalError` for a file
+    that is not a journal.
+    """
+    uri = f"file:{urllib.parse.quote(str(path))}?mode=ro"
+    try:
+        conn = sqlite3.connect(
+            uri, uri=True, timeout=busy_timeout, isolation_level=None, check_same_thread=False
+        )
+    except sqlite3.DatabaseError as exc:
+        raise JournalError(f"{path} is not a Reversi journal: {exc}") from None
+    try:
+        conn.execute("PRAGMA query_only=ON")
+        version = conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise JournalVersionError(newer_message(path, version))
+        if version == 0:
+            raise JournalError(f"{path} holds no Reversi journal (no schema version)")
+        if version < SCHEMA_VERSION:
+            raise JournalVersionError(older_message(str(path), version))
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise JournalError(f"{path} is not a Reversi journal: {exc}") from None

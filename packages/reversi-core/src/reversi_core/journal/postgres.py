@@ -63,7 +63,7 @@ from ._pg_conn import (
 )
 from ._pg_owners import recover
 from ._pg_rollback import PgRollbacks
-from ._pg_schema import migrate, prepare_error
+from ._pg_schema import check_version, migrate, prepare_error
 from ._pg_sql import (
     BEGIN_STEP,
     FINISH_STEP,
@@ -93,7 +93,12 @@ class PostgresJournal(PgRollbacks):
     forward_key = staticmethod(step_idempotency_key)
 
     def __init__(
-        self, url: str, params: dict[str, Any], durability: Durability, busy_timeout: float
+        self,
+        url: str,
+        params: dict[str, Any],
+        durability: Durability,
+        busy_timeout: float,
+        read_only: bool = False,
     ) -> None:
         self._psycopg = import_psycopg()
         self._url = url
@@ -101,6 +106,8 @@ class PostgresJournal(PgRollbacks):
         self.location = describe(params)
         """``postgresql://HOST:PORT/DB``: never the user, the password or the options."""
         self.durability = durability
+        self.read_only = read_only
+        """Opened to read only: every transaction is read-only, nothing was migrated or recovered."""
         self._busy_timeout = busy_timeout
         self._lock = threading.RLock()
         self._owner = process_owner()
@@ -123,22 +130,29 @@ class PostgresJournal(PgRollbacks):
         durability: Durability | str = Durability.PROCESS,
         create: bool = True,
         busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> PostgresJournal:
         """Connect to the journal at ``url``, migrate its schema, recover orphaned steps.
 
         ``create``: make the journal's tables when the schema has none (migrations of an
         older journal run either way). ``busy_timeout`` is how long, in seconds, a write
-        waits for a row another process holds (``lock_timeout``). Raises
+        waits for a row another process holds (``lock_timeout``). ``read_only``: no
+        migration, no recovery, and every transaction read-only (a write raises
+        :class:`JournalError`); ``create`` is then not used. Raises
         :class:`JournalError` when psycopg is missing, the URL cannot be parsed, the server
         cannot be reached or refuses the role, or the schema holds no journal (without
-        ``create``), and :class:`JournalVersionError` for a newer schema. No message
+        ``create``), and :class:`JournalVersionError` for a newer schema (or, under
+        ``read_only``, an older one, naming the commands that migrate it). No message
         repeats the URL.
         """
         durability = Durability(durability)
-        journal = cls(url, parse_url(url), durability, busy_timeout)
+        journal = cls(url, parse_url(url), durability, busy_timeout, read_only)
         journal._connect()
         try:
-            journal._prepare(create)
+            if read_only:
+                journal._check_version()
+            else:
+                journal._prepare(create)
         except BaseException:
             journal._conn.close()
             raise
@@ -153,7 +167,14 @@ class PostgresJournal(PgRollbacks):
             owner_key=self._owner_key,
             lock_timeout=self._busy_timeout,
             synchronous=self.durability is Durability.POWER,
+            read_only=self.read_only,
         )
+
+    def _check_version(self) -> None:
+        try:
+            check_version(self._conn, self.location)
+        except self._psycopg.Error as exc:
+            raise prepare_error(self.location, exc) from None
 
     def _prepare(self, create: bool) -> None:
         try:

@@ -60,6 +60,7 @@ from ._sqlite_file import (
     JOURNAL_FILENAME,
     Transaction,
     connect,
+    connect_read_only,
     journal_errors,
     migrate,
     prepare_file,
@@ -107,15 +108,22 @@ class SQLiteJournal:
         durability: Durability | str = Durability.PROCESS,
         create: bool = True,
         busy_timeout: float = 30.0,
+        read_only: bool = False,
     ) -> SQLiteJournal:
         """Open (and with ``create``, create) the journal in ``data_dir``.
 
         ``busy_timeout`` is how long, in seconds, a write waits for another process's.
-        Raises :class:`JournalError` when the directory is missing (and ``create`` is
-        false), unreadable, or holds something that is not a journal, and
-        :class:`JournalVersionError` when the file's schema is newer than this build.
+        ``read_only`` opens an existing journal to read it and nothing else: no
+        migration, no recovery, not a byte written (every write raises
+        :class:`JournalError`); ``create`` is then not used. Raises :class:`JournalError`
+        when the directory is missing (and ``create`` is false), unreadable, or holds
+        something that is not a journal, and :class:`JournalVersionError` when the
+        file's schema is newer than this build (or, ``read_only``, older).
         """
         durability = Durability(durability)
+        if read_only:
+            path = prepare_file(Path(data_dir), False, read_only=True)
+            return cls(connect_read_only(path, busy_timeout), path, durability)
         path = prepare_file(Path(data_dir), create)
         conn = connect(path, durability, busy_timeout)
         journal = cls(conn, path, durability)
