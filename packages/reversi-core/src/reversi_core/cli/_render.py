@@ -16,6 +16,7 @@ from rich.text import Text
 
 from ..engine import RollbackReport
 from ..journal import RollbackState, RunStatus, StepRecord, StepState
+from ..journal._owner import owner_alive
 from ..manifest import Effect
 
 __all__ = [
@@ -84,6 +85,9 @@ def state_text(step: StepRecord) -> Text:
         if step.resolution:
             return Text(f"uncertain → {step.resolution.replace('_', ' ')}", style="yellow")
         return Text("⚠ UNCERTAIN", style=STATE_STYLE[step.state])
+    if step.state is StepState.PENDING and step.owner and not owner_alive(step.owner):
+        # read-only commands recover nothing: say what the next command that writes will do
+        return Text("pending (process gone)", style="yellow")
     return Text(step.state.value, style=STATE_STYLE.get(step.state, ""))
 
 
