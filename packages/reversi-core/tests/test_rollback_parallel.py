@@ -316,8 +316,9 @@ async def test_a_step_required_by_a_later_one_waits_for_it_and_is_deferred_if_it
 
 @pytest.mark.anyio
 @pytest.mark.req("RB-14")
+@pytest.mark.parametrize("timeout", [5, None], ids=["timeout", "no-timeout"])
 async def test_an_interrupted_parallel_rollback_starts_nothing_more_and_journals_what_ran(
-    journal: SQLiteJournal,
+    journal: SQLiteJournal, timeout: float | None
 ) -> None:
     backend = StackBackend()
     run = await independent_run(journal, backend, 12)
@@ -330,7 +331,9 @@ async def test_an_interrupted_parallel_rollback_starts_nothing_more_and_journals
             if len(began) == 3:  # Ctrl-C while three compensations are running
                 scope.cancel()
 
-        await run.rollback(compensate=slow, started=started, parallel=3, compensation_timeout=5)
+        await run.rollback(
+            compensate=slow, started=started, parallel=3, compensation_timeout=timeout
+        )
     assert scope.cancelled_caught
     assert began == slow.started == [12, 11, 10]
     assert sorted(slow.finished) == [10, 11, 12]  # each finished, none was cut short
@@ -364,6 +367,46 @@ async def test_a_journal_failure_in_a_parallel_rollback_is_raised_as_itself(
     assert run.record.status.value == "rollback_incomplete"  # the lock was released
     again = await run.rollback(compensate=Slow(backend), parallel=2)
     assert again.complete
+
+
+class Uneven(Slow):
+    """:class:`Slow`, with the delay of each step's compensation its own."""
+
+    def __init__(self, backend: StackBackend, delays: dict[int, float]) -> None:
+        super().__init__(backend)
+        self.delays = delays
+
+    async def __call__(self, call: CompensationCall) -> dict[str, Any]:
+        self.delay = self.delays.get(call.step, 0.02)
+        return await super().__call__(call)
+
+
+@pytest.mark.anyio
+@pytest.mark.req("RB-14")
+@pytest.mark.parametrize("timeout", [5, None], ids=["timeout", "no-timeout"])
+async def test_a_journal_failure_lets_the_running_compensations_finish_and_journals_them(
+    journal: SQLiteJournal, monkeypatch: pytest.MonkeyPatch, timeout: float | None
+) -> None:
+    """Without a compensation_timeout (the library's default) as with one: the failure
+    stops the dispatcher, and the compensations in flight are not cut short."""
+    backend = StackBackend()
+    run = await independent_run(journal, backend, 6)
+    real = journal.set_rollback_state
+
+    def failing(run_id: str, seq: int, state: Any, reason: Any) -> None:
+        if seq == 6:
+            raise JournalError("disk full")
+        real(run_id, seq, state, reason)
+
+    monkeypatch.setattr(journal, "set_rollback_state", failing)
+    slow = Uneven(backend, {6: 0.01, 5: 0.3, 4: 0.3})  # 6 fails to journal while 5 and 4 run
+    with pytest.raises(JournalError, match="disk full"):
+        await run.rollback(compensate=slow, parallel=3, compensation_timeout=timeout)
+    assert slow.started == [6, 5, 4]  # none started after the failure
+    states = {s.seq: s.rollback_state for s in run.steps()}
+    assert states[5] is states[4] is RollbackState.COMPENSATED  # finished, and journaled
+    assert all(states[s] is None for s in (1, 2, 3, 6))
+    assert set(backend.state()) == {"r0", "r1", "r2"}  # 6, 5 and 4 were undone
 
 
 # -- the plan (RB-15) -------------------------------------------------------------------------

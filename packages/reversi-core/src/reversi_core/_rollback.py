@@ -291,9 +291,9 @@ class _Saga:
         decided (deferred, or its compensation started as a task of its own), newest
         first among those ready. Only the compensations running are tasks, so a run of
         any length costs ``parallel`` tasks. A cancellation (Ctrl-C) stops the
-        dispatcher, so no compensation starts after it; those running finish (shielded
-        within ``compensation_timeout``) and are journaled. An error (the journal
-        failing) stops the dispatcher the same way and is raised as itself.
+        dispatcher, so no compensation starts after it; those running finish (shielded,
+        within ``compensation_timeout`` when there is one) and are journaled. An error
+        (the journal failing) stops the dispatcher the same way and is raised as itself.
         """
         candidates: dict[int, StepRecord] = {}
         for step in newest_first:
@@ -385,13 +385,11 @@ class _Saga:
             self.started(step)
         timeout = self.timeout
         try:
-            if timeout is not None:
-                # Shielded: an interrupted rollback lets the compensation in flight finish
-                # (within its time limit) and journals its outcome before stopping, so a
-                # compensation that ran is never forgotten.
-                with anyio.fail_after(timeout, shield=True):
-                    result = await self.compensate(call)
-            else:
+            # Shielded, with a time limit or without one (None): an interrupted rollback,
+            # or one whose journal failed, lets the compensation in flight finish and
+            # journals its outcome before stopping, so a compensation that ran is never
+            # forgotten nor cut short half way.
+            with anyio.fail_after(timeout, shield=True):
                 result = await self.compensate(call)
         except TimeoutError:
             return (

@@ -652,7 +652,10 @@ class Run:
         ``compensate`` runs one compensation; ``verify`` (optional) confirms it;
         ``progress`` is told each decision as it is journaled, ``started`` each
         compensation as it starts; ``compensation_timeout`` (seconds) bounds each
-        compensation, and running out counts as a failure. ``parallel`` (default
+        compensation, and running out counts as a failure. A compensation that started
+        is shielded from a cancellation (Ctrl-C) and from a journal failure, with or
+        without a timeout: it finishes (within the timeout, if any) and its outcome is
+        journaled before the rollback stops. ``parallel`` (default
         :data:`DEFAULT_PARALLEL`) compensations run at once, for steps that neither
         require one another nor touch overlapping resources; ``1`` visits the steps one
         at a time, newest first (docs/engine.md, "Rollback in parallel"). A step whose
