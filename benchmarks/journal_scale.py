@@ -115,13 +115,10 @@ def write_args(gateway: int, i: int) -> dict[str, Any]:
     }
 
 
-def gateway_argv(
-    gateway: str, connectors: str, manifests: Path, journal: str, root: Path
-) -> list[str]:
+def gateway_argv(gateway: str, connectors: str, manifests: Path, root: Path) -> list[str]:
     return [
         gateway,
         "--manifests", str(manifests),
-        "--journal", journal,
         "--upstream-cmd", connectors,
         "--upstream-arg", "serve",
         "--upstream-arg", "fs",
@@ -130,9 +127,12 @@ def gateway_argv(
     ]  # fmt: skip
 
 
-def environment() -> dict[str, str]:
-    """This process's environment without a journal of its own (``--journal`` names it)."""
-    return {k: v for k, v in os.environ.items() if k not in ("REVERSI_DATA", "REVERSI_JOURNAL")}
+def environment(journal: str) -> dict[str, str]:
+    """This process's environment with ``journal`` as $REVERSI_JOURNAL (a URL holding a
+    password is refused on a command line) and no $REVERSI_DATA."""
+    env = {k: v for k, v in os.environ.items() if k != "REVERSI_DATA"}
+    env["REVERSI_JOURNAL"] = journal
+    return env
 
 
 async def drive(
@@ -151,8 +151,8 @@ async def drive(
         for g in range(scenario.gateways):
             root = base / f"root-{g}"
             (root / f"g{g}").mkdir(parents=True)
-            argv = gateway_argv(gateway, connectors, manifests, journal, root)
-            params = StdioServerParameters(command=argv[0], args=argv[1:], env=environment())
+            argv = gateway_argv(gateway, connectors, manifests, root)
+            params = StdioServerParameters(command=argv[0], args=argv[1:], env=environment(journal))
             read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
             session = await stack.enter_async_context(ClientSession(read, write))
             with anyio.fail_after(START_TIMEOUT_S):

@@ -22,7 +22,7 @@ from reversi_core import StepState
 from reversi_core.cli.gateway import upstream_environment
 from reversi_core.cli.reversi import main
 from reversi_core.journal import JOURNAL_ENV, describe_location, open_journal
-from reversi_core.testing.postgres import PostgresServer
+from reversi_core.testing.postgres import PostgresServer, as_uri
 
 PASSWORD = "journal-pw-4a1f"
 
@@ -50,11 +50,30 @@ def journal_url(pg_server: PostgresServer, pg_location: str) -> Iterator[str]:
 
 
 @pytest.fixture
+def bare_url(journal_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``journal_url`` without its password, which a password file ($PGPASSFILE, set for
+    this process and the commands it starts) holds instead: what a command line takes."""
+    import psycopg
+
+    params = psycopg.conninfo.conninfo_to_dict(journal_url)
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(
+        f"{params['host']}:{params['port']}:{params['dbname']}:{params['user']}:{PASSWORD}\n"
+    )
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    monkeypatch.delenv("PGPASSWORD", raising=False)
+    del params["password"]
+    return as_uri(psycopg.conninfo.make_conninfo("", **params))
+
+
+@pytest.fixture
 def where(store: str, data_dir: Path, request: pytest.FixtureRequest) -> str:
-    """The journal on each store: a data directory, or a URL holding a password."""
+    """The journal on each store, as a command line names it: a data directory, or a URL
+    whose password is in the password file ($PGPASSFILE)."""
     if store == "sqlite":
         return str(data_dir)
-    return str(request.getfixturevalue("journal_url"))
+    return str(request.getfixturevalue("bare_url"))
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -121,10 +140,10 @@ async def test_a_gateway_run_journaled_by_url_is_rolled_back_by_url(
 
 
 def test_runs_names_a_url_by_its_host_and_database_only(
-    journal_url: str, capsys: pytest.CaptureFixture[str]
+    journal_url: str, bare_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     open_journal(journal_url).close()
-    assert main(["runs", "--journal", journal_url]) == 0
+    assert main(["runs", "--journal", bare_url]) == 0
     out = capsys.readouterr().out
     assert f"no runs in {describe_location(journal_url)}" in out
     assert describe_location(journal_url).startswith("postgresql://127.0.0.1:")
@@ -133,7 +152,7 @@ def test_runs_names_a_url_by_its_host_and_database_only(
 
 
 def test_hints_name_the_journal_option_but_never_the_url(
-    journal_url: str, capsys: pytest.CaptureFixture[str]
+    journal_url: str, bare_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with open_journal(journal_url) as journal:
         journal.create_run("run_a", ["x:y"], None)
@@ -147,7 +166,7 @@ def test_hints_name_the_journal_option_but_never_the_url(
             compensation=None,
             compensation_error=None,
         )
-    assert main(["show", "run_a", "--journal", journal_url]) == 0
+    assert main(["show", "run_a", "--journal", bare_url]) == 0
     out = capsys.readouterr().out
     assert "reversi resolve run_a 1 --applied|--not-applied --journal URL" in out
     assert PASSWORD not in out
@@ -222,22 +241,59 @@ def test_both_variables_set_are_refused_and_an_option_decides(
     assert [r["id"] for r in json.loads(capsys.readouterr().out)] == ["run_two"]
 
 
-def test_an_unreachable_journal_is_exit_status_3_without_its_password(
-    capsys: pytest.CaptureFixture[str],
-) -> None:
+def _closed_port() -> int:
     import socket
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
+        return int(sock.getsockname()[1])
+
+
+def test_an_unreachable_journal_is_exit_status_3_without_its_password(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    port = _closed_port()
     url = f"postgresql://agent:{PASSWORD}@127.0.0.1:{port}/reversi"
-    assert main(["runs", "--journal", url]) == 3
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv(JOURNAL_ENV, url)  # where a URL with a password may be given
+    assert main(["runs"]) == 3
     err = capsys.readouterr().err
     assert (
         f"cannot connect to the PostgreSQL journal at postgresql://127.0.0.1:{port}/reversi" in err
     )
     assert PASSWORD not in err
     assert "agent" not in err
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        f"postgresql://agent:{PASSWORD}@127.0.0.1:{{port}}/reversi",
+        f"postgres://agent@127.0.0.1:{{port}}/reversi?password={PASSWORD}",
+        f"postgresql://127.0.0.1:{{port}}/reversi?sslpassword={PASSWORD}",
+    ],
+    ids=["user-part", "password-parameter", "sslpassword-parameter"],
+)
+def test_a_journal_url_holding_a_password_is_refused_on_the_command_line(
+    url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    url = url.format(port=_closed_port())  # were it used, connecting would fail (status 3)
+    assert main(["runs", "--journal", url]) == 2
+    err = capsys.readouterr().err
+    assert "--journal: the URL holds a password, and a command line is visible" in err
+    assert "$PGPASSFILE" in err
+    assert f"${JOURNAL_ENV}" in err
+    assert PASSWORD not in err
+    box = Box(tmp_path)
+    argv = box.argv()
+    at = argv.index("--data")
+    argv[at : at + 2] = ["--journal", url]
+    gateway = subprocess.run(
+        [GATEWAY, *argv], capture_output=True, text=True, timeout=60, check=False, env=_env()
+    )
+    assert gateway.returncode == 2, gateway.stderr
+    assert "--journal: the URL holds a password" in gateway.stderr
+    assert PASSWORD not in gateway.stderr + gateway.stdout
 
 
 def test_the_upstream_never_sees_the_journal_url(monkeypatch: pytest.MonkeyPatch) -> None:

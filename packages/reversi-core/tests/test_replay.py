@@ -39,7 +39,7 @@ from reversi_core import (
     tool,
 )
 from reversi_core.cli.reversi import main
-from reversi_core.journal import Journal, RunStatus, StepState
+from reversi_core.journal import JOURNAL_ENV, Journal, RunStatus, StepState
 from reversi_core.manifest import Effect
 
 pytestmark = pytest.mark.anyio
@@ -308,7 +308,12 @@ async def test_the_journal_records_a_replay_only_of_an_unresolved_step_of_an_ope
 
 @pytest.mark.req("RES-2")
 def test_the_cli_refuses_a_replay_of_a_resolved_step_or_in_a_rolled_back_run(
-    run: Run, ledger: Ledger, location: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    run: Run,
+    ledger: Ledger,
+    location: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
@@ -317,9 +322,11 @@ def test_the_cli_refuses_a_replay_of_a_resolved_step_or_in_a_rolled_back_run(
     open_question = anyio.run(unsent_add, run, ledger)
     sent = _script(tmp_path, "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('sent')")
     marker = tmp_path / "sent"
-    common = ["--journal", location, "--manifests", str(manifests),
-              "--replay-cmd", f"{sent[0]} {sent[1]} {marker}"]
-    assert main(["resolve", run.id, str(resolved), "--not-applied", "--journal", location]) == 0
+    # the journal from the environment: a URL holding a password is refused on a command line
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv(JOURNAL_ENV, location)
+    common = ["--manifests", str(manifests), "--replay-cmd", f"{sent[0]} {sent[1]} {marker}"]
+    assert main(["resolve", run.id, str(resolved), "--not-applied"]) == 0
     capsys.readouterr()
     assert main(["resolve", run.id, str(resolved), "--replay", *common]) == 2
     err = capsys.readouterr().err

@@ -7,9 +7,11 @@ import os
 import sys
 from typing import NoReturn
 
+from ..journal import JOURNAL_ENV
+from ..journal._open import holds_password
 from ..redact import scrub
 
-__all__ = ["CliError", "Parser", "error_line", "fail"]
+__all__ = ["CliError", "Parser", "check_journal_option", "error_line", "fail"]
 
 
 class CliError(Exception):
@@ -25,6 +27,24 @@ class Parser(argparse.ArgumentParser):
 
     def error(self, message: str) -> NoReturn:
         raise CliError(f"{message} (see '{self.prog} --help')", 2)
+
+
+def check_journal_option(journal: str | None) -> None:
+    """Refuse a ``--journal`` URL that holds a password (:class:`CliError`, status 2).
+
+    A command line is visible to every user of the machine (``ps``, ``/proc/PID/cmdline``).
+    The message says where the password goes instead and never repeats the URL.
+    """
+    if journal and holds_password(journal):
+        raise CliError(
+            "--journal: the URL holds a password, and a command line is visible to every "
+            "user of this machine (ps); it was not used, nor is it repeated here. Give the "
+            f"URL without the password and keep the password in a password file (~/.pgpass, "
+            "or the file $PGPASSFILE names, mode 0600: "
+            "https://www.postgresql.org/docs/current/libpq-pgpass.html), or give the whole "
+            f"URL in ${JOURNAL_ENV} instead of --journal",
+            2,
+        )
 
 
 def one_line(text: str) -> str:

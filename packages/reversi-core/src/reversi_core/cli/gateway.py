@@ -37,7 +37,7 @@ from ..errors import ConfigurationError, ManifestError
 from ..journal import JOURNAL_ENV, Durability, resolve_location
 from ..mcp._listen import DEFAULT_IDLE_TIMEOUT, TOKEN_ENV, parse_listen, parse_origin, token_from
 from ..redact import scrub_command
-from ._common import CliError, Parser, fail
+from ._common import CliError, Parser, check_journal_option, fail
 
 if TYPE_CHECKING:
     from ..mcp.gateway import GatewayConfig
@@ -77,7 +77,8 @@ def build_parser() -> Parser:
         metavar="URL|DIR",
         default=None,
         help="the journal: a postgresql:// URL (a database shared by many gateways) or a "
-        "data directory (default: $REVERSI_JOURNAL, else --data)",
+        "data directory (default: $REVERSI_JOURNAL, else --data); a URL holding a password "
+        "is refused here (use a password file, or $REVERSI_JOURNAL)",
     )
     parser.add_argument(
         "--data",
@@ -216,6 +217,7 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         args.location = resolve_location(args.journal, args.data)
     except ConfigurationError as exc:
         raise CliError(str(exc), 2) from None
+    check_journal_option(args.journal)
     if args.tool_namespace is not None and not re.fullmatch(r"[a-z][a-z0-9]*", args.tool_namespace):
         raise CliError(
             f"--tool-namespace {args.tool_namespace}: a namespace is a connector token, "

@@ -51,7 +51,7 @@ from ..journal import (
 from ..manifest import Effect, Manifest
 from ..redact import scrub
 from ..registry import Registry
-from ._common import CliError, Parser, fail, reader_went_away
+from ._common import CliError, Parser, check_journal_option, fail, reader_went_away
 from ._render import (
     STATUS_STYLE,
     print_json,
@@ -145,7 +145,8 @@ def build_parser() -> Parser:
         "--journal",
         metavar="URL|DIR",
         help="the journal: a postgresql:// URL or a data directory "
-        "(default: $REVERSI_JOURNAL, else the data directory)",
+        "(default: $REVERSI_JOURNAL, else the data directory); a URL holding a password "
+        "is refused here (use a password file, or $REVERSI_JOURNAL)",
     )
     common.add_argument(
         "--data",
@@ -296,9 +297,11 @@ def build_parser() -> Parser:
 def _location(args: argparse.Namespace) -> str:
     """The journal's location from ``--journal``, ``--data`` and the environment."""
     try:
-        return resolve_location(args.journal, args.data)
+        location = resolve_location(args.journal, args.data)
     except ConfigurationError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
+    check_journal_option(args.journal)
+    return location
 
 
 def _open_journal(args: argparse.Namespace, *, read_only: bool = False) -> Journal:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import urllib.parse
 
 from ..errors import ConfigurationError, JournalError
 from ._base import Durability, Journal, resolve_data_dir
@@ -14,6 +15,7 @@ __all__ = [
     "LIBPQ_KEYWORDS",
     "POSTGRES_SCHEMES",
     "describe_location",
+    "holds_password",
     "is_conninfo",
     "is_url",
     "open_journal",
@@ -172,6 +174,21 @@ def is_conninfo(text: str) -> bool:
     ``=``, at the start or after white space, in any case. Such a location is never taken
     for a directory, nor shown."""
     return any(m.group(1).lower() in LIBPQ_KEYWORDS for m in _KEY.finditer(text))
+
+
+def holds_password(location: str) -> bool:
+    """Whether the ``postgresql://`` URL ``location`` carries a password: in its user part
+    (``user:secret@host``) or as a ``password`` or ``sslpassword`` query parameter
+    (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS).
+    ``False`` for anything else. Needs no psycopg."""
+    if scheme_of(location) not in POSTGRES_SCHEMES:
+        return False
+    parts = urllib.parse.urlsplit(location)
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at and userinfo.partition(":")[2]:
+        return True
+    keys = {k for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)}
+    return bool(keys & {"password", "sslpassword"})
 
 
 def scheme_of(text: str) -> str:
