@@ -29,6 +29,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from test_gateway import Box
 
 from reversi_core.journal import StepState
+from reversi_core.mcp._upstream_http import check_url
 
 pytestmark = pytest.mark.anyio
 
@@ -298,6 +299,26 @@ def test_credentials_come_from_the_environment_and_are_never_shown(tmp_path: Pat
     assert "use https://" in plain.stderr
 
 
+@pytest.mark.parametrize(
+    "query", ["?api_key=SECRET", "?token=SECRET&x=1", "?SECRET"], ids=["api_key", "two", "bare"]
+)
+def test_a_query_string_in_the_upstream_url_is_refused(tmp_path: Path, query: str) -> None:
+    """Credentials never go in the URL: a query (where an API key would be) is refused."""
+    secret = "upstream-query-" + os.urandom(4).hex()
+    url = f"http://127.0.0.1:1/mcp{query.replace('SECRET', secret)}"
+    with pytest.raises(ValueError, match="holds a query string") as info:
+        check_url(url)
+    message = str(info.value)
+    assert "$REVERSI_UPSTREAM_TOKEN or $REVERSI_UPSTREAM_HEADERS" in message
+    assert secret not in message
+    assert message.startswith("--upstream-url http://127.0.0.1:1/mcp: ")
+    gateway = run_gateway(Box(tmp_path), url, dict(os.environ))
+    assert gateway.returncode == 2
+    assert "holds a query string" in gateway.stderr
+    assert secret not in gateway.stderr + gateway.stdout
+    assert check_url("https://mcp.example.com/mcp?") == "https://mcp.example.com/mcp?"  # empty
+
+
 def test_the_upstream_certificate_is_verified(tmp_path: Path) -> None:
     box = Box(tmp_path)
     ca = trustme.CA()
@@ -413,7 +434,10 @@ def test_a_proxy_in_the_environment_never_sees_the_upstream_or_its_token(tmp_pat
     proxied = {
         **env,
         "REVERSI_UPSTREAM_TOKEN": secret,
-        **{name: at for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")},
+        **{
+            name: at
+            for name in ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "all_proxy")
+        },
         "NO_PROXY": "",
     }
     try:

@@ -97,7 +97,9 @@ def check_url(url: str) -> str:
     """``url`` if it can be an upstream; raises :class:`ValueError` saying why not.
 
     It must be ``https://``, or ``http://`` to this machine's loopback, and carry no
-    credentials (they go in the environment).
+    credentials (they go in the environment): no user or password, and no query string,
+    where an API key would be (``?api_key=...``); a command line and the logs would
+    show it. The message names the URL by :func:`describe_url` only.
     """
     from ._listen import is_loopback
 
@@ -108,6 +110,13 @@ def check_url(url: str) -> str:
         raise ValueError(
             f"--upstream-url {describe_url(url)}: the URL holds credentials; put them in "
             f"${UPSTREAM_TOKEN_ENV} or ${UPSTREAM_HEADERS_ENV} instead"
+        )
+    if parts.query:
+        raise ValueError(
+            f"--upstream-url {describe_url(url)}: the URL holds a query string, where "
+            "credentials such as an API key would be seen on the command line (ps) and in "
+            f"logs; it is not taken, nor shown: put credentials in ${UPSTREAM_TOKEN_ENV} or "
+            f"${UPSTREAM_HEADERS_ENV} and give the URL without a query"
         )
     if parts.scheme == "http" and not is_loopback(parts.hostname):
         raise ValueError(
