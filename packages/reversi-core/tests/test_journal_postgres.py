@@ -89,7 +89,9 @@ def test_the_first_open_creates_the_schema_and_records_each_migration(pg_locatio
     assert len(PG_MIGRATIONS) == SCHEMA_VERSION  # one migration per version, as SQLite's
     tables = {
         r[0]
-        for r in sql(pg_location, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()")
+        for r in sql(
+            pg_location, "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()"
+        )
     }
     assert tables == {*PG_TABLES, "reversi_migrations"}
     again = open_journal(pg_location, create=False)  # migrated: nothing more to do
@@ -109,13 +111,18 @@ def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
         assert journal.get_step("run_a", step.seq).overwrite == {"by": "ada", "at": 1.0}
     finally:
         journal.close()
-    assert [r[0] for r in sql(pg_location, "SELECT version FROM reversi_migrations ORDER BY 1")] == [1, 2]
+    assert [
+        r[0] for r in sql(pg_location, "SELECT version FROM reversi_migrations ORDER BY 1")
+    ] == [1, 2]
 
 
 @pytest.mark.req("JNL-3")
 def test_a_newer_journal_is_refused_and_left_as_it_is(pg_location: str) -> None:
     open_journal(pg_location).close()
-    sql(pg_location, "INSERT INTO runs (id, started_at, status, scope) VALUES ('run_a', 1, 'open', '[]')")
+    sql(
+        pg_location,
+        "INSERT INTO runs (id, started_at, status, scope) VALUES ('run_a', 1, 'open', '[]')",
+    )
     _pending_step(pg_location, "gone-host.invalid:1:1")  # a dead owner's: recovery would touch it
     sql(
         pg_location,
@@ -134,14 +141,18 @@ def test_a_newer_journal_is_refused_and_left_as_it_is(pg_location: str) -> None:
 def test_an_empty_schema_is_no_journal_without_create(pg_location: str) -> None:
     with pytest.raises(JournalError, match="no Reversi journal in postgresql://"):
         open_journal(pg_location, create=False)
-    assert sql(pg_location, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == [(0,)]
+    assert sql(
+        pg_location, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+    ) == [(0,)]
 
 
 def test_tables_of_another_program_are_refused(pg_location: str) -> None:
     sql(pg_location, "CREATE TABLE runs (id integer)")
     with pytest.raises(JournalError, match="holds runs but no Reversi schema version"):
         open_journal(pg_location)
-    assert sql(pg_location, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()") == [(1,)]
+    assert sql(
+        pg_location, "SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()"
+    ) == [(1,)]
 
 
 # -- the role -----------------------------------------------------------------------------
@@ -159,12 +170,18 @@ def roles(pg_server: PostgresServer, pg_location: str) -> Any:
     with pg_server.admin() as conn:
         for role in made.values():
             r = pgsql.Identifier(role)
-            conn.execute(pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(r, pgsql.Literal(password)))
             conn.execute(
-                pgsql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(pgsql.Identifier(database), r)
+                pgsql.SQL("CREATE ROLE {} LOGIN PASSWORD {}").format(r, pgsql.Literal(password))
+            )
+            conn.execute(
+                pgsql.SQL("GRANT CONNECT ON DATABASE {} TO {}").format(
+                    pgsql.Identifier(database), r
+                )
             )
             conn.execute(pgsql.SQL("GRANT USAGE ON SCHEMA {} TO {}").format(s, r))
-        conn.execute(pgsql.SQL("GRANT CREATE ON SCHEMA {} TO {}").format(s, pgsql.Identifier(made["owner"])))
+        conn.execute(
+            pgsql.SQL("GRANT CREATE ON SCHEMA {} TO {}").format(s, pgsql.Identifier(made["owner"]))
+        )
 
     def url(role: str) -> str:
         return pg_server.url(
@@ -308,12 +325,17 @@ def test_a_step_of_another_hosts_gateway_is_pending_while_it_is_connected(
     pg_location: str,
 ) -> None:
     open_journal(pg_location).close()
-    sql(pg_location, "INSERT INTO runs (id, started_at, status, scope) VALUES ('run_a', 1, 'open', '[]')")
+    sql(
+        pg_location,
+        "INSERT INTO runs (id, started_at, status, scope) VALUES ('run_a', 1, 'open', '[]')",
+    )
     _pending_step(pg_location, OTHER_HOST_OWNER)
     # the other host's gateway: a session holding its owner's lock, as the journal's does
     gateway = psycopg.connect(pg_location, autocommit=True)
     try:
-        gateway.execute("SELECT pg_advisory_lock_shared(%s)", [advisory_key("owner", OTHER_HOST_OWNER)])
+        gateway.execute(
+            "SELECT pg_advisory_lock_shared(%s)", [advisory_key("owner", OTHER_HOST_OWNER)]
+        )
         journal = open_journal(pg_location, create=False)
         try:
             assert journal.get_step("run_a", 1).state is StepState.PENDING  # never stolen
@@ -346,7 +368,9 @@ def test_a_rollback_held_on_another_host_is_refused_until_that_host_lets_go(
         )
         other = psycopg.connect(pg_location, autocommit=True)
         try:
-            other.execute("SELECT pg_advisory_lock_shared(%s)", [advisory_key("owner", OTHER_HOST_OWNER)])
+            other.execute(
+                "SELECT pg_advisory_lock_shared(%s)", [advisory_key("owner", OTHER_HOST_OWNER)]
+            )
             with pytest.raises(RollbackInProgressError) as info:
                 journal.start_rollback("run_a")
             assert (
@@ -361,6 +385,55 @@ def test_a_rollback_held_on_another_host_is_refused_until_that_host_lets_go(
         assert record.status is RunStatus.ROLLING_BACK
         journal.finish_rollback("run_a", complete=True)
         assert journal.get_run("run_a").status is RunStatus.ROLLED_BACK
+    finally:
+        journal.close()
+
+
+@pytest.mark.req("JNL-1", "JNL-7")
+def test_an_owner_of_this_host_whose_pid_is_not_seen_lives_while_its_lock_is_held(
+    pg_location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Containers on the host's network share its host name, not its pids: a process of
+    another pid namespace looks gone to a pid check. It is judged dead only when its
+    owner lock is free too."""
+    from reversi_core.journal import _pg_owners
+    from reversi_core.journal._owner import owner_alive, process_owner
+
+    # how long a killed process's lock may linger (raising=False: absent before the fix)
+    monkeypatch.setattr(_pg_owners, "DEAD_PID_GRACE", 0.05, raising=False)
+    # this host, a pid no process of this namespace has (this pid with another start time)
+    elsewhere = process_owner().rsplit(":", 1)[0] + ":0"
+    assert not owner_alive(elsewhere)
+    journal = open_journal(pg_location)
+    try:
+        journal.create_run("run_a", ["x:y"], None)
+        journal.create_run("run_b", ["x:y"], None)
+    finally:
+        journal.close()
+    _pending_step(pg_location, elsewhere)
+    sql(
+        pg_location,
+        "UPDATE runs SET status = 'rolling_back', rollback_owner = %s WHERE id = 'run_b'",
+        [elsewhere],
+    )
+    other = psycopg.connect(pg_location, autocommit=True)  # that process's journal session
+    try:
+        other.execute("SELECT pg_advisory_lock_shared(%s)", [advisory_key("owner", elsewhere)])
+        journal = open_journal(pg_location, create=False)
+        try:
+            assert journal.get_step("run_a", 1).state is StepState.PENDING  # never stolen
+            assert journal.get_run("run_b").status is RunStatus.ROLLING_BACK
+            with pytest.raises(RollbackInProgressError, match="being rolled back by another"):
+                journal.start_rollback("run_b")
+        finally:
+            journal.close()
+    finally:
+        other.close()
+    _wait_released(pg_location, elsewhere)
+    journal = open_journal(pg_location, create=False)  # now its pid and its lock are gone
+    try:
+        assert journal.get_step("run_a", 1).state is StepState.UNCERTAIN
+        assert journal.get_run("run_b").status is RunStatus.ROLLBACK_INCOMPLETE
     finally:
         journal.close()
 

@@ -8,12 +8,16 @@ server lets go of it when the connection ends, however the process ended.
 
 :func:`owner_dead` decides:
 
-- an owner of this host by its pid and start time (as the SQLite journal does): exact,
-  and immediate after a ``kill -9``, before the server has noticed the connection close;
 - an owner of another host, which cannot be asked, by its lock: it is dead when
   ``pg_try_advisory_xact_lock`` on its key succeeds, that is, when no session of it is
   connected. A call still running on another host is never taken for orphaned while its
   gateway is connected.
+- an owner of this host by its pid and start time AND its lock: dead only when no
+  process of that pid and start time is seen here and no session holds its lock.
+  Containers on the host's network share its host name but not its pid namespace, so a
+  live process of another container looks gone to the pid check alone; its lock says it
+  is connected. The session of a process just killed (``kill -9``) ends a moment after
+  it, so its lock is waited for, up to :data:`DEAD_PID_GRACE` seconds.
 """
 
 from __future__ import annotations
@@ -41,6 +45,13 @@ __all__ = [
 Event = Callable[[Any, str, "int | None", str, dict[str, Any]], None]
 """The journal's ``_event(conn, run_id, seq, kind, detail)``."""
 
+DEAD_PID_GRACE = 1.0
+"""Seconds :func:`owner_dead` waits for the owner lock of a process of this host whose
+pid is gone (its server session ends a moment after a ``kill -9``) before it takes the
+process for one of another pid namespace, alive."""
+
+_POLL = 0.01
+
 
 def owner_dead(c: Any, owner: str | None, me: str) -> bool:
     """Whether ``owner`` is gone; ``me`` is the asking process's owner (never dead).
@@ -50,14 +61,23 @@ def owner_dead(c: Any, owner: str | None, me: str) -> bool:
     """
     if owner == me:
         return False
-    if not owner_alive(owner):  # malformed, or a process of this host that is gone
-        return True
-    if owner_host(owner) == socket.gethostname():
+    if not owner or owner_pid(owner) == "?" or not owner_pid(owner).isdigit():
+        return True  # malformed: no process can be waiting on it
+    key = advisory_key("owner", owner)
+
+    def free() -> bool:
+        return bool(c.execute("SELECT pg_try_advisory_xact_lock(%s)", [key]).fetchone()[0])
+
+    if owner_host(owner) != socket.gethostname():
+        return free()
+    if owner_alive(owner):
         return False
-    got = c.execute(
-        "SELECT pg_try_advisory_xact_lock(%s)", [advisory_key("owner", str(owner))]
-    ).fetchone()[0]
-    return bool(got)
+    deadline = time.monotonic() + DEAD_PID_GRACE
+    while not free():
+        if time.monotonic() >= deadline:
+            return False  # connected: a process of another pid namespace, alive
+        time.sleep(_POLL)
+    return True
 
 
 def recover(c: Any, me: str, event: Event) -> None:
