@@ -54,9 +54,13 @@ def test_effects_permissions_and_compensations_follow_the_spec() -> None:
             "key": "result.key",
             "inserted": "result.inserted",
         },
+        # no resources: rows are tied by foreign keys and triggers a manifest cannot see,
+        # so a rollback undoes them one at a time (docs/connectors/postgres.md)
+        "resources": None,
     }
     update = manifests()["postgres.update_row"]["compensation"]
     assert isinstance(update, dict)
+    assert update["resources"] is None
     assert update["argument_map"]["values"] == "result.previous"
     assert update["argument_map"]["written"] == "result.written"
 

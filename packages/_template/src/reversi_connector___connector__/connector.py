@@ -106,7 +106,11 @@ class __Connector__Connector(Connector):
         input=CreateNoteArgs,
         output=CreatedNoteResult,
         compensation=Compensation(
-            tool="__connector__.delete_note", argument_map={"id": "result.id", "text": "result.text"}
+            tool="__connector__.delete_note",
+            argument_map={"id": "result.id", "text": "result.text"},
+            # what the undo touches, so a rollback undoes different notes at once
+            # (docs/engine.md, "Rollback in parallel"); leave it out if unsure
+            resources=["__connector__:notes/{result.id}"],
         ),
     )
     async def create_note(self, args: CreateNoteArgs, ctx: CallContext) -> dict[str, Any]:
