@@ -171,7 +171,7 @@ def test_a_dry_run_one_at_a_time_and_for_people(
     assert reversi.main(argv) == 0
     text = " ".join(capsys.readouterr().out.split())  # as wide as the console is
     assert f"rollback plan of {notes.run_id} (open): 6 compensation(s) in 1 wave(s)" in text
-    assert "at most 8 at once. Nothing has run." in text
+    assert "at most 16 at once. Nothing has run." in text
     assert "note:n4" in text
     assert "Nothing to undo (read-only, failed, rejected or not applied): step(s) 7." in text
     assert "the rollback will be complete" in text

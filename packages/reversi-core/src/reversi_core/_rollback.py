@@ -42,7 +42,7 @@ __all__ = [
     "rollback",
 ]
 
-DEFAULT_PARALLEL = 8
+DEFAULT_PARALLEL = 16
 """How many compensations a rollback runs at once unless told otherwise."""
 
 Verifier = Callable[[StepRecord, dict[str, Any]], Awaitable[bool]]
