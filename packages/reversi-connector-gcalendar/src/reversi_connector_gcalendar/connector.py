@@ -6,9 +6,9 @@ the event first, changes only the fields that differ, and is undone by
 ``gcalendar.restore_event``, which puts back exactly those fields.
 
 Every request goes to ``base_url`` (``https://www.googleapis.com/calendar/v3``) with
-``Authorization: Bearer <GOOGLE_CALENDAR_TOKEN>``; ``calendar_id`` defaults to
-``primary``. Every write passes ``sendUpdates=none``, so no invitation or change email
-goes out (https://developers.google.com/calendar/api/v3/reference/events/patch).
+``Authorization: Bearer <GOOGLE_CALENDAR_TOKEN>``; without a ``calendar_id`` a call
+works on the ``primary`` calendar. Writes send ``sendUpdates=none``: attendees get no mail
+about what the agent or its undo did (https://developers.google.com/calendar/api/v3/reference/events/patch).
 
 No undo overwrites a change someone made after the call. create_event and update_event
 return the ETag their write produced and the fields as Calendar stored them; their undos

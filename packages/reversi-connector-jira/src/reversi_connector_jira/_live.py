@@ -1,8 +1,8 @@
 """The jira connector's live scenario (``nox -s live -- jira``; docs/connectors/jira.md).
 
 In the project whose key is ``REVERSI_LIVE_JIRA_PROJECT`` (a throwaway one: the account
-needs Browse projects, Create issues, Add comments, Transition issues, Delete issues and
-Delete own comments there), through the real engine: create an issue, comment on it, run
+holds these project permissions there: Create issues, Browse projects, Transition issues,
+Add comments, Delete own comments and Delete issues), through the real engine: create an issue, comment on it, run
 the transition ``REVERSI_LIVE_JIRA_TRANSITION`` (default "In Progress", which must have a
 way back to the new issue's status), check Jira holds all three; roll the run back; then
 check that the issue is gone (deleting it again answers 404). The summary carries the live

@@ -90,8 +90,8 @@ CHECK_INFO: Mapping[str, CheckInfo] = {
         CheckInfo(
             "compensation_failure",
             "Compensation failure",
-            "an undo that fails leaves the step compensation_failed and the rollback incomplete; "
-            "after the fault is gone, rolling back again completes it, with the same idempotency "
+            "a failing undo marks the step compensation_failed and keeps the rollback incomplete; "
+            "once the fault is gone, a second rollback completes it, with the same idempotency "
             "key as the failed attempt (and, for a vendor that takes keys, that key received by "
             "the backend in both)",
         ),
