@@ -88,7 +88,8 @@ def test_export_writes_the_run_as_json_lines_without_credentials(
     run, begin, finish, step = records
     assert run["chain"]["status"] == "ok"
     assert run["chain"]["head"] == finish["hash"]
-    assert begin["prev_hash"] == "" and finish["prev_hash"] == begin["hash"]
+    assert begin["prev_hash"] == ""
+    assert finish["prev_hash"] == begin["hash"]
     assert begin["content"]["args"] == {"name": "[REDACTED]", "password": "[REDACTED]"}
     assert begin["scrubbed"] is True  # its hash is that of the content as journaled
     assert "scrubbed" not in finish
