@@ -126,6 +126,8 @@ def test_prune_never_removes_an_open_run_or_one_with_a_step_outstanding(
         assert sql(env, f"SELECT count(*) FROM {table} WHERE run_id = {mark}", ["gone"]) == [(0,)]
 
 
-def test_prune_refuses_a_duration_it_cannot_read(env: str, capsys: pytest.CaptureFixture[str]) -> None:
+def test_prune_refuses_a_duration_it_cannot_read(
+    env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert main(["prune", "--older-than", "30 days"]) == 2
     assert "is not a duration" in capsys.readouterr().err
