@@ -80,7 +80,9 @@ async def test_a_changed_permission_is_named_with_both_modes(
         manifests, "fs.write_file", args, await plain.fs.call("fs.write_file", args)
     )
     (plain.root / "run.sh").chmod(0o755)
-    await refused(plain, undo, undo_with, "permission bits changed since the call (0o644, now 0o755)")
+    await refused(
+        plain, undo, undo_with, "permission bits changed since the call (0o644, now 0o755)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -176,7 +178,10 @@ async def test_overwrite_deletes_an_edited_new_file_but_never_a_directory(
 @pytest.mark.parametrize(
     ("make", "words"),
     [
-        (lambda p: p.write_text("a new one\n"), "a file now stands at the path (made since the call)"),
+        (
+            lambda p: p.write_text("a new one\n"),
+            "a file now stands at the path (made since the call)",
+        ),
         (lambda p: p.mkdir(), "a directory now stands at the path (made since the call)"),
     ],
     ids=["file", "directory"],

@@ -59,3 +59,19 @@ def sql(location: str, statement: str, params: list[Any] | None = None) -> list[
             return list(cur.fetchall())
     finally:
         conn.close()
+
+
+def make_version_1(location: str) -> None:
+    """Take a journal just created back to schema version 1: undo the chain's migration
+    (the ``chain`` table, the chain's columns of ``runs``), then ``steps.overwrite``."""
+    sql(location, "DROP TABLE chain")
+    columns = ["chained"] + (
+        ["chain_seq", "chain_prev", "chain_hash"] if is_postgres(location) else []
+    )
+    for column in columns:
+        sql(location, f"ALTER TABLE runs DROP COLUMN {column}")
+    sql(location, "ALTER TABLE steps DROP COLUMN overwrite")
+    if is_postgres(location):
+        sql(location, "DELETE FROM reversi_migrations WHERE version > 1")
+    else:
+        sql(location, "PRAGMA user_version = 1")

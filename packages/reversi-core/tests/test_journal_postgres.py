@@ -14,7 +14,7 @@ from typing import Any
 
 import psycopg
 import pytest
-from _stores import sql
+from _stores import make_version_1, sql
 from psycopg import sql as pgsql
 
 from reversi_core import (
@@ -101,8 +101,7 @@ def test_the_first_open_creates_the_schema_and_records_each_migration(pg_locatio
 
 def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
     open_journal(pg_location).close()
-    sql(pg_location, "ALTER TABLE steps DROP COLUMN overwrite")  # back to version 1
-    sql(pg_location, "DELETE FROM reversi_migrations WHERE version = 2")
+    make_version_1(pg_location)
     journal = open_journal(pg_location, create=False)
     try:
         journal.create_run("run_a", ["x:y"], None)
@@ -113,7 +112,7 @@ def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
         journal.close()
     assert [
         r[0] for r in sql(pg_location, "SELECT version FROM reversi_migrations ORDER BY 1")
-    ] == [1, 2]
+    ] == list(range(1, SCHEMA_VERSION + 1))
 
 
 @pytest.mark.req("JNL-3")

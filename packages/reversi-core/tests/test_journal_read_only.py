@@ -11,7 +11,7 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from _stores import is_postgres, sql, stored_bytes
+from _stores import is_postgres, make_version_1, sql, stored_bytes
 
 from reversi_core import JournalError, JournalVersionError, RunStatus, StepState
 from reversi_core.cli.reversi import main
@@ -61,11 +61,7 @@ def left_by_a_dead_process(location: str) -> None:
 
 def make_older(location: str) -> None:
     """Take the journal back to schema version 1 (before ``steps.overwrite``)."""
-    sql(location, "ALTER TABLE steps DROP COLUMN overwrite")
-    if is_postgres(location):
-        sql(location, "DELETE FROM reversi_migrations WHERE version = 2")
-    else:
-        sql(location, "PRAGMA user_version = 1")
+    make_version_1(location)
 
 
 @pytest.mark.req("JNL-1")

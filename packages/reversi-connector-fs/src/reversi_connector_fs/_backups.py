@@ -16,7 +16,7 @@ import os
 import re
 import stat
 import uuid
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import ExitStack, contextmanager, suppress
 
 from reversi_core.errors import ToolError
@@ -32,6 +32,7 @@ from ._paths import (
     lstat,
     open_regular,
     refused,
+    spell,
 )
 
 __all__ = ["BACKUP_NAME", "Backups"]
@@ -201,6 +202,35 @@ class Backups:
                     _unlink_quietly(name, bfd)
         except (OSError, ToolError):
             pass
+
+    def prune(self, needed: Collection[str], before: float, dry_run: bool) -> list[str]:
+        """Remove the backups no journal step names and made before ``before``.
+
+        ``needed`` holds the names (as results spell them) that some step still kept in
+        a journal names; ``before`` is a UNIX time in seconds: a backup whose inode
+        changed since (its ``st_ctime``: when it was made, moved or linked in) is kept,
+        since the call that made it may not be journaled yet. Only flat regular files
+        named as :meth:`new_name` names them are considered. With ``dry_run`` nothing is
+        removed. Returns the names removed (or that would be), sorted. Raises
+        ``ToolError`` when the backup directory cannot be read.
+        """
+        gone: list[str] = []
+        with self.directory(create=False) as bfd:
+            if bfd is None:
+                return gone
+            for name in sorted(os.listdir(bfd)):
+                if BACKUP_NAME.fullmatch(name) is None or spell(name) in needed:
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=bfd, follow_symlinks=False)
+                except FileNotFoundError:
+                    continue
+                if not stat.S_ISREG(st.st_mode) or st.st_ctime >= before:
+                    continue
+                if not dry_run:
+                    _unlink_quietly(name, bfd)
+                gone.append(spell(name))
+        return gone
 
     # -- reading -------------------------------------------------------------------
 

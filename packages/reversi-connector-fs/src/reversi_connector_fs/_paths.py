@@ -119,7 +119,11 @@ def spell(name: str) -> str:
         code = ord(ch)
         if 0xDC80 <= code <= 0xDCFF:
             out.append(f"\\x{code - 0xDC00:02x}")
-        elif ch == "\\" and i < last and (name[i + 1] in "\\xX" or 0xDC80 <= ord(name[i + 1]) <= 0xDCFF):
+        elif (
+            ch == "\\"
+            and i < last
+            and (name[i + 1] in "\\xX" or 0xDC80 <= ord(name[i + 1]) <= 0xDCFF)
+        ):
             out.append("\\\\")
         else:
             out.append(ch)

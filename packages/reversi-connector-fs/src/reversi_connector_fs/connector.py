@@ -36,7 +36,7 @@ import errno
 import hashlib
 import os
 import stat
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Annotated, Any, Literal
 
@@ -506,7 +506,12 @@ class FsConnector(Connector):
     credential_env = None
     open_world = False  # only the directory tree under the root is touched
     cli_options = (
-        CliOption("--root", "root", "root directory of the fs connector: the only tree it may touch", "DIR"),
+        CliOption(
+            "--root",
+            "root",
+            "root directory of the fs connector: the only tree it may touch",
+            "DIR",
+        ),
         CliOption(
             "--backup-dir",
             "backup_dir",
@@ -564,6 +569,17 @@ class FsConnector(Connector):
     def backup_dir(self) -> str:
         """The backup directory, absolute and with links resolved."""
         return self._tree.backup
+
+    def prune_backups(
+        self, needed: Collection[str], before: float, *, dry_run: bool = False
+    ) -> list[str]:
+        """Retention's hook (``reversi prune``): remove the backups no kept step needs.
+
+        ``needed``: every backup name a step still kept in the journal names; ``before``:
+        UNIX seconds, only backups made earlier may go. Returns the names removed (or,
+        ``dry_run``, that would be), sorted. See docs/operate.md.
+        """
+        return self._backups.prune(needed, before, dry_run)
 
     # -- reading -------------------------------------------------------------------------
 

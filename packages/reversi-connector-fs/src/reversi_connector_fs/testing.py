@@ -294,9 +294,7 @@ async def _remove_made_dirs(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]
 
 
 async def _unmove(ctx: ExampleContext[FsBackend]) -> Mapping[str, Any]:
-    done = await ctx.call(
-        "fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"}
-    )
+    done = await ctx.call("fs.move_file", {"source": "notes/todo.txt", "destination": "todo.txt"})
     return {
         "source": "notes/todo.txt",
         "destination": "todo.txt",

@@ -25,6 +25,7 @@ import anyio
 import anyio.lowlevel
 
 from ._schedule import Waves, waits_for
+from ._tracing import span
 from .connector import CompensationCall, Compensator
 from .errors import ReversiError
 from .journal import Journal, RollbackState, StepRecord, StepState
@@ -359,6 +360,14 @@ class _Saga:
         if errors:
             raise errors[0]
 
+    def _span_attributes(self, step: StepRecord, call: CompensationCall) -> dict[str, Any]:
+        return {
+            "reversi.run": self.run_id,
+            "reversi.step": step.seq,
+            "reversi.tool": call.tool,
+            "reversi.effect": step.effect,
+        }
+
     async def _compensate(self, step: StepRecord, wave: int) -> Decision:
         assert step.compensation is not None
         call = CompensationCall(
@@ -389,8 +398,13 @@ class _Saga:
             # or one whose journal failed, lets the compensation in flight finish and
             # journals its outcome before stopping, so a compensation that ran is never
             # forgotten nor cut short half way.
-            with anyio.fail_after(timeout, shield=True):
+            with (
+                anyio.fail_after(timeout, shield=True),
+                span("reversi.compensate", self._span_attributes(step, call)) as traced,
+            ):
                 result = await self.compensate(call)
+                if traced is not None:
+                    traced.set_attribute("reversi.outcome", "ran")
         except TimeoutError:
             return (
                 RollbackState.COMPENSATION_FAILED,

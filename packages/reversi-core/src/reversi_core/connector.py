@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import inspect
 import os
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
@@ -400,6 +400,22 @@ class Connector:
 
     async def aclose(self) -> None:
         """Release network clients and other resources. Safe to call twice."""
+        return None
+
+    def prune_backups(
+        self, needed: Collection[str], before: float, *, dry_run: bool = False
+    ) -> list[str] | None:
+        """Retention's hook (``reversi prune``, docs/operate.md): remove the backups this
+        connector keeps on its own (fs's backup directory) that no kept step needs.
+
+        ``needed`` holds every string the results and compensations of the steps still
+        in the journal hold (a backup named there is never removed); ``before`` is a UNIX
+        time in seconds: only backups made earlier may go, so that a call not journaled
+        yet keeps its backup. With ``dry_run`` nothing is removed. Returns the names
+        removed (or that would be); ``None`` (this default) for a connector that keeps no
+        backups of its own, or whose backups live in the vendor's storage under lifecycle
+        rules (the object stores' ``.reversi-backups/``).
+        """
         return None
 
 

@@ -93,7 +93,7 @@ def _declared_options(argv: Sequence[str]) -> tuple[list[CliOption], list[CliOpt
         installed = available_connectors()
         # the first word after serve that names a connector (options may come before it)
         names = [w for w in words[1:] if w in installed][:1]
-    elif command in ("compensate", "replay"):
+    elif command in ("compensate", "replay", "prune-backups"):
         names = sorted(available_connectors())
     found: dict[str, CliOption] = {}
     for name in names:
@@ -181,6 +181,19 @@ def build_parser(argv: Sequence[str] = ()) -> Parser:
     )
     _add_connector_options(replay, compensate_options)
 
+    prune = sub.add_parser(
+        "prune-backups",
+        help="remove the connectors' own backups that no journaled step needs (reversi prune)",
+        description='Read one JSON object {"needed": [names], "before": UNIX seconds, '
+        '"dry_run": bool} on stdin, and have every enabled connector that keeps backups of its '
+        "own (fs) remove those no name in needed names and made before 'before'. Prints "
+        '{"connectors": {NAME: [backups removed, or with dry_run that would be]}}. '
+        "'reversi prune --backups-cmd' runs this (docs/operate.md).",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    _add_connector_options(prune, compensate_options)
+
     certify = sub.add_parser(
         "certify",
         help="print the thirteen certification checks and where the suite enforces them",
@@ -202,7 +215,9 @@ def _add_connector_options(parser: Parser, options: Sequence[CliOption]) -> None
         "connector options", "declared by the connectors (serve NAME --help shows NAME's)"
     )
     for option in options:
-        group.add_argument(option.flag, dest=option.option, metavar=option.metavar, help=option.help)
+        group.add_argument(
+            option.flag, dest=option.option, metavar=option.metavar, help=option.help
+        )
     parser.set_defaults(connector_options=[o.option for o in options])
 
 
@@ -383,6 +398,30 @@ def _cmd_compensate(args: Any) -> int:
     return EXIT_OK
 
 
+def _cmd_prune_backups(args: Any) -> int:
+    try:
+        data = json.loads(sys.stdin.read())
+        needed = set(data["needed"])
+        before = float(data["before"])
+        dry_run = bool(data.get("dry_run", False))
+        if not all(isinstance(n, str) for n in needed):
+            raise TypeError("needed holds a value that is not a string")
+    except (ValueError, KeyError, TypeError) as exc:
+        raise CliError(
+            f"stdin is not a prune request ({type(exc).__name__}: {exc}); expected one object "
+            '{"needed": [names], "before": UNIX seconds, "dry_run": bool}',
+            EXIT_USAGE,
+        ) from None
+    removed: dict[str, list[str]] = {}
+    for connector in _enabled(args):
+        gone = connector.prune_backups(needed, before, dry_run=dry_run)
+        if gone is not None:
+            removed[connector.name] = gone
+        anyio.run(connector.aclose)
+    print(json.dumps({"connectors": removed}))
+    return EXIT_OK
+
+
 def _cmd_replay(args: Any) -> int:
     call = _read_call()
     connectors = _enabled(args)
@@ -512,6 +551,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _cmd_certify(args)
         if args.command == "replay":
             return _cmd_replay(args)
+        if args.command == "prune-backups":
+            return _cmd_prune_backups(args)
         return _cmd_compensate(args)
     except CliError as exc:
         return fail(PROG, str(exc), exc.code)

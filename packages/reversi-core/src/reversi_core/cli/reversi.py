@@ -38,20 +38,27 @@ from ..errors import (
     RunStateError,
 )
 from ..journal import (
-    DATA_ENV,
-    JOURNAL_ENV,
-    Journal,
-    RunRecord,
     StepRecord,
     StepState,
     describe_location,
-    open_journal,
-    resolve_location,
 )
 from ..manifest import Effect, Manifest
 from ..redact import scrub
 from ..registry import Registry
-from ._common import CliError, Parser, check_journal_option, fail, reader_went_away
+from . import operate
+from ._common import CliError, Parser, fail, reader_went_away
+from ._journal import (
+    EXIT_BUSY,
+    EXIT_INCOMPLETE,
+    EXIT_INTERNAL,
+    EXIT_JOURNAL,
+    EXIT_OK,
+    EXIT_USAGE,
+    _get_run,
+    _get_step,
+    _location,
+    _open_journal,
+)
 from ._render import (
     STATUS_STYLE,
     print_json,
@@ -79,12 +86,6 @@ __all__ = [
 
 PROG = "reversi"
 
-EXIT_OK = 0
-EXIT_INCOMPLETE = 1
-EXIT_USAGE = 2
-EXIT_JOURNAL = 3
-EXIT_BUSY = 4
-EXIT_INTERNAL = 5
 
 EPILOG = """\
 exit status:
@@ -92,6 +93,8 @@ exit status:
   1  rollback incomplete: some steps are outstanding (listed in the report);
      deal with them and run the same command again
      resolve --replay: the replay did not settle the step; it stays uncertain
+     verify: a run does not match its hash chain (the first mismatch is named)
+     prune: the --backups-cmd failed (the runs it listed were removed)
   2  usage or bad input: bad arguments, unknown run or step, malformed JSON,
      a step that is not uncertain, a compensator command that cannot be found,
      a step that cannot be replayed (its vendor does not honour keys, its
@@ -288,56 +291,11 @@ def build_parser() -> Parser:
         "for tools whose connector is not installed here",
     )
     resolve.add_argument("--json", action="store_true", help="print the resolved step as JSON")
+    operate.add_commands(sub, common, EPILOG)
     return parser
 
 
 # -- shared helpers -------------------------------------------------------------------------
-
-
-def _location(args: argparse.Namespace) -> str:
-    """The journal's location from ``--journal``, ``--data`` and the environment."""
-    try:
-        location = resolve_location(args.journal, args.data)
-    except ConfigurationError as exc:
-        raise CliError(str(exc), EXIT_USAGE) from None
-    check_journal_option(args.journal)
-    return location
-
-
-def _open_journal(args: argparse.Namespace, *, read_only: bool = False) -> Journal:
-    """The journal, never created; ``read_only`` (``runs``, ``show``, ``rollback --dry-run``)
-    migrates, recovers and writes nothing. Raises :class:`CliError` (status 3)."""
-    location = _location(args)
-    try:
-        return open_journal(location, create=False, read_only=read_only)
-    except JournalError as exc:
-        message = str(exc)
-        named = args.journal or args.data or os.environ.get(JOURNAL_ENV) or os.environ.get(DATA_ENV)
-        if not named:
-            message += (
-                " (the default data directory; pass --data DIR or --journal URL, or set "
-                f"{DATA_ENV} or {JOURNAL_ENV})"
-            )
-        raise CliError(message, EXIT_JOURNAL) from None
-
-
-def _get_run(journal: Journal, run_id: str) -> RunRecord:
-    try:
-        return journal.get_run(run_id)
-    except JournalError:
-        raise CliError(
-            f"no run {run_id!r} in the journal of {journal.location} (see 'reversi runs')",
-            EXIT_USAGE,
-        ) from None
-
-
-def _get_step(journal: Journal, run_id: str, seq: int) -> StepRecord:
-    try:
-        return journal.get_step(run_id, seq)
-    except JournalError:
-        raise CliError(
-            f"run {run_id} has no step {seq} (see 'reversi show {run_id}')", EXIT_USAGE
-        ) from None
 
 
 # -- commands ---------------------------------------------------------------------------------
@@ -674,6 +632,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "show": lambda: _cmd_show(args, out),
             "rollback": lambda: _cmd_rollback(args, out, err),
             "resolve": lambda: _cmd_resolve(args, out),
+            **operate.commands(args, out, err),
         }
         return commands[args.command]()
     except CliError as exc:

@@ -7,9 +7,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import JournalError
+
+if TYPE_CHECKING:
+    from collections.abc import Collection
+
+    from ._chain import ChainRecord, Verification
 
 __all__ = [
     "DEFAULT_DATA_DIR",
@@ -386,6 +391,27 @@ class Journal(Protocol):
 
     def list_events(self, run_id: str) -> list[dict[str, Any]]:
         """The run's audit trail, oldest first."""
+        ...
+
+    def run_chain(self, run_id: str) -> list[ChainRecord]:
+        """The run's hash chain (``_chain.py``), oldest record first; raises
+        :class:`~reversi_core.errors.JournalError` if the run is unknown."""
+        ...
+
+    def verify_run(self, run_id: str) -> Verification:
+        """Recompute the run's chain and compare it with its steps' rows, in one snapshot.
+
+        Returns a :class:`~reversi_core.journal._chain.Verification` (``ok``,
+        ``tampered`` with the first record that does not match, or ``unchained`` for a run
+        written before the chain); raises :class:`~reversi_core.errors.JournalError` if
+        the run is unknown.
+        """
+        ...
+
+    def delete_run(self, run_id: str, statuses: Collection[str]) -> bool:
+        """Delete the run and everything journaled of it (steps, edges, events, chain), in
+        one transaction, if its status is still one of ``statuses``; returns whether it did.
+        For retention (``reversi prune``): the caller decides which runs may go."""
         ...
 
     def close(self) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ..redact import scrub
 from ._base import LostStep, StepRecord
+from ._chain import recorded_content, sqlite_append
 from ._schema import dumps
 
 __all__ = [
@@ -119,4 +120,5 @@ def write_step(
             "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
             [(step.run_id, step.seq, r) for r in edges],
         )
+    sqlite_append(c, step.run_id, step.seq, "recorded", recorded_content(row, edges))
     return True

@@ -30,6 +30,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import JournalError, RollbackInProgressError
+from ._chain import recovered_content
 from ._owner import owner_alive, owner_host, owner_pid, taken_over
 from ._pg_conn import advisory_key
 
@@ -80,7 +81,7 @@ def owner_dead(c: Any, owner: str | None, me: str) -> bool:
     return True
 
 
-def recover(c: Any, me: str, event: Event) -> None:
+def recover(c: Any, me: str, event: Event, append: Callable[[str, int, str, str], None]) -> None:
     """Inside a transaction on ``c``: every pending step of a dead owner becomes
     ``uncertain`` (JNL-1) and every rollback lock of one is released, each with its event.
 
@@ -106,6 +107,7 @@ def recover(c: Any, me: str, event: Event) -> None:
             "RETURNING run_id, seq",
             [now, error, owner],
         ).fetchall():
+            append(run_id, seq, "recovered", recovered_content(now, error))
             event(c, run_id, seq, "recovered", {"from": "pending", "to": "uncertain"})
         for (run_id,) in c.execute(
             "UPDATE runs SET status = 'rollback_incomplete', rollback_owner = NULL "

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import RollbackInProgressError
 from ..redact import scrub
 from ._base import RollbackState, RunRecord, RunStatus
+from ._chain import rollback_content
 from ._owner import claim_in_process, release_in_process
 from ._pg_conn import advisory_key
 from ._pg_owners import check_rollback, reclaim_rollback, take_rollback
@@ -66,6 +67,7 @@ class PgRollbacks:
         def _event(
             self, c: Any, run_id: str, seq: int | None, kind: str, detail: dict[str, Any]
         ) -> None: ...
+        def _append(self, run_id: str, seq: int, kind: str, text: str) -> None: ...
 
     def _identity(self, run_id: str) -> tuple[str, str]:
         return (f"{self.location}#{self.schema}", run_id)
@@ -121,16 +123,14 @@ class PgRollbacks:
     ) -> None:
         with self._lock, self._tx():
             self._own(run_id)
-            self._conn.execute(
+            values = (state.value if state else None, pg_text(scrub(reason)) if reason else None)
+            cur = self._conn.execute(
                 "UPDATE steps SET rollback_state = %s, rollback_reason = %s "
                 "WHERE run_id = %s AND seq = %s",
-                [
-                    state.value if state else None,
-                    pg_text(scrub(reason)) if reason else None,
-                    run_id,
-                    seq,
-                ],
+                [*values, run_id, seq],
             )
+            if cur.rowcount == 1:
+                self._append(run_id, seq, "rollback_state", rollback_content(*values))
             self._event(
                 self._conn,
                 run_id,

@@ -98,10 +98,28 @@ PG_MIGRATIONS: list[str] = [
     """
     ALTER TABLE steps ADD COLUMN overwrite text
     """,
+    # the tamper-evident journal: each run's hash chain of step records (_chain.py), its
+    # head kept in the run's row; the runs already here are marked as written before it
+    """
+    CREATE TABLE chain (
+        run_id text NOT NULL,
+        seq integer NOT NULL,
+        step integer,
+        kind text NOT NULL,
+        content text NOT NULL,
+        prev_hash text NOT NULL,
+        hash text NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    ALTER TABLE runs ADD COLUMN chained boolean NOT NULL DEFAULT false;
+    ALTER TABLE runs ADD COLUMN chain_seq integer NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN chain_prev text NOT NULL DEFAULT '';
+    ALTER TABLE runs ADD COLUMN chain_hash text NOT NULL DEFAULT ''
+    """,
 ]
 """One migration per schema version (the SQLite journal's versions); statements split on ``;``."""
 
-PG_TABLES = ("runs", "steps", "edges", "events")
+PG_TABLES = ("runs", "steps", "edges", "events", "chain")
 """The journal's tables (besides :data:`MIGRATIONS_TABLE`)."""
 
 if len(PG_MIGRATIONS) != SCHEMA_VERSION:  # pragma: no cover - caught by the first import

@@ -78,6 +78,21 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE steps ADD COLUMN overwrite TEXT;
     """,
+    # the tamper-evident journal: each run's hash chain of step records (_chain.py); the
+    # runs already here are marked as written before it (chained = 0)
+    """
+    CREATE TABLE chain (
+        run_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        step INTEGER,
+        kind TEXT NOT NULL,
+        content TEXT NOT NULL,
+        prev_hash TEXT NOT NULL,
+        hash TEXT NOT NULL,
+        PRIMARY KEY (run_id, seq)
+    );
+    ALTER TABLE runs ADD COLUMN chained INTEGER NOT NULL DEFAULT 0;
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

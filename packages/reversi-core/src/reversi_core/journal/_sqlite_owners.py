@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import JournalError, RollbackInProgressError
+from ._chain import recovered_content, sqlite_append
 from ._owner import owner_alive, owner_pid, taken_over
 
 __all__ = ["check_rollback", "recover", "take_rollback"]
@@ -32,17 +33,16 @@ def recover(c: sqlite3.Connection, event: Event) -> None:
     ).fetchall():
         if owner_alive(owner):
             continue
+        error = (
+            f"the process that ran this call (pid {owner_pid(owner)}) stopped before "
+            "recording its outcome; the call may or may not have taken effect"
+        )
         c.execute(
             "UPDATE steps SET state = 'uncertain', finished_at = ?, error = ? "
             "WHERE run_id = ? AND seq = ? AND state = 'pending'",
-            (
-                now,
-                f"the process that ran this call (pid {owner_pid(owner)}) stopped before "
-                "recording its outcome; the call may or may not have taken effect",
-                run_id,
-                seq,
-            ),
+            (now, error, run_id, seq),
         )
+        sqlite_append(c, run_id, seq, "recovered", recovered_content(now, error))
         event(c, run_id, seq, "recovered", {"from": "pending", "to": "uncertain"})
     for run_id, owner in c.execute(
         "SELECT id, rollback_owner FROM runs WHERE status = 'rolling_back'"

@@ -40,6 +40,7 @@ from typing import Any
 
 from ..errors import JournalError, RollbackInProgressError, RunClosedError
 from ..redact import scrub, scrub_json
+from . import _chain as chain
 from ._base import (
     Durability,
     Journal,
@@ -61,6 +62,7 @@ from ._pg_conn import (
     pg_errors,
     reason,
 )
+from ._pg_operate import PgReads
 from ._pg_owners import recover
 from ._pg_rollback import PgRollbacks
 from ._pg_schema import check_version, migrate, prepare_error
@@ -83,7 +85,7 @@ _STORE_METHODS = tuple(
 
 
 @pg_errors(_STORE_METHODS)
-class PostgresJournal(PgRollbacks):
+class PostgresJournal(PgRollbacks, PgReads):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any
@@ -219,7 +221,7 @@ class PostgresJournal(PgRollbacks):
     def _recover(self) -> None:
         c = self._c()
         with c.transaction():
-            recover(c, self._owner, self._event)
+            recover(c, self._owner, self._event, self._append)
 
     # -- runs --------------------------------------------------------------------
 
@@ -227,8 +229,8 @@ class PostgresJournal(PgRollbacks):
         with self._lock:
             with self._tx():
                 self._conn.execute(
-                    "INSERT INTO runs (id, started_at, status, scope, label) "
-                    "VALUES (%s, %s, 'open', %s, %s)",
+                    "INSERT INTO runs (id, started_at, status, scope, label, chained) "
+                    "VALUES (%s, %s, 'open', %s, %s, true)",
                     [run_id, time.time(), json.dumps(sorted(scope)), pg_text(label)],
                 )
             return self.get_run(run_id)
@@ -316,7 +318,7 @@ class PostgresJournal(PgRollbacks):
         error: str,
         approval: dict[str, Any] | None,
     ) -> int:
-        values = {
+        values: dict[str, Any] = {
             "run": run_id,
             "tool": pg_text(tool),
             "effect": effect,
@@ -327,6 +329,10 @@ class PostgresJournal(PgRollbacks):
             "error": pg_text(scrub(error)),
             "approval": dumps(approval),
         }
+        values["content"] = chain.rejected_content(
+            values["tool"], effect, values["permission"], values["args"], values["reason"],
+            values["now"], values["error"], values["approval"],
+        )  # fmt: skip
         with self._lock:
             if self._deferred:
                 self.flush()
@@ -348,7 +354,7 @@ class PostgresJournal(PgRollbacks):
     ) -> StepRecord:
         now = time.time()
         edges = sorted(set(requires))
-        values = {
+        values: dict[str, Any] = {
             "run": run_id,
             "tool": pg_text(tool),
             "effect": effect,
@@ -360,6 +366,10 @@ class PostgresJournal(PgRollbacks):
             "approval": dumps(approval),
             "edges": edges,
         }
+        values["content"] = chain.begin_content(
+            values["tool"], effect, values["permission"], values["args"], values["reason"],
+            self._owner, now, values["approval"], edges,
+        )  # fmt: skip
         with self._lock:
             if self._deferred:
                 self.flush()
@@ -395,7 +405,7 @@ class PostgresJournal(PgRollbacks):
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
     ) -> None:
-        values = {
+        values: dict[str, Any] = {
             "run": run_id,
             "seq": seq,
             "state": state.value,
@@ -406,6 +416,10 @@ class PostgresJournal(PgRollbacks):
             "cerror": pg_text(scrub(compensation_error)) if compensation_error else None,
             "detail": dumps({"state": state.value, "error": error}),
         }
+        values["content"] = chain.finish_content(
+            state.value, values["now"], values["result"], values["error"],
+            values["compensation"], values["cerror"],
+        )  # fmt: skip
         with self._lock:
             if self._deferred:
                 self.flush()
@@ -482,20 +496,20 @@ class PostgresJournal(PgRollbacks):
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
     ) -> None:
+        values = (
+            dumps(result),
+            dumps(compensation),
+            pg_text(scrub(compensation_error)) if compensation_error else None,
+        )
         with self._lock, self._tx():
-            self._conn.execute(
+            cur = self._conn.execute(
                 "UPDATE steps SET resolution = %s, result = coalesce(%s, result), "
                 "compensation = %s, compensation_error = %s, rollback_state = NULL, "
                 "rollback_reason = NULL WHERE run_id = %s AND seq = %s",
-                [
-                    "applied" if applied else "not_applied",
-                    dumps(result),
-                    dumps(compensation),
-                    pg_text(scrub(compensation_error)) if compensation_error else None,
-                    run_id,
-                    seq,
-                ],
+                ["applied" if applied else "not_applied", *values, run_id, seq],
             )
+            if cur.rowcount == 1:
+                self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values))
             self._event(self._conn, run_id, seq, "resolved", {"applied": applied})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
@@ -517,13 +531,15 @@ class PostgresJournal(PgRollbacks):
     # -- rollback: _pg_rollback.PgRollbacks --------------------------------------
 
     def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
+        text = dumps(decision)
         with self._lock, self._tx():
             changed = self._conn.execute(
                 "UPDATE steps SET overwrite = %s WHERE run_id = %s AND seq = %s",
-                [dumps(decision), run_id, seq],
+                [text, run_id, seq],
             ).rowcount
             if not changed:
                 raise JournalError(f"run {run_id!r} has no step {seq}")
+            self._append(run_id, seq, "overwrite", chain.overwrite_content(text))
             self._event(self._conn, run_id, seq, "overwrite_allowed", decision)
 
     # -- events ------------------------------------------------------------------

@@ -34,6 +34,7 @@ from typing import Any
 
 from ..errors import JournalError, RunClosedError
 from ..redact import scrub, scrub_json
+from . import _chain as chain
 from ._base import (
     Durability,
     Journal,
@@ -51,10 +52,8 @@ from ._schema import (
     MIGRATIONS,
     RUN_COLUMNS,
     SCHEMA_VERSION,
-    STEP_COLUMNS,
     dumps,
     run_from_row,
-    step_from_row,
 )
 from ._sqlite_file import (
     JOURNAL_FILENAME,
@@ -65,6 +64,7 @@ from ._sqlite_file import (
     migrate,
     prepare_file,
 )
+from ._sqlite_operate import SQLiteReads
 from ._sqlite_owners import check_rollback, recover, take_rollback
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
@@ -76,7 +76,7 @@ _STORE_METHODS = tuple(
 
 
 @journal_errors(_STORE_METHODS)
-class SQLiteJournal:
+class SQLiteJournal(SQLiteReads):
     """The embedded journal (see the module docstring).
 
     Open with :meth:`open`. Safe to share between threads of one process; several
@@ -183,7 +183,8 @@ class SQLiteJournal:
     def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
         with self._tx() as c:
             c.execute(
-                "INSERT INTO runs (id, started_at, status, scope, label) VALUES (?, ?, 'open', ?, ?)",
+                "INSERT INTO runs (id, started_at, status, scope, label, chained) "
+                "VALUES (?, ?, 'open', ?, ?, 1)",
                 (run_id, time.time(), json.dumps(sorted(scope)), label),
             )
         return self.get_run(run_id)
@@ -205,36 +206,6 @@ class SQLiteJournal:
         return [run_from_row(r) for r in rows]
 
     # -- steps -------------------------------------------------------------------
-
-    def list_steps(self, run_id: str) -> list[StepRecord]:
-        with self._reading():
-            rows = self._conn.execute(
-                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq", (run_id,)
-            ).fetchall()
-            edges: dict[int, list[int]] = {}
-            for seq, req in self._conn.execute(
-                "SELECT seq, requires_seq FROM edges WHERE run_id = ? ORDER BY seq, requires_seq",
-                (run_id,),
-            ):
-                edges.setdefault(seq, []).append(req)
-        return [step_from_row(r, edges.get(r[1], [])) for r in rows]
-
-    def get_step(self, run_id: str, seq: int) -> StepRecord:
-        with self._reading():
-            row = self._conn.execute(
-                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",
-                (run_id, seq),
-            ).fetchone()
-            reqs = [
-                r[0]
-                for r in self._conn.execute(
-                    "SELECT requires_seq FROM edges WHERE run_id = ? AND seq = ? ORDER BY requires_seq",
-                    (run_id, seq),
-                )
-            ]
-        if row is None:
-            raise JournalError(f"run {run_id!r} has no step {seq}")
-        return step_from_row(row, reqs)
 
     forward_key = staticmethod(step_idempotency_key)
 
@@ -266,6 +237,7 @@ class SQLiteJournal:
             self._require_run(c, run_id)
             # past every number this handle handed out, a read's in flight included
             seq = max(self._seq_hint.get(run_id, 0), self._next_seq(c, run_id))
+            args_json, approval_json, error = dumps(args), dumps(approval), scrub(error)
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, started_at, finished_at, error, approval) "
@@ -276,15 +248,19 @@ class SQLiteJournal:
                     tool,
                     effect,
                     permission,
-                    dumps(args),
+                    args_json,
                     reason,
                     self.forward_key(run_id, seq),
                     now,
                     now,
-                    scrub(error),
-                    dumps(approval),
+                    error,
+                    approval_json,
                 ),
             )
+            text = chain.rejected_content(
+                tool, effect, permission, args_json, reason, now, error, approval_json
+            )
+            chain.sqlite_append(c, run_id, seq, "rejected", text)
             self._seq_hint[run_id] = seq + 1
         return seq
 
@@ -349,6 +325,11 @@ class SQLiteJournal:
                         "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
                         [(run_id, seq, r) for r in edges],
                     )
+                text = chain.begin_content(
+                    tool, effect, permission, args_json, reason, self._owner, now,
+                    approval_json, edges,
+                )  # fmt: skip
+                chain.sqlite_append(c, run_id, seq, "begin", text)
             # only once committed (a failed COMMIT leaves no gap in the numbers, no stale
             # entry), and under the lock still (the RLock: _tx takes it again)
             self._seq_hint[run_id] = seq + 1
@@ -391,22 +372,23 @@ class SQLiteJournal:
         compensation_error: str | None,
     ) -> None:
         light = (run_id, seq) in self._light
+        values = (
+            state.value,
+            time.time(),
+            dumps(result),
+            scrub(error) if error else None,
+            dumps(compensation),
+            scrub(compensation_error) if compensation_error else None,
+        )
         with self._tx(light=light) as c:
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
                 "compensation = ?, compensation_error = ? WHERE run_id = ? AND seq = ? AND state = 'pending'",
-                (
-                    state.value,
-                    time.time(),
-                    dumps(result),
-                    scrub(error) if error else None,
-                    dumps(compensation),
-                    scrub(compensation_error) if compensation_error else None,
-                    run_id,
-                    seq,
-                ),
+                (*values, run_id, seq),
             )
-            if cur.rowcount != 1:
+            if cur.rowcount == 1:
+                chain.sqlite_append(c, run_id, seq, "finish", chain.finish_content(*values))
+            else:
                 # Another process decided this step was orphaned: keep the late outcome as
                 # an event, do not overwrite what a person may already have resolved.
                 self._event(c, run_id, seq, "late_outcome", {"state": state.value, "error": error})
@@ -468,20 +450,22 @@ class SQLiteJournal:
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
     ) -> None:
+        values = (
+            dumps(result),
+            dumps(compensation),
+            scrub(compensation_error) if compensation_error else None,
+        )
         with self._tx() as c:
-            c.execute(
+            cur = c.execute(
                 "UPDATE steps SET resolution = ?, result = coalesce(?, result), compensation = ?, "
                 "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL "
                 "WHERE run_id = ? AND seq = ?",
-                (
-                    "applied" if applied else "not_applied",
-                    dumps(result),
-                    dumps(compensation),
-                    scrub(compensation_error) if compensation_error else None,
-                    run_id,
-                    seq,
-                ),
+                ("applied" if applied else "not_applied", *values, run_id, seq),
             )
+            if cur.rowcount == 1:
+                chain.sqlite_append(
+                    c, run_id, seq, "resolve", chain.resolve_content(applied, *values)
+                )
             self._event(c, run_id, seq, "resolved", {"applied": applied})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
@@ -518,10 +502,15 @@ class SQLiteJournal:
     ) -> None:
         with self._tx() as c:
             check_rollback(c, run_id, self._owner, str(self.path))
-            c.execute(
+            values = (state.value if state else None, scrub(reason) if reason else None)
+            cur = c.execute(
                 "UPDATE steps SET rollback_state = ?, rollback_reason = ? WHERE run_id = ? AND seq = ?",
-                (state.value if state else None, scrub(reason) if reason else None, run_id, seq),
+                (*values, run_id, seq),
             )
+            if cur.rowcount == 1:
+                chain.sqlite_append(
+                    c, run_id, seq, "rollback_state", chain.rollback_content(*values)
+                )
             self._event(
                 c,
                 run_id,
@@ -547,13 +536,15 @@ class SQLiteJournal:
             release_in_process((os.path.realpath(self.path), run_id))
 
     def allow_overwrite(self, run_id: str, seq: int, decision: dict[str, Any]) -> None:
+        text = dumps(decision)
         with self._tx() as c:
             changed = c.execute(
                 "UPDATE steps SET overwrite = ? WHERE run_id = ? AND seq = ?",
-                (dumps(decision), run_id, seq),
+                (text, run_id, seq),
             ).rowcount
             if not changed:
                 raise JournalError(f"run {run_id!r} has no step {seq}")
+            chain.sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text))
             self._event(c, run_id, seq, "overwrite_allowed", decision)
 
     # -- events ------------------------------------------------------------------

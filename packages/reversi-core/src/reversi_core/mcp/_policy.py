@@ -29,6 +29,7 @@ from typing import Any, cast
 
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
 
+from .._tracing import inject
 from ..connector import CallContext
 from ..errors import EffectUncertainError, ToolError
 from ._link import Supervisor, UpstreamNotSent
@@ -73,12 +74,14 @@ class UpstreamCall:
                 conn = await self.upstream.connection()
             except UpstreamError as exc:
                 raise ToolError(str(exc), code="upstream_unavailable") from None
+        meta: dict[str, Any] = {
+            IDEMPOTENCY_KEY_META: ctx.idempotency_key,
+            RUN_ID_META: ctx.run_id,
+            UPSTREAM_STEP_META: ctx.step,
+        }
+        inject(meta)  # the call's span, as the upstream's parent (when tracing)
         params = {
-            "_meta": {
-                IDEMPOTENCY_KEY_META: ctx.idempotency_key,
-                RUN_ID_META: ctx.run_id,
-                UPSTREAM_STEP_META: ctx.step,
-            },
+            "_meta": meta,
             "name": self.wire or tool,
             "arguments": args,
         }

@@ -41,6 +41,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from ..__about__ import __version__
+from .._tracing import span
 from ..engine import CallOutcome, Run
 from ..errors import JournalError, ReversiError
 from ..journal import Durability, Journal, StepRecord, describe_location, open_journal
@@ -255,13 +256,15 @@ class Gateway:
             name = self._prefix + name
         reason = meta.get(REASON_META)
         call = self._upstream_call(name)
-        outcome = await run.attempt(
-            name,
-            args,
-            reason=reason if type(reason) is str else None,
-            execute=call,
-            answer=lambda done: reply(call_tool_result(done, call)),
-        )
+        with call_span(run, name, meta) as traced:
+            outcome = await run.attempt(
+                name,
+                args,
+                reason=reason if type(reason) is str else None,
+                execute=call,
+                answer=lambda done: reply(call_tool_result(done, call)),
+            )
+            end_span(traced, outcome)
         self._log_lost(outcome)
 
     # -- the MCP server (everything but the raw tools/call path) -------------------------
@@ -319,18 +322,46 @@ class Gateway:
             if answer is None and self._approvals.would_ask(run.scope, name, args):
                 return self._approvals.input_required(run.id, name, args, reason)
         call = self._upstream_call(name)
-        outcome = await run.attempt(
-            name,
-            args,
-            reason=reason,
-            execute=call,
-            approver=self._approvals.approver(ctx, answer),
-        )
+        with call_span(run, name, meta) as traced:
+            outcome = await run.attempt(
+                name,
+                args,
+                reason=reason,
+                execute=call,
+                approver=self._approvals.approver(ctx, answer),
+            )
+            end_span(traced, outcome)
         self._log_lost(outcome)
         result = call_tool_result(outcome, call)
         if modern(ctx):
             result["resultType"] = "complete"  # required of a dict at 2026-07-28
         return result
+
+
+# -- tracing -----------------------------------------------------------------------
+
+
+def call_span(run: Run, name: str, meta: Mapping[str, Any] | None) -> Any:
+    """The call's OpenTelemetry span (``_tracing.span``), child of the client's
+    ``traceparent`` in ``meta``; attributes run, tool, effect (never an argument)."""
+    manifest = run.registry.get(name) if name in run.registry else None
+    attributes = {
+        "reversi.run": run.id,
+        "reversi.tool": name,
+        "reversi.effect": manifest.effect.value if manifest else None,
+    }
+    return span("reversi.call", attributes, meta)
+
+
+def end_span(traced: Any, outcome: CallOutcome) -> None:
+    """Put the call's step and outcome on its span (when tracing)."""
+    if traced is None:
+        return
+    if outcome.step is not None:
+        traced.set_attribute("reversi.step", outcome.step)
+    traced.set_attribute(
+        "reversi.outcome", outcome.state.value if outcome.state is not None else "rejected"
+    )
 
 
 # -- serving -----------------------------------------------------------------------

@@ -1,0 +1,66 @@
+"""OpenTelemetry spans for calls and compensations, only when a tracer provider is configured.
+
+Nothing here imports OpenTelemetry. :func:`tracing` finds ``opentelemetry.trace`` only if
+something in the process imported it already (an SDK set up by
+``opentelemetry-instrument`` from the standard ``OTEL_*`` variables, or by the embedding
+program, https://opentelemetry.io/docs/zero-code/python/configuration/) and a tracer
+provider other than the API's default proxy is set: otherwise every helper is a no-op
+that costs a dictionary lookup. Attributes name the run, step, tool, effect and outcome,
+never an argument value. A W3C ``traceparent`` (``tracestate``) in a carrier (an MCP
+request's ``_meta``) makes the span its child (:func:`span`), and :func:`inject` writes
+the current span's into the upstream request's ``_meta``.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["TRACER_NAME", "inject", "span", "tracing"]
+
+TRACER_NAME = "reversi"
+
+
+def tracing() -> Any | None:
+    """The ``opentelemetry.trace`` module when spans would be recorded, else ``None``."""
+    trace = sys.modules.get("opentelemetry.trace")
+    if trace is None:
+        return None
+    provider = trace.get_tracer_provider()
+    if type(provider).__name__ in ("ProxyTracerProvider", "NoOpTracerProvider"):
+        return None
+    return trace
+
+
+@contextmanager
+def span(
+    name: str, attributes: Mapping[str, Any], carrier: Mapping[str, Any] | None = None
+) -> Iterator[Any | None]:
+    """A current span named ``name`` (``None`` when not tracing), child of the context
+    in ``carrier`` (``traceparent``) when there is one. Attribute values that are ``None``
+    are left out; set more on the yielded span (``span.set_attribute``)."""
+    trace = tracing()
+    if trace is None:
+        yield None
+        return
+    from opentelemetry import propagate  # imported already: the API is loaded
+
+    context = None
+    if carrier and isinstance(carrier.get("traceparent"), str):
+        context = propagate.extract({k: v for k, v in carrier.items() if isinstance(v, str)})
+    tracer = trace.get_tracer(TRACER_NAME)
+    clean = {k: v for k, v in attributes.items() if v is not None}
+    with tracer.start_as_current_span(name, context=context, attributes=clean) as current:
+        yield current
+
+
+def inject(meta: dict[str, Any]) -> None:
+    """Write the current span's ``traceparent`` (and ``tracestate``) into ``meta``; no-op
+    when not tracing."""
+    if tracing() is None:
+        return
+    from opentelemetry import propagate
+
+    propagate.inject(meta)

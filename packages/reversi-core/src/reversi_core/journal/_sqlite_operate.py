@@ -1,0 +1,109 @@
+"""What an operator asks of the SQLite journal: reading steps, verifying a run's chain,
+reading the chain for an export, deleting a run that retention let go.
+
+:class:`SQLiteReads` is a half of :class:`~reversi_core.journal.sqlite.SQLiteJournal`.
+A verification reads the chain and the steps inside one read transaction (``BEGIN``
+... ``COMMIT``): in WAL mode that is one snapshot, so a gateway writing at the same
+moment cannot make a run look tampered with.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Collection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..errors import JournalError
+from ._base import StepRecord
+from ._chain import CHAIN_COLUMNS, ChainRecord, Verification, verify_chain
+from ._schema import STEP_COLUMNS, step_from_row
+
+__all__ = ["RUN_TABLES", "SQLiteReads"]
+
+RUN_TABLES = ("chain", "events", "edges", "steps")
+"""The tables holding a run's rows besides ``runs`` (deleted first, in this order)."""
+
+
+class SQLiteReads:
+    """Reads and operator's writes of the SQLite journal (see the module docstring)."""
+
+    if TYPE_CHECKING:  # what SQLiteJournal brings
+        _conn: sqlite3.Connection
+        _lock: threading.RLock
+        path: Path
+
+        def _reading(self) -> threading.RLock: ...
+        def _tx(self, *, light: bool = False) -> Any: ...
+
+    def _steps(self, run_id: str) -> list[StepRecord]:
+        rows = self._conn.execute(
+            f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? ORDER BY seq",  # noqa: S608 - constant columns
+            (run_id,),
+        ).fetchall()
+        edges: dict[int, list[int]] = {}
+        for seq, req in self._conn.execute(
+            "SELECT seq, requires_seq FROM edges WHERE run_id = ? ORDER BY seq, requires_seq",
+            (run_id,),
+        ):
+            edges.setdefault(seq, []).append(req)
+        return [step_from_row(r, edges.get(r[1], [])) for r in rows]
+
+    def list_steps(self, run_id: str) -> list[StepRecord]:
+        with self._reading():
+            return self._steps(run_id)
+
+    def get_step(self, run_id: str, seq: int) -> StepRecord:
+        with self._reading():
+            row = self._conn.execute(
+                f"SELECT {STEP_COLUMNS} FROM steps WHERE run_id = ? AND seq = ?",  # noqa: S608 - constant columns
+                (run_id, seq),
+            ).fetchone()
+            reqs = [
+                r[0]
+                for r in self._conn.execute(
+                    "SELECT requires_seq FROM edges WHERE run_id = ? AND seq = ? ORDER BY requires_seq",
+                    (run_id, seq),
+                )
+            ]
+        if row is None:
+            raise JournalError(f"run {run_id!r} has no step {seq}")
+        return step_from_row(row, reqs)
+
+    def _chain(self, run_id: str) -> tuple[bool, list[ChainRecord]]:
+        row = self._conn.execute("SELECT chained FROM runs WHERE id = ?", (run_id,)).fetchone()
+        if row is None:
+            raise JournalError(f"no run {run_id!r} in {self.path}")
+        records = [
+            ChainRecord(*r)
+            for r in self._conn.execute(
+                f"SELECT {CHAIN_COLUMNS} FROM chain WHERE run_id = ? ORDER BY seq",  # noqa: S608 - constant columns
+                (run_id,),
+            )
+        ]
+        return bool(row[0]), records
+
+    def run_chain(self, run_id: str) -> list[ChainRecord]:
+        with self._reading():
+            return self._chain(run_id)[1]
+
+    def verify_run(self, run_id: str) -> Verification:
+        with self._reading():
+            self._conn.execute("BEGIN")  # one snapshot for the chain and the steps
+            try:
+                chained, records = self._chain(run_id)
+                steps = self._steps(run_id)
+            finally:
+                self._conn.execute("COMMIT")
+        return verify_chain(run_id, chained, records, steps)
+
+    def delete_run(self, run_id: str, statuses: Collection[str]) -> bool:
+        with self._tx() as c:
+            row = c.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            if row is None or row[0] not in statuses:
+                return False
+            for table in RUN_TABLES:
+                c.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608 - constant table names
+            c.execute("DELETE FROM runs WHERE id = ?", (run_id,))
+        return True

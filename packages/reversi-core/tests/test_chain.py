@@ -1,0 +1,175 @@
+"""The tamper-evident journal (journal/_chain.py), on both stores: every write that changes
+a step appends a record to its run's hash chain in the same transaction, and
+``verify_run`` reports the first record that does not match when a row was edited,
+added or removed behind the journal's back."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import pytest
+from _stores import is_postgres, make_version_1, sql
+
+from reversi_core.journal import Journal, RollbackState, StepState, open_journal
+from reversi_core.journal._chain import CHAIN_SCHEMA, link_hash
+
+
+def _placeholders(location: str, statement: str) -> str:
+    return statement.replace("?", "%s") if is_postgres(location) else statement
+
+
+def _busy_run(journal: Journal) -> None:
+    """A run that went through every kind of write that changes a step."""
+    journal.create_run("run_a", ["x:y"], "label")
+    one = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {"key": "a"}, "why", None, [])
+    journal.finish_step(
+        "run_a", one.seq, StepState.SUCCEEDED, result={"old": None},
+        error=None, compensation={"tool": "mem.delete", "args": {"key": "a"}}, compensation_error=None,
+    )  # fmt: skip
+    journal.record_rejected(
+        "run_a", "mem.put", "reversible", "x:y", {"key": "b"}, None, "denied", None
+    )
+    two = journal.begin_step(
+        "run_a", "mem.put", "reversible", "x:y", {"key": "c"}, None, None, [one.seq]
+    )
+    journal.finish_step(
+        "run_a", two.seq, StepState.UNCERTAIN, result=None, error="timed out",
+        compensation=None, compensation_error=None,
+    )  # fmt: skip
+    journal.resolve_step("run_a", two.seq, True, {"old": 1}, {"tool": "mem.put", "args": {}}, None)
+    seq = journal.reserve_step("run_a")
+    read = journal.get_step("run_a", one.seq)
+    from dataclasses import replace
+
+    journal.defer_step(
+        replace(read, seq=seq, tool="mem.get", effect="read_only", idempotency_key=f"reversi-run_a-{seq}",
+                args={"key": "a"}, result={"value": 1}, owner=None, compensation=None, requires=[]),
+        lambda step, error: None,
+    )  # fmt: skip
+    journal.flush()
+    journal.allow_overwrite("run_a", one.seq, {"by": "ada", "at": 1.0})
+    journal.start_rollback("run_a")
+    journal.set_rollback_state("run_a", two.seq, RollbackState.COMPENSATED, None)
+    journal.set_rollback_state("run_a", one.seq, RollbackState.COMPENSATED, None)
+    journal.finish_rollback("run_a", True)
+
+
+@pytest.fixture
+def busy(journal: Journal) -> Journal:
+    _busy_run(journal)
+    return journal
+
+
+def test_every_write_that_changes_a_step_is_chained_and_verifies(busy: Journal) -> None:
+    result = busy.verify_run("run_a")
+    assert result.status == "ok", result.describe()
+    records = busy.run_chain("run_a")
+    kinds = [r.kind for r in records]
+    assert kinds == [
+        "begin", "finish", "rejected", "begin", "finish", "resolve", "recorded",
+        "overwrite", "rollback_state", "rollback_state",
+    ]  # fmt: skip
+    assert [r.seq for r in records] == list(range(1, len(records) + 1))
+    assert records[0].prev_hash == ""
+    for before, rec in itertools.pairwise(records):
+        assert rec.prev_hash == before.hash
+    for rec in records:  # the same bytes hashed by either store (PostgreSQL: in SQL)
+        assert rec.hash == link_hash(rec.prev_hash, rec.seq, rec.step, rec.kind, rec.content)
+    assert result.head == records[-1].hash
+    assert result.records == len(records)
+
+
+def _edit(location: str, statement: str, params: list[Any]) -> None:
+    sql(location, _placeholders(location, statement), params)
+
+
+def test_a_step_argument_edited_behind_the_journal_is_reported(
+    busy: Journal, location: str
+) -> None:
+    _edit(location, "UPDATE steps SET args = ? WHERE run_id = 'run_a' AND seq = 1", ['{"key":"z"}'])
+    result = busy.verify_run("run_a")
+    assert (result.status, result.step) == ("tampered", 1)
+    assert "args differs from its latest record" in (result.what or "")
+    # the latest record of step 1 is its rollback state (record 10, the chain's last)
+    assert result.seq == 10
+
+
+def test_a_rollback_state_edited_behind_the_journal_is_reported(
+    busy: Journal, location: str
+) -> None:
+    _edit(location, "UPDATE steps SET rollback_state = NULL WHERE run_id = 'run_a' AND seq = 3", [])
+    result = busy.verify_run("run_a")
+    assert (result.status, result.step) == ("tampered", 3)
+    assert "rollback_state differs" in (result.what or "")
+
+
+def test_a_chain_record_edited_is_reported(busy: Journal, location: str) -> None:
+    content = busy.run_chain("run_a")[1].content.replace('"old":null', '"old":"forged"')
+    _edit(location, "UPDATE chain SET content = ? WHERE run_id = 'run_a' AND seq = 2", [content])
+    result = busy.verify_run("run_a")
+    assert (result.status, result.seq, result.step) == ("tampered", 2, 1)
+    assert "hash does not match its content" in (result.what or "")
+
+
+def test_a_chain_record_edited_with_its_hash_breaks_the_next_link(
+    busy: Journal, location: str
+) -> None:
+    rec = busy.run_chain("run_a")[1]
+    forged = rec.content.replace('"old":null', '"old":"forged"')
+    new_hash = link_hash(rec.prev_hash, rec.seq, rec.step, rec.kind, forged)
+    _edit(
+        location, "UPDATE chain SET content = ?, hash = ? WHERE run_id = 'run_a' AND seq = 2",
+        [forged, new_hash],
+    )  # fmt: skip
+    result = busy.verify_run("run_a")
+    assert (result.status, result.seq) == ("tampered", 3)
+    assert "prev_hash is not the previous record's hash" in (result.what or "")
+
+
+def test_a_chain_record_deleted_is_reported(busy: Journal, location: str) -> None:
+    _edit(location, "DELETE FROM chain WHERE run_id = 'run_a' AND seq = 4", [])
+    result = busy.verify_run("run_a")
+    assert (result.status, result.seq) == ("tampered", 4)
+    assert "record 4 is missing" in (result.what or "")
+
+
+def test_the_last_chain_record_deleted_is_reported(busy: Journal, location: str) -> None:
+    last = len(busy.run_chain("run_a"))
+    _edit(location, "DELETE FROM chain WHERE run_id = 'run_a' AND seq = ?", [last])
+    result = busy.verify_run("run_a")
+    assert result.status == "tampered"
+    # the step it changed no longer matches its row (and on PostgreSQL the head says so first)
+    assert result.step == 1 or "chain head" in (result.what or "")
+
+
+def test_a_step_row_deleted_or_inserted_is_reported(busy: Journal, location: str) -> None:
+    _edit(location, "DELETE FROM steps WHERE run_id = 'run_a' AND seq = 2", [])
+    result = busy.verify_run("run_a")
+    assert (result.status, result.step) == ("tampered", 2)
+    assert "row is gone" in (result.what or "")
+    _edit(
+        location,
+        "INSERT INTO steps (run_id, seq, tool, effect, permission, args, state, idempotency_key, "
+        "started_at) VALUES ('run_a', 2, 'mem.put', 'reversible', 'x:y', '{}', 'rejected', "
+        "'reversi-run_a-2', 1.0)",
+        [],
+    )
+    result = busy.verify_run("run_a")
+    assert (result.status, result.step) == ("tampered", 2)
+
+
+def test_a_run_written_before_the_chain_verifies_as_not_chained(location: str) -> None:
+    open_journal(location).close()
+    make_version_1(location)
+    sql(
+        location,
+        "INSERT INTO runs (id, started_at, status, scope) VALUES ('old', 1, 'rolled_back', '[]')",
+    )
+    with open_journal(location, create=False) as journal:  # migrates it
+        result = journal.verify_run("old")
+        assert (result.status, result.ok) == ("unchained", True)
+        assert f"not chained (written before schema {CHAIN_SCHEMA})" in result.describe()
+        journal.create_run("new", [], None)
+        journal.begin_step("new", "mem.put", "reversible", "x:y", {}, None, None, [])
+        assert journal.verify_run("new").status == "ok"

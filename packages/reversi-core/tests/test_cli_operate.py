@@ -1,0 +1,133 @@
+"""``reversi verify``, ``reversi export`` and ``reversi prune`` on both journal stores.
+
+(fs's backups under prune: packages/reversi-connector-fs/tests/test_prune.py.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from _stores import is_postgres, sql
+
+from reversi_core.cli.reversi import main
+from reversi_core.journal import Journal, RollbackState, StepState
+
+SECRET_ENV = "sk_live_9f8e7d6c5b4a39281706"
+SECRET_ARG = "hunter2-in-the-arguments"
+
+
+@pytest.fixture
+def env(location: str, monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", location)
+    return location
+
+
+def _step(journal: Journal, run_id: str, args: dict[str, object], state: StepState) -> int:
+    step = journal.begin_step(run_id, "mem.put", "reversible", "x:y", args, None, None, [])
+    journal.finish_step(
+        run_id,
+        step.seq,
+        state,
+        result={"old": None},
+        error=None,
+        compensation={"tool": "mem.delete", "args": {"name": "k"}},
+        compensation_error=None,
+    )
+    return step.seq
+
+
+def _rolled_back(journal: Journal, run_id: str, complete: bool = True) -> None:
+    journal.create_run(run_id, ["x:y"], None)
+    seq = _step(journal, run_id, {"key": "k"}, StepState.SUCCEEDED)
+    journal.start_rollback(run_id)
+    state = RollbackState.COMPENSATED if complete else RollbackState.COMPENSATION_FAILED
+    journal.set_rollback_state(run_id, seq, state, None)
+    journal.finish_rollback(run_id, complete)
+
+
+def test_verify_reports_a_step_edited_behind_the_journal_and_exits_1(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "run_a")
+    _rolled_back(journal, "run_b")
+    assert main(["verify", "--all"]) == 0
+    assert "2 runs, 0 tampered" in capsys.readouterr().out
+    mark = "%s" if is_postgres(env) else "?"
+    sql(env, f"UPDATE steps SET args = {mark} WHERE run_id = 'run_b' AND seq = 1", ['{"key":"x"}'])
+    assert main(["verify", "run_a"]) == 0
+    capsys.readouterr()
+    assert main(["verify", "--all", "--json"]) == 1
+    found = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert found["run_a"]["status"] == "ok"
+    assert (found["run_b"]["status"], found["run_b"]["step"]) == ("tampered", 1)
+    assert "args differs" in found["run_b"]["what"]
+
+
+def test_export_writes_the_run_as_json_lines_without_credentials(
+    journal: Journal,
+    env: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.setenv("ACME_API_TOKEN", SECRET_ENV)  # a credential of this environment
+    journal.create_run("run_a", ["x:y"], None)
+    # journaled before the secret was registered anywhere: the export must scrub it
+    _step(journal, "run_a", {"name": SECRET_ENV, "password": SECRET_ARG}, StepState.SUCCEEDED)
+    out = tmp_path / "audit.jsonl"
+    assert main(["export", "run_a", "-o", str(out)]) == 0
+    text = out.read_text()
+    assert SECRET_ENV not in text
+    assert SECRET_ARG not in text
+    records = [json.loads(line) for line in text.splitlines()]
+    kinds = [r["type"] for r in records]
+    assert kinds == ["run", "change", "change", "step"]
+    run, begin, finish, step = records
+    assert run["chain"]["status"] == "ok"
+    assert run["chain"]["head"] == finish["hash"]
+    assert begin["prev_hash"] == ""
+    assert finish["prev_hash"] == begin["hash"]
+    assert begin["content"]["args"] == {"name": "[REDACTED]", "password": "[REDACTED]"}
+    assert begin["scrubbed"] is True  # its hash is that of the content as journaled
+    assert "scrubbed" not in finish
+    assert step["args"]["password"] == "[REDACTED]"
+    assert main(["export", "run_a"]) == 0  # to stdout, the same lines
+    assert capsys.readouterr().out == text
+
+
+def test_prune_never_removes_an_open_run_or_one_with_a_step_outstanding(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    _rolled_back(journal, "failed", complete=False)  # its compensation failed: outstanding
+    journal.create_run("open", ["x:y"], None)
+    _step(journal, "open", {"key": "k"}, StepState.SUCCEEDED)
+    assert main(["prune", "--older-than", "0s", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [r["run"] for r in plan["remove"]] == ["gone"]
+    why = {k["run"]: k["why"] for k in plan["kept"]}
+    assert why == {
+        "failed": "step 1 is outstanding: its rollback state is compensation_failed",
+        "open": "it is open",
+    }
+    assert [r.id for r in journal.list_runs()] == ["gone", "failed", "open"]  # dry run
+    assert main(["prune", "--older-than", "1d"]) == 0  # too young: nothing goes
+    assert "removed 0 of 3 runs" in capsys.readouterr().out
+    assert main(["prune", "--older-than", "0s", "--state", "closed"]) == 0  # not rolled_back
+    assert [r.id for r in journal.list_runs()] == ["gone", "failed", "open"]
+    assert main(["prune", "--older-than", "0s"]) == 0
+    assert "removed run gone (rolled_back, 1 steps)" in capsys.readouterr().out
+    assert [r.id for r in journal.list_runs()] == ["failed", "open"]
+    for table in ("steps", "events", "edges", "chain"):
+        mark = "%s" if is_postgres(env) else "?"
+        assert sql(env, f"SELECT count(*) FROM {table} WHERE run_id = {mark}", ["gone"]) == [(0,)]
+
+
+def test_prune_refuses_a_duration_it_cannot_read(
+    env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["prune", "--older-than", "30 days"]) == 2
+    assert "is not a duration" in capsys.readouterr().err
