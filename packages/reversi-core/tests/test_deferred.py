@@ -197,7 +197,9 @@ def test_postgres_a_reserved_step_number_is_never_taken_by_another_handle(
         other = open_journal(pg_location, create=False)
         try:  # another handle writes meanwhile: it gets the numbers after the reserved ones
             assert [
-                other.record_rejected("run_a", "mem.nope", "unknown", "unknown", {}, None, "no", None)
+                other.record_rejected(
+                    "run_a", "mem.nope", "unknown", "unknown", {}, None, "no", None
+                )
                 for _ in range(2)
             ] == [3, 4]
         finally:

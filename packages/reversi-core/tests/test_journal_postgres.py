@@ -26,6 +26,7 @@ from reversi_core import (
 )
 from reversi_core.__about__ import __version__
 from reversi_core.journal import Durability, open_journal
+from reversi_core.journal._approvals import approvals_of
 from reversi_core.journal._pg_conn import advisory_key
 from reversi_core.journal._pg_schema import PG_MIGRATIONS, PG_TABLES
 from reversi_core.journal.postgres import PostgresJournal
@@ -101,19 +102,25 @@ def test_the_first_open_creates_the_schema_and_records_each_migration(pg_locatio
 
 def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
     open_journal(pg_location).close()
-    sql(pg_location, "ALTER TABLE steps DROP COLUMN overwrite")  # back to version 1
-    sql(pg_location, "DELETE FROM reversi_migrations WHERE version = 2")
+    sql(pg_location, "DROP TABLE approvals")  # back to version 1
+    sql(pg_location, "ALTER TABLE steps DROP COLUMN overwrite")
+    sql(pg_location, "DELETE FROM reversi_migrations WHERE version >= 2")
     journal = open_journal(pg_location, create=False)
     try:
         journal.create_run("run_a", ["x:y"], None)
         step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
         journal.allow_overwrite("run_a", step.seq, {"by": "ada", "at": 1.0})
         assert journal.get_step("run_a", step.seq).overwrite == {"by": "ada", "at": 1.0}
+        approvals = approvals_of(journal)
+        waiting = approvals.request_approval(
+            "run_a", "mem.put", {}, None, requested_by="gw", timeout=30
+        )
+        assert approvals.get_approval(waiting.id) == waiting
     finally:
         journal.close()
     assert [
         r[0] for r in sql(pg_location, "SELECT version FROM reversi_migrations ORDER BY 1")
-    ] == [1, 2]
+    ] == list(range(1, SCHEMA_VERSION + 1))
 
 
 @pytest.mark.req("JNL-3")

@@ -30,7 +30,12 @@ from .connector import CallContext, CompensationCall
 from .errors import ConfigurationError, EffectUncertainError, ToolError
 from .redact import scrub
 
-__all__ = ["DEFAULT_COMPENSATION_TIMEOUT", "EXIT_NOT_APPLIED", "CommandCompensator", "CommandReplayer"]
+__all__ = [
+    "DEFAULT_COMPENSATION_TIMEOUT",
+    "EXIT_NOT_APPLIED",
+    "CommandCompensator",
+    "CommandReplayer",
+]
 
 EXIT_NOT_APPLIED = 3
 """The exit status of a replay process whose answer shows the call did not take effect."""
@@ -117,7 +122,9 @@ class CommandReplayer(_Command):
         object): the outcome is still unknown.
         """
         if not (ctx.idempotency_key and ctx.run_id and ctx.step is not None):
-            raise EffectUncertainError("a replay needs the step's run, number and key; nothing was sent")
+            raise EffectUncertainError(
+                "a replay needs the step's run, number and key; nothing was sent"
+            )
         call = CompensationCall(
             tool, args, ctx.idempotency_key, ctx.run_id, ctx.step, timeout=ctx.timeout
         )

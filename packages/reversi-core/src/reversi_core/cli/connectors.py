@@ -202,7 +202,9 @@ def _add_connector_options(parser: Parser, options: Sequence[CliOption]) -> None
         "connector options", "declared by the connectors (serve NAME --help shows NAME's)"
     )
     for option in options:
-        group.add_argument(option.flag, dest=option.option, metavar=option.metavar, help=option.help)
+        group.add_argument(
+            option.flag, dest=option.option, metavar=option.metavar, help=option.help
+        )
     parser.set_defaults(connector_options=[o.option for o in options])
 
 

@@ -34,7 +34,6 @@ _MAX_VENDOR_MESSAGE = 300
 """Characters of a vendor's error message kept in a ToolError (the rest is cut)."""
 
 
-
 @dataclass(frozen=True)
 class Timeouts:
     """Time limits of one request, in seconds.
@@ -287,7 +286,9 @@ class HttpClient:
         self._error_code = error_code
         self._idempotency_header = idempotency_header
         self._idempotency_methods = (
-            None if idempotency_methods is None else frozenset(m.upper() for m in idempotency_methods)
+            None
+            if idempotency_methods is None
+            else frozenset(m.upper() for m in idempotency_methods)
         )
         # httpcore honours the trace extension; an arbitrary transport may not, and then
         # we cannot tell "not sent yet" from "sent" and assume the worse.

@@ -238,7 +238,9 @@ class HttpConnector(Connector):
             self._values[setting.option] = self._resolve(setting, values.get(setting.option))
         base_url = self.base.resolve(self._values)
         if base_url is None:
-            raise ConfigurationError(f"{self.name}: no base URL; set {self._env_of(self.base.option)}")
+            raise ConfigurationError(
+                f"{self.name}: no base URL; set {self._env_of(self.base.option)}"
+            )
         self.base_url = check_base_url(
             base_url, vendor=self.name, name=self._base_url_source()
         ).rstrip("/")

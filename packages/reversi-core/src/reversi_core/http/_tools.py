@@ -93,7 +93,9 @@ class RequestTool:
         details: str = "",
     ) -> None:
         if not docs.startswith("https://"):
-            raise TypeError(f"RequestTool {method} {path}: docs must be the vendor page's https URL")
+            raise TypeError(
+                f"RequestTool {method} {path}: docs must be the vendor page's https URL"
+            )
         self.method = method.upper()
         self.path = path
         self.input = input
@@ -155,7 +157,9 @@ class RequestTool:
         if self.already_done:
             shown = ", ".join(
                 f"{d[0]} {d[1]}" if isinstance(d, tuple) else str(d)
-                for d in sorted(self.already_done, key=lambda d: d if isinstance(d, tuple) else (d, ""))
+                for d in sorted(
+                    self.already_done, key=lambda d: d if isinstance(d, tuple) else (d, "")
+                )
             )
             text += f" An answer of {shown} means the goal is already met."
         writes = self._spec_args["effect"] is not Effect.READ_ONLY
@@ -189,7 +193,9 @@ class RequestTool:
 
     # -- running --------------------------------------------------------------------
 
-    async def run(self, connector: HttpConnector, args: BaseModel, ctx: CallContext) -> dict[str, Any]:
+    async def run(
+        self, connector: HttpConnector, args: BaseModel, ctx: CallContext
+    ) -> dict[str, Any]:
         """Send the request for ``args`` and shape the tool's result from the answer."""
         values = args.model_dump()
         segments = {name: values[name] for name in _PLACEHOLDER.findall(self.path)}
@@ -231,9 +237,15 @@ class RequestTool:
         return result
 
     def _result(
-        self, connector: HttpConnector, args: BaseModel, values: Mapping[str, Any], resp: HttpResponse
+        self,
+        connector: HttpConnector,
+        args: BaseModel,
+        values: Mapping[str, Any],
+        resp: HttpResponse,
     ) -> dict[str, Any]:
-        wrote = self._spec_args["effect"] is not Effect.READ_ONLY and self.method not in READ_METHODS
+        wrote = (
+            self._spec_args["effect"] is not Effect.READ_ONLY and self.method not in READ_METHODS
+        )
         result = self._echoed(values, done=False)
         if callable(self.keep):
             result.update(self.keep(connector, args, resp))

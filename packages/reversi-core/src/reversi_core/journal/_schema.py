@@ -78,6 +78,26 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE steps ADD COLUMN overwrite TEXT;
     """,
+    # 3: the approval queue of reversi console (journal/_approvals.py)
+    """
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        args TEXT NOT NULL,
+        reason TEXT,
+        requested_by TEXT NOT NULL,
+        requested_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        state TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at REAL,
+        note TEXT
+    );
+    CREATE INDEX approvals_waiting ON approvals(state, requested_at);
+    CREATE INDEX approvals_call ON approvals(run_id, tool, args_hash);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -40,6 +40,7 @@ from typing import Any
 
 from ..errors import JournalError, RollbackInProgressError, RunClosedError
 from ..redact import scrub, scrub_json
+from ._approvals import APPROVAL_METHODS, PgApprovals
 from ._base import (
     Durability,
     Journal,
@@ -82,8 +83,8 @@ _STORE_METHODS = tuple(
 )
 
 
-@pg_errors(_STORE_METHODS)
-class PostgresJournal(PgRollbacks):
+@pg_errors(_STORE_METHODS + APPROVAL_METHODS)
+class PostgresJournal(PgRollbacks, PgApprovals):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any

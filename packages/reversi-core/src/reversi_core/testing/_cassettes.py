@@ -97,7 +97,6 @@ METADATA_KEY = "reversi"
 """The key of the cassette's ``metadata`` block that Reversi writes."""
 
 
-
 CASSETTE_DIR = "cassettes"
 """The folder, beside the package's tests, that holds its cassettes."""
 
@@ -252,7 +251,9 @@ def cassette_problems(
     try:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        return [f"the cassette is not plain YAML data ({type(exc).__name__}), so it cannot be checked"]
+        return [
+            f"the cassette is not plain YAML data ({type(exc).__name__}), so it cannot be checked"
+        ]
     found: list[str] = []
     strings = list(_strings(data, "cassette"))
     for secret in secrets:
@@ -265,7 +266,9 @@ def cassette_problems(
     for where, string in strings:
         for blob in _BASIC.findall(string):
             try:
-                decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), altchars=b"-_").decode("latin-1")
+                decoded = base64.b64decode(blob + "=" * (-len(blob) % 4), altchars=b"-_").decode(
+                    "latin-1"
+                )
             except ValueError:
                 continue
             hits = [s.label for s in secrets if s.value in decoded]
@@ -396,7 +399,9 @@ async def record_live(
     from ..http import HttpConnector
 
     if not issubclass(cls, HttpConnector):
-        raise TypeError(f"{cls.name} is not an HTTP connector: its live scenario cannot be recorded")
+        raise TypeError(
+            f"{cls.name} is not an HTTP connector: its live scenario cannot be recorded"
+        )
     env = resolve_variables(cls, scenario, environ)
     secrets = secrets_in(cls, environ)
     suffix = _new_suffix()
@@ -422,7 +427,9 @@ async def record_live(
         filter_sensitive_data=_scrub_pairs(secrets, suffix),
     )
     connector = cls.from_env(environ)
-    context = LiveContext(connector, env=env, environ=environ, suffix=suffix, data_dir=data_dir, log=log)
+    context = LiveContext(
+        connector, env=env, environ=environ, suffix=suffix, data_dir=data_dir, log=log
+    )
     try:
         with recorder.use_cassette(str(partial)) as recording:
             recording.get_metadata(METADATA_KEY, metadata)
@@ -518,13 +525,17 @@ def _cassette_metadata(cassette: Path, scenario: LiveScenario) -> dict[str, Any]
     try:
         loaded = yaml.safe_load(cassette.read_text(encoding="utf-8"))
     except yaml.YAMLError as exc:
-        raise CassetteMismatch(cassette, [f"it is not plain YAML data ({type(exc).__name__})"]) from None
+        raise CassetteMismatch(
+            cassette, [f"it is not plain YAML data ({type(exc).__name__})"]
+        ) from None
     block = loaded.get("metadata") if isinstance(loaded, dict) else None
     meta = block.get(METADATA_KEY) if isinstance(block, dict) else None
     if not isinstance(meta, dict) or meta.get("scenario") != scenario.name:
         raise CassetteMismatch(
             cassette,
-            [f"it is not a cassette of the live scenario {scenario.name!r} (metadata.{METADATA_KEY})"],
+            [
+                f"it is not a cassette of the live scenario {scenario.name!r} (metadata.{METADATA_KEY})"
+            ],
         )
     return meta
 
@@ -592,7 +603,9 @@ async def replay_cassette(
         problems += [_unmatched_problem(exc) for exc in transport.unmatched]
         for index, (request, _response) in enumerate(recorded.data):
             if recorded.play_counts[index] == 0:
-                problems.append(f"the connector never sent {_shown(request)} (recorded exchange {index + 1})")
+                problems.append(
+                    f"the connector never sent {_shown(request)} (recorded exchange {index + 1})"
+                )
         exchanges = len(recorded)
     if failure is not None:
         said = f"{type(failure).__name__}: {failure}"

@@ -156,8 +156,6 @@ class ConcurrentChange:
             raise ValueError("a ConcurrentChange needs revert, a callable that takes it back")
 
 
-
-
 class ExampleContext(Protocol[H_co]):
     """What an :data:`ArgsBuilder` is given to prepare the backend before the call under test.
 

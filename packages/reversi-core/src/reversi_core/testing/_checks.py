@@ -30,6 +30,7 @@ SUITE_CHECKS_FILE = "certification/checks.py"
 SUITE_TEST = "certification/test_certification.py::test_check"
 """The pytest test that runs every check for every connector, parametrized ``[<connector>-<check>]``."""
 
+
 @dataclass(frozen=True)
 class CheckInfo:
     """One check: its id, its column title and, in a sentence, what it verifies."""

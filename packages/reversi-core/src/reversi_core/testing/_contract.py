@@ -94,7 +94,9 @@ class ConnectorContract:
                     )
         unknown = sorted(set(cls.waived) - standard)
         if unknown:
-            raise TypeError(f"{cls.__name__}.waived names tests the contract does not have: {unknown}")
+            raise TypeError(
+                f"{cls.__name__}.waived names tests the contract does not have: {unknown}"
+            )
 
     # -- helpers ---------------------------------------------------------------------
 

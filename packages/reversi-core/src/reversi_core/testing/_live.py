@@ -58,7 +58,6 @@ __all__ = [
 ]
 
 
-
 SUFFIX_PLACEHOLDER = "cassette00"
 """What a recording's random suffix becomes in the cassette, and the suffix of a replay."""
 
@@ -170,10 +169,14 @@ class LiveCheckFailed(AssertionError):
 class MissingLiveVariables(Exception):
     """The variables a live scenario needs are not set; ``missing`` lists them."""
 
-    def __init__(self, connector: str, missing: Sequence[LiveVariable], optional: Sequence[LiveVariable]):
+    def __init__(
+        self, connector: str, missing: Sequence[LiveVariable], optional: Sequence[LiveVariable]
+    ):
         self.missing = list(missing)
         self.optional = list(optional)
-        lines = [f"{connector}: the live scenario needs these environment variables, which are not set:"]
+        lines = [
+            f"{connector}: the live scenario needs these environment variables, which are not set:"
+        ]
         lines += [f"  {v.env}: {v.help}" for v in self.missing]
         if self.optional:
             lines.append("optional:")
@@ -190,7 +193,8 @@ class CassetteRejected(Exception):
     def __init__(self, cassette: Path, problems: Sequence[str]):
         self.problems = list(problems)
         super().__init__(
-            f"the recording {cassette} was refused and removed:\n" + "\n".join(f"- {p}" for p in problems)
+            f"the recording {cassette} was refused and removed:\n"
+            + "\n".join(f"- {p}" for p in problems)
         )
 
 
@@ -279,7 +283,9 @@ class LiveContext:
         """
         report = await run.rollback(compensate=self._compensate)
         if not report.complete:
-            outstanding = "; ".join(f"step {o.step} {o.tool}: {o.state} ({o.reason})" for o in report.outstanding)
+            outstanding = "; ".join(
+                f"step {o.step} {o.tool}: {o.state} ({o.reason})" for o in report.outstanding
+            )
             raise LiveCheckFailed(f"the rollback of {run.id} is incomplete: {outstanding}")
         self.log(f"rolled back {run.id}: {len(report.compensated_now)} compensations")
         return report
@@ -310,7 +316,9 @@ class LiveContext:
                 continue
             state = "complete" if report.complete else "INCOMPLETE"
             self.log(f"cleanup: rolled back {run.id} ({state})")
-        self.log(f"the journal is kept in {self.data_dir}: `reversi show RUN_ID --data {self.data_dir}`")
+        self.log(
+            f"the journal is kept in {self.data_dir}: `reversi show RUN_ID --data {self.data_dir}`"
+        )
 
     def close(self) -> None:
         """Close the journal."""
@@ -336,11 +344,16 @@ def live_variables(cls: type[Connector], scenario: LiveScenario) -> list[LiveVar
             if default is None and setting.option == cls.base.option:
                 default = cls.base.default
             found.append(
-                LiveVariable(setting.env, setting.help, default=default, optional=not setting.required)
+                LiveVariable(
+                    setting.env, setting.help, default=default, optional=not setting.required
+                )
             )
     elif cls.credential_env is not None:
         found.append(
-            LiveVariable(cls.credential_env, f"the {cls.name} connector's credential (docs/connectors/{cls.name}.md)")
+            LiveVariable(
+                cls.credential_env,
+                f"the {cls.name} connector's credential (docs/connectors/{cls.name}.md)",
+            )
         )
     known = {v.env for v in found}
     found += [v for v in scenario.variables if v.env not in known]
@@ -408,7 +421,9 @@ async def _perform(scenario: LiveScenario, context: LiveContext) -> None:
             await context.roll_back_leftovers()
         raise
     if not context.runs:
-        raise LiveCheckFailed("the scenario started no run: a live scenario goes through the engine")
+        raise LiveCheckFailed(
+            "the scenario started no run: a live scenario goes through the engine"
+        )
     for run in context.runs:
         status = run.record.status
         if status is not RunStatus.ROLLED_BACK:
@@ -445,4 +460,3 @@ async def run_live(
     finally:
         await connector.aclose()
         context.close()
-

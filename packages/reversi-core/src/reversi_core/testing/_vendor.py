@@ -140,7 +140,9 @@ def vendor_route(
     """
 
     def mark(handler: M) -> M:
-        setattr(handler, _ROUTE_ATTR, _RouteDecl(method, template, docs, writes, body, next(_order)))
+        setattr(
+            handler, _ROUTE_ATTR, _RouteDecl(method, template, docs, writes, body, next(_order))
+        )
         return handler
 
     return mark
@@ -215,7 +217,9 @@ class VendorFake(FakeApp):
 
     # -- what a vendor overrides -----------------------------------------------------
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         """The vendor's error answer (default: ``{"message", "code"?, **extra}``)."""
         body: dict[str, Any] = {"message": message, **extra}
         if code is not None:
