@@ -67,6 +67,8 @@ from ._render import (
     when,
 )
 from ._rollback import allow_overwrites, os_user, print_plan, run_rollback
+from .console import add_parser as add_console
+from .console import run_console
 
 __all__ = [
     "EXIT_BUSY",
@@ -271,6 +273,7 @@ def build_parser() -> Parser:
         "for tools whose connector is not installed here",
     )
     resolve.add_argument("--json", action="store_true", help="print the resolved step as JSON")
+    add_console(sub, common, EPILOG)
     return parser
 
 
@@ -534,6 +537,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "show": lambda: _cmd_show(args, out),
             "rollback": lambda: _cmd_rollback(args, out, err),
             "resolve": lambda: _cmd_resolve(args, out),
+            "console": lambda: run_console(args, lambda: _open_journal(args), _location(args), out),
         }
         return commands[args.command]()
     except CliError as exc:
