@@ -132,6 +132,7 @@ def run_console(args: argparse.Namespace, journal_opener: Any, location: str, ou
         sock.bind((args.host.strip("[]"), args.port))
     except OSError as exc:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", 2) from None
+    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
     port = sock.getsockname()[1]
     hosts = (
         {args.host.strip("[]"), "127.0.0.1", "localhost", "::1"} if _loopback(args.host) else None
