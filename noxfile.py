@@ -23,6 +23,7 @@ packages/reversi-connector-NAME/ and every session below picks it up.
 
 from __future__ import annotations
 
+import os
 import tomllib
 from pathlib import Path
 
@@ -78,17 +79,25 @@ def npm_test_tools(names: list[str] | None = None) -> list[str]:
     return tools
 
 
-def install_npm_test_tools(session: nox.Session, extra: list[str], names: list[str] | None = None) -> None:
+def install_npm_test_tools(
+    session: nox.Session, extra: list[str], names: list[str] | None = None
+) -> None:
     """npm install ``extra`` and the packages' declared test tools into .ci/node; export its bin."""
     wanted = [*extra, *npm_test_tools(names)]
     if not wanted:
         return
     session.run(
-        "npm", "install", "--silent", "--no-audit", "--no-fund", "--prefix", str(NODE_DIR), *wanted,
+        "npm",
+        "install",
+        "--silent",
+        "--no-audit",
+        "--no-fund",
+        "--prefix",
+        str(NODE_DIR),
+        *wanted,
         external=True,
     )
     session.env["REVERSI_NODE_BIN"] = str(NODE_DIR / "node_modules" / ".bin")
-
 
 
 def install_workspace(session: nox.Session, names: list[str] | None = None) -> None:
@@ -108,6 +117,7 @@ def tests(session: nox.Session) -> None:
     """Run every package's tests, the scripts' tests and the certification suite."""
     install_workspace(session)
     session.install(*nox.project.dependency_groups(PYPROJECT, "test"))
+    install_browser(session)
     # A real outside MCP client for tests/test_inspector_cli.py, the conformance suite for
     # tests/test_conformance.py, and the npm tools the packages' tests declare (their
     # [tool.reversi] npm-test-tools), from the npm registry.
@@ -117,6 +127,34 @@ def tests(session: nox.Session) -> None:
     # loadfile): a module's fixtures, a started emulator and the certification matrix's
     # shared outcomes stay in one process. `nox -s tests -- -n 0 ...` runs in one process.
     session.run("python", "-m", "pytest", "-n", "auto", "--dist", "loadfile", *session.posargs)
+
+
+BROWSER = ("/usr/bin/chromium", "/usr/bin/chromedriver")
+
+
+def install_browser(session: nox.Session) -> None:
+    """Debian's chromium and chromium-driver for the console's browser tests, when missing.
+
+    Idempotent and quiet; the tests fail (never skip) without them, saying what to install.
+    """
+    if all(os.access(p, os.X_OK) for p in BROWSER):
+        return
+    if os.geteuid() != 0:
+        session.warn("chromium/chromium-driver missing and not root: the browser tests will fail")
+        return
+    env = {"DEBIAN_FRONTEND": "noninteractive"}
+    session.run("apt-get", "update", "-qq", external=True, env=env, silent=True)
+    session.run(
+        "apt-get",
+        "install",
+        "-y",
+        "-qq",
+        "chromium",
+        "chromium-driver",
+        external=True,
+        env=env,
+        silent=True,
+    )
 
 
 @nox.session(python="3.11")

@@ -92,7 +92,9 @@ def make_package(root: Path, testing: str | None) -> None:
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: reversi-certdemo\nVersion: 0.1\n")
     points = "[reversi.connectors]\ncertdemo = reversi_certdemo:DemoConnector\n"
     if testing is not None:
-        points += "[reversi.certification]\ncertdemo = reversi_certdemo.testing:certification_fixture\n"
+        points += (
+            "[reversi.certification]\ncertdemo = reversi_certdemo.testing:certification_fixture\n"
+        )
     (info / "entry_points.txt").write_text(points)
 
 

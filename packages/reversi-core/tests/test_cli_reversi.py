@@ -423,7 +423,9 @@ def test_overwrite_is_recorded_for_the_steps_named_with_who_and_when(played: Pla
     assert steps[1]["overwrite"]["by"] == who
     assert isinstance(steps[1]["overwrite"]["at"], float)
     with SQLiteJournal.open(played.data, create=False) as journal:
-        started = [e for e in journal.list_events(played.run_id) if e["kind"] == "compensation_started"]
+        started = [
+            e for e in journal.list_events(played.run_id) if e["kind"] == "compensation_started"
+        ]
     assert {e["step"]: "overwrite" in e["detail"] for e in started} == {7: True, 1: True}
     table = played.cli("show", played.run_id, "--data", str(played.data))
     assert table.stdout.count(f"overwrite allowed: by {who} at ") == 2

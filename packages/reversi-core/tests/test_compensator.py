@@ -96,7 +96,9 @@ async def test_the_overwrite_decision_travels_in_the_call_and_back() -> None:
     insisted = CompensationCall(**{**CALL.__dict__, "overwrite": True})
     sent = await CommandCompensator(py(echo))(insisted)
     assert sent["overwrite"] is True
-    assert CompensationCall.from_json(sent) == CompensationCall(**{**insisted.__dict__, "timeout": 96.0})
+    assert CompensationCall.from_json(sent) == CompensationCall(
+        **{**insisted.__dict__, "timeout": 96.0}
+    )
     older = {k: v for k, v in sent.items() if k != "overwrite"}  # an engine before RB-10
     assert CompensationCall.from_json(older).overwrite is False
     with pytest.raises(InvalidArgumentsError, match="overwrite: expected bool"):

@@ -447,16 +447,15 @@ def test_tls_serves_a_given_certificate(counter: Counter) -> None:
     # a certificate for another name: the CA is trusted, the name is not the one dialled
     other_name = ca.issue_cert("kubernetes.default.svc")
     with FakeServer(counter.app, tls=ca, certificate=other_name) as server:
-        with httpx.Client(base_url=server.url, verify=trusting) as http, pytest.raises(
-            httpx.ConnectError, match=r"not valid for '127\.0\.0\.1'"
+        with (
+            httpx.Client(base_url=server.url, verify=trusting) as http,
+            pytest.raises(httpx.ConnectError, match=r"not valid for '127\.0\.0\.1'"),
         ):
             http.get("/counter")
         assert server.requests == []
     # an expired certificate for the right name
     past = dt.datetime.now(dt.UTC) - dt.timedelta(days=1)
-    expired = ca.issue_cert(
-        "127.0.0.1", not_before=past - dt.timedelta(days=30), not_after=past
-    )
+    expired = ca.issue_cert("127.0.0.1", not_before=past - dt.timedelta(days=30), not_after=past)
     with (
         FakeServer(counter.app, tls=ca, certificate=expired) as server,
         httpx.Client(base_url=server.url, verify=trusting) as http,

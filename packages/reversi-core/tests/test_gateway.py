@@ -492,7 +492,9 @@ async def test_one_run_per_session_created_when_the_client_initializes(box: Box)
 
 
 @pytest.mark.anyio
-async def test_a_credential_on_the_upstream_command_line_stays_out_of_the_run_label(box: Box) -> None:
+async def test_a_credential_on_the_upstream_command_line_stays_out_of_the_run_label(
+    box: Box,
+) -> None:
     # credentials belong in the environment; one written on the upstream's command line
     # anyway must not be kept in the journal and shown by `reversi runs` and `reversi show`
     # (the label keeps 200 characters: short paths, so that the arguments fit in them)

@@ -161,7 +161,9 @@ async def test_a_non_json_or_empty_body_gives_json_none(server: FakeServer) -> N
 # --- HTTP errors -------------------------------------------------------------------------
 
 
-async def test_binary_bodies_come_back_as_bytes_with_credentials_scrubbed(server: FakeServer) -> None:
+async def test_binary_bodies_come_back_as_bytes_with_credentials_scrubbed(
+    server: FakeServer,
+) -> None:
     payload = b"\x00\xff\xfe" + TOKEN.encode() + b"\x89PNG"
     server.app.add_route("GET", "/blob", lambda r: FakeResponse(200, body=payload))
     async with HttpClient(server.url, vendor="acme", secrets=[TOKEN]) as http:

@@ -161,7 +161,10 @@ class WidgetConnector(HttpConnector):
     async def slow_count(self, args: FindArgs, ctx: CallContext) -> dict[str, Any]:
         """Count by hand, through the request method (https://widget.example/docs/find)."""
         resp = await self.request(ctx, "GET", f"/shelves/{args.shelf}/widgets")
-        return {"shelf": args.shelf, "count": self.expect_object(resp, "count", wrote=False)["total"]}
+        return {
+            "shelf": args.shelf,
+            "count": self.expect_object(resp, "count", wrote=False)["total"],
+        }
 
 
 class FakeWidget(VendorFake):
@@ -172,7 +175,9 @@ class FakeWidget(VendorFake):
         self.widgets: dict[int, dict[str, Any]] = {}
         self.keys: list[str | None] = []
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         return FakeResponse(status, json={"error": {"code": code, "message": message}})
 
     @vendor_route("POST", "/shelves/{shelf}/widgets", docs=f"{DOCS}/make", body="json")
@@ -200,7 +205,9 @@ class FakeWidget(VendorFake):
     @vendor_route("GET", "/shelves/{shelf}/widgets", docs=f"{DOCS}/find")
     def list_widgets(self, request: FakeRequest) -> FakeResponse:
         shelf = request.path_params["shelf"]
-        return FakeResponse(200, json={"total": sum(w["shelf"] == shelf for w in self.widgets.values())})
+        return FakeResponse(
+            200, json={"total": sum(w["shelf"] == shelf for w in self.widgets.values())}
+        )
 
 
 @pytest.fixture
@@ -231,7 +238,9 @@ def test_settings_give_the_credential_variable_and_every_variable() -> None:
 
 def test_from_env_names_a_missing_variable_and_never_shows_a_secret() -> None:
     for environ in ({}, {"WIDGET_TOKEN": ""}, {"WIDGET_TOKEN": "  "}):
-        with pytest.raises(ConfigurationError, match="WIDGET_TOKEN is not set; export a Widget API token"):
+        with pytest.raises(
+            ConfigurationError, match="WIDGET_TOKEN is not set; export a Widget API token"
+        ):
             WidgetConnector.from_env(environ)
     secret = "wdg_has a space-0123456789"
     with pytest.raises(ConfigurationError, match="empty or contains whitespace") as caught:
@@ -275,7 +284,10 @@ async def test_from_env_trusts_the_ca_certificates_its_environment_names(fake: F
         for cls in (WidgetConnector, NarrowWidget):
             trusting = cls.from_env({**environ, "SSL_CERT_FILE": str(server.ca_path)})
             try:
-                assert await trusting.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
+                assert await trusting.call("widget.find", {"shelf": "s"}) == {
+                    "shelf": "s",
+                    "count": 0,
+                }
             finally:
                 await trusting.aclose()
         strict = WidgetConnector.from_env(environ)
@@ -291,13 +303,22 @@ async def test_from_env_trusts_the_ca_certificates_its_environment_names(fake: F
             assert await given.call("widget.find", {"shelf": "s"}) == {"shelf": "s", "count": 0}
         finally:
             await given.aclose()
-    missing = WidgetConnector.from_env({"WIDGET_TOKEN": TOKEN, "SSL_CERT_FILE": "/nonexistent/ca.pem"})
+    missing = WidgetConnector.from_env(
+        {"WIDGET_TOKEN": TOKEN, "SSL_CERT_FILE": "/nonexistent/ca.pem"}
+    )
     with pytest.raises(ConfigurationError, match="no CA certificate file"):
         await missing.call("widget.find", {"shelf": "s"})
 
 
 @pytest.mark.parametrize(
-    "url", ["", "ftp://w.corp", "https://user:pw-secret-1234@w.corp", "https://w.corp?x=1", "https://w.corp:99999"]
+    "url",
+    [
+        "",
+        "ftp://w.corp",
+        "https://user:pw-secret-1234@w.corp",
+        "https://w.corp?x=1",
+        "https://w.corp:99999",
+    ],
 )
 def test_a_malformed_base_url_is_refused_without_showing_credentials(url: str) -> None:
     with pytest.raises(ConfigurationError, match="base_url") as caught:
@@ -324,7 +345,9 @@ class EndpointWidget(WidgetConnector):
         ("https://w.corp:99999", "port 99999 is not 1-65535"),
     ],
 )
-def test_a_malformed_base_url_is_refused_naming_the_variable_it_came_from(url: str, why: str) -> None:
+def test_a_malformed_base_url_is_refused_naming_the_variable_it_came_from(
+    url: str, why: str
+) -> None:
     for built in (
         lambda: EndpointWidget(token=TOKEN, endpoint_url=url),
         lambda: EndpointWidget.from_env({"WIDGET_TOKEN": TOKEN, "WIDGET_ENDPOINT_URL": url}),
@@ -345,9 +368,17 @@ def test_an_unknown_option_is_refused_by_name() -> None:
 
 def test_settings_may_not_take_reserved_or_duplicate_names() -> None:
     with pytest.raises(TypeError, match="share an option"):
-        type("Twice", (HttpConnector,), {"name": "twice", "settings": (Setting("A", "a", "x"), Setting("B", "a", "y"))})
+        type(
+            "Twice",
+            (HttpConnector,),
+            {"name": "twice", "settings": (Setting("A", "a", "x"), Setting("B", "a", "y"))},
+        )
     with pytest.raises(TypeError, match="may not be called"):
-        type("Reserved", (HttpConnector,), {"name": "reserved", "settings": (Setting("T", "timeouts", "x"),)})
+        type(
+            "Reserved",
+            (HttpConnector,),
+            {"name": "reserved", "settings": (Setting("T", "timeouts", "x"),)},
+        )
 
 
 @pytest.mark.parametrize(
@@ -375,7 +406,9 @@ def test_auth_schemes_make_the_vendors_headers(
 async def test_requests_carry_auth_default_headers_and_the_steps_idempotency_key(
     widget: WidgetConnector, server: FakeServer, fake: FakeWidget
 ) -> None:
-    made = await widget.call("widget.make", {"shelf": "a b", "name": "w"}, CallContext(idempotency_key="step-key-1"))
+    made = await widget.call(
+        "widget.make", {"shelf": "a b", "name": "w"}, CallContext(idempotency_key="step-key-1")
+    )
     assert made == {"shelf": "a b", "id": 1, "colour": None}
     (request,) = server.requests
     assert request.target == "/v2/shelves/a%20b/widgets"
@@ -416,8 +449,17 @@ async def test_in_a_replay_only_a_refusal_of_the_request_itself_is_a_tool_error(
 ) -> None:
     ctx = CallContext(idempotency_key="reversi-run_1-1", replay=True)
     args = {"shelf": "s", "name": "w"}
-    settles = {400: True, 404: True, 422: True, 401: False, 403: False, 409: False, 429: False,
-               500: False, 503: False}
+    settles = {
+        400: True,
+        404: True,
+        422: True,
+        401: False,
+        403: False,
+        409: False,
+        429: False,
+        500: False,
+        503: False,
+    }
     for status, settled in settles.items():
         server.faults.add(Fault.status(status, json={"error": {"code": "x", "message": "no"}}))
         expected = ToolError if settled else EffectUncertainError
@@ -459,7 +501,9 @@ async def test_a_rollback_sends_the_compensation_key_on_every_attempt(
         done = await run.rollback(compensate=compensator_for([widget]))
         assert done.complete
         expected = compensation_key(run.id, seq)
-        deletes = [r.headers.get("idempotency-key") for r in server.requests if r.method == "DELETE"]
+        deletes = [
+            r.headers.get("idempotency-key") for r in server.requests if r.method == "DELETE"
+        ]
         assert deletes == [expected, expected]  # the failed attempt and the retry: one key
         assert forward_key != expected
     finally:
@@ -467,10 +511,15 @@ async def test_a_rollback_sends_the_compensation_key_on_every_attempt(
 
 
 async def test_every_timeout_is_capped_at_the_calls_own_limit(server: FakeServer) -> None:
-    slow = WidgetConnector(token=TOKEN, base_url=server.url, timeouts=Timeouts(connect=30, read=30, total=60))
+    slow = WidgetConnector(
+        token=TOKEN, base_url=server.url, timeouts=Timeouts(connect=30, read=30, total=60)
+    )
     server.faults.add(Fault.hang(seconds=20), times=None)
     try:
-        for name, args in (("widget.find", {"shelf": "s"}), ("widget.make", {"shelf": "s", "name": "w"})):
+        for name, args in (
+            ("widget.find", {"shelf": "s"}),
+            ("widget.make", {"shelf": "s", "name": "w"}),
+        ):
             started = time.monotonic()
             with pytest.raises((ToolError, EffectUncertainError)) as caught:
                 await slow.call(name, args, CallContext(timeout=0.3, idempotency_key="k"))
@@ -482,16 +531,21 @@ async def test_every_timeout_is_capped_at_the_calls_own_limit(server: FakeServer
         await slow.aclose()
 
 
-async def test_errors_come_from_the_vendors_table(widget: WidgetConnector, server: FakeServer) -> None:
+async def test_errors_come_from_the_vendors_table(
+    widget: WidgetConnector, server: FakeServer
+) -> None:
     server.faults.add(
-        Fault.status(409, json={"error": {"code": "shelf_full", "message": "The shelf is full"}}), times=1
+        Fault.status(409, json={"error": {"code": "shelf_full", "message": "The shelf is full"}}),
+        times=1,
     )
     with pytest.raises(ToolError) as caught:
         await widget.call("widget.make", {"shelf": "s", "name": "w"})
     assert (caught.value.status, caught.value.code) == (409, "shelf_full")
     assert "The shelf is full" in str(caught.value)
     server.faults.add(
-        Fault.status(400, json={"error": {"code": "slow_down", "message": "easy"}}, headers={"x-reset": "0"}),
+        Fault.status(
+            400, json={"error": {"code": "slow_down", "message": "easy"}}, headers={"x-reset": "0"}
+        ),
         times=1,
     )
     with pytest.raises(ToolError, match=r"the limit resets at 1970-01-01T00:00:00Z") as limited:
@@ -516,8 +570,13 @@ class GraphWidget(WidgetConnector):
     @tool(effect=Effect.READ_ONLY, permission="widget:read", input=FindArgs, output=FindResult)
     async def count(self, args: FindArgs, ctx: CallContext) -> dict[str, Any]:
         """Count through GraphQL (https://widget.example/docs/graphql)."""
-        resp = await self.request(ctx, "POST", "/graphql?op=count", json={"query": "{ count }"}, write=False)
-        return {"shelf": args.shelf, "count": self.expect_object(resp, "answer", wrote=False)["data"]["count"]}
+        resp = await self.request(
+            ctx, "POST", "/graphql?op=count", json={"query": "{ count }"}, write=False
+        )
+        return {
+            "shelf": args.shelf,
+            "count": self.expect_object(resp, "answer", wrote=False)["data"]["count"],
+        }
 
 
 @pytest.mark.parametrize(
@@ -528,13 +587,21 @@ class GraphWidget(WidgetConnector):
             "INVALID_INPUT",
             "Entity not found",
         ),
-        ([{"message": "slow down", "extensions": {"code": "RATELIMITED"}}], "rate_limited", "slow down (wait"),
+        (
+            [{"message": "slow down", "extensions": {"code": "RATELIMITED"}}],
+            "rate_limited",
+            "slow down (wait",
+        ),
         ([{"message": "no code at all"}], "refused", "no code at all"),
     ],
 )
 async def test_a_refusal_inside_a_2xx_answer_is_a_tool_error_with_the_tables_code(
-    server: FakeServer, fake: FakeWidget, monkeypatch: pytest.MonkeyPatch,
-    errors: list[dict[str, Any]], code: str | None, words: str,
+    server: FakeServer,
+    fake: FakeWidget,
+    monkeypatch: pytest.MonkeyPatch,
+    errors: list[dict[str, Any]],
+    code: str | None,
+    words: str,
 ) -> None:
     graph = GraphWidget(token=TOKEN, base_url=server.url)
     try:
@@ -555,7 +622,11 @@ async def test_a_refusal_inside_a_2xx_answer_is_a_tool_error_with_the_tables_cod
 def test_a_secret_may_carry_a_declared_scheme_word() -> None:
     class Schemed(HttpConnector):
         name = "schemed"
-        settings = (Setting("S_KEY", "api_key", "a key, or Bearer and a token", secret=True, schemes=("Bearer",)),)
+        settings = (
+            Setting(
+                "S_KEY", "api_key", "a key, or Bearer and a token", secret=True, schemes=("Bearer",)
+            ),
+        )
         base = BaseUrl("https://s.example")
         auth = RawAuthorization("api_key")
 
@@ -564,7 +635,13 @@ def test_a_secret_may_carry_a_declared_scheme_word() -> None:
     assert token not in scrub(f"leaked {token}")  # the token alone is registered too
     assert token not in scrub(f"Authorization: Bearer {token}")
     Schemed(api_key="lin_api_bare-key-0123456789")
-    for wrong in ("Bearer ", "Bearer  two-spaces-0123", "Bearer a-secret b", "Basic a-secret-0123", "Bearer\ta-secret"):
+    for wrong in (
+        "Bearer ",
+        "Bearer  two-spaces-0123",
+        "Bearer a-secret b",
+        "Basic a-secret-0123",
+        "Bearer\ta-secret",
+    ):
         with pytest.raises(ConfigurationError, match="empty or contains whitespace") as caught:
             Schemed(api_key=wrong)
         assert "a-secret" not in str(caught.value)
@@ -582,18 +659,29 @@ async def test_an_already_gone_target_is_done_by_status_or_by_status_and_code(
         "id": 7,
         "dropped": False,
     }
-    server.faults.add(Fault.status(409, json={"error": {"code": "already_dropped", "message": "x"}}), times=1)
+    server.faults.add(
+        Fault.status(409, json={"error": {"code": "already_dropped", "message": "x"}}), times=1
+    )
     assert (await widget.call("widget.drop", {"shelf": "s", "id": 7}, ctx))["dropped"] is False
-    server.faults.add(Fault.status(409, json={"error": {"code": "locked", "message": "x"}}), times=1)
+    server.faults.add(
+        Fault.status(409, json={"error": {"code": "locked", "message": "x"}}), times=1
+    )
     with pytest.raises(ToolError, match="locked"):
         await widget.call("widget.drop", {"shelf": "s", "id": 7}, ctx)
     made = await widget.call("widget.make", {"shelf": "s", "name": "w"})
-    assert (await widget.call("widget.drop", {"shelf": "s", "id": made["id"]}, ctx))["dropped"] is True
+    assert (await widget.call("widget.drop", {"shelf": "s", "id": made["id"]}, ctx))[
+        "dropped"
+    ] is True
 
 
-async def test_query_fields_and_kept_answer_fields(widget: WidgetConnector, server: FakeServer) -> None:
+async def test_query_fields_and_kept_answer_fields(
+    widget: WidgetConnector, server: FakeServer
+) -> None:
     await widget.call("widget.make", {"shelf": "s", "name": "w", "colour": "red"})
-    assert await widget.call("widget.find", {"shelf": "s", "q": "x y"}) == {"shelf": "s", "count": 1}
+    assert await widget.call("widget.find", {"shelf": "s", "q": "x y"}) == {
+        "shelf": "s",
+        "count": 1,
+    }
     assert server.requests[-1].query == {"q": "x y"}
     await widget.call("widget.find", {"shelf": "s"})
     assert server.requests[-1].query == {}
@@ -604,7 +692,9 @@ async def test_a_write_whose_answer_lacks_a_required_field_is_uncertain() -> Non
         return httpx.Response(201, json={"widget": {"colour": "red"}})
 
     connector = WidgetConnector(token=TOKEN, transport=httpx.MockTransport(answer))
-    with pytest.raises(EffectUncertainError, match=r"has no 'widget.id'.*cannot be undone automatically"):
+    with pytest.raises(
+        EffectUncertainError, match=r"has no 'widget.id'.*cannot be undone automatically"
+    ):
         await connector.call("widget.make", {"shelf": "s", "name": "w"})
     await connector.aclose()
 
@@ -653,7 +743,14 @@ def test_a_request_tool_is_a_tool_with_its_page_in_the_docstring() -> None:
         (ErrorTable(), 422, {}, {"errors": [{"code": "first", "message": "One"}]}, "first", "One"),
         (ErrorTable(statuses={404: "not_found"}), 404, {}, None, "not_found", None),
         (ErrorTable(), 503, {}, "<html>", "server_error", None),
-        (ErrorTable(), 429, {"retry-after": "7"}, {}, "rate_limited", "rate limit exceeded (retry after 7 s)"),
+        (
+            ErrorTable(),
+            429,
+            {"retry-after": "7"},
+            {},
+            "rate_limited",
+            "rate limit exceeded (retry after 7 s)",
+        ),
         (
             ErrorTable(messages=(("label does not exist", "label_not_found"),), code_fields=()),
             404,
@@ -663,7 +760,9 @@ def test_a_request_tool_is_a_tool_with_its_page_in_the_docstring() -> None:
             "Label does not exist",
         ),
         (
-            ErrorTable(rate_limit=RateLimit(maybe_statuses=frozenset({403}), exhausted_header="x-left")),
+            ErrorTable(
+                rate_limit=RateLimit(maybe_statuses=frozenset({403}), exhausted_header="x-left")
+            ),
             403,
             {"x-left": "0"},
             {"message": "Forbidden"},
@@ -671,7 +770,9 @@ def test_a_request_tool_is_a_tool_with_its_page_in_the_docstring() -> None:
             "Forbidden (wait at least a minute before retrying)",
         ),
         (
-            ErrorTable(rate_limit=RateLimit(maybe_statuses=frozenset({403}), exhausted_header="x-left")),
+            ErrorTable(
+                rate_limit=RateLimit(maybe_statuses=frozenset({403}), exhausted_header="x-left")
+            ),
             403,
             {"x-left": "12"},
             {"code": "forbidden", "message": "Forbidden"},
@@ -682,7 +783,12 @@ def test_a_request_tool_is_a_tool_with_its_page_in_the_docstring() -> None:
     ],
 )
 def test_error_tables_classify_answers(
-    table: ErrorTable, status: int, headers: dict[str, str], body: Any, code: str, message: str | None
+    table: ErrorTable,
+    status: int,
+    headers: dict[str, str],
+    body: Any,
+    code: str,
+    message: str | None,
 ) -> None:
     got = table.classify(status, httpx.Headers(headers), body)
     assert got == (code, message)
@@ -770,7 +876,9 @@ class FakeChatty(VendorFake):
         self.posts: dict[str, str] = {}
         self.busy = False
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         return FakeResponse(200, json={"ok": False, "error": code or "failed", "detail": message})
 
     @vendor_route("POST", "/post", docs=f"{DOCS}/post", body="json")
@@ -843,7 +951,9 @@ async def test_a_2xx_refusal_can_mean_the_undo_is_already_done(
 
 async def test_a_2xx_refusal_never_shows_the_credential(chatty_fake: FakeChatty) -> None:
     def echo(request: httpx.Request) -> httpx.Response:
-        return httpx.Response(200, json={"ok": False, "error": "bad", "detail": f"you sent {TOKEN}"})
+        return httpx.Response(
+            200, json={"ok": False, "error": "bad", "detail": f"you sent {TOKEN}"}
+        )
 
     connector = ChattyConnector(token=TOKEN, transport=httpx.MockTransport(echo))
     with pytest.raises(ToolError) as caught:

@@ -26,6 +26,7 @@ from reversi_core import (
 )
 from reversi_core.__about__ import __version__
 from reversi_core.journal import Durability, open_journal
+from reversi_core.journal._approvals import approvals_of
 from reversi_core.journal._pg_conn import advisory_key
 from reversi_core.journal._pg_schema import PG_MIGRATIONS, PG_TABLES
 from reversi_core.journal.postgres import PostgresJournal
@@ -108,6 +109,11 @@ def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
         step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
         journal.allow_overwrite("run_a", step.seq, {"by": "ada", "at": 1.0})
         assert journal.get_step("run_a", step.seq).overwrite == {"by": "ada", "at": 1.0}
+        approvals = approvals_of(journal)
+        waiting = approvals.request_approval(
+            "run_a", "mem.put", {}, None, requested_by="gw", timeout=30
+        )
+        assert approvals.get_approval(waiting.id) == waiting
     finally:
         journal.close()
     assert [

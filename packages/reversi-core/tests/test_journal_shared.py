@@ -174,12 +174,16 @@ async def test_two_processes_starting_a_rollback_at_once_run_it_once(
     assert outcomes[0] == "complete", said
     refused = outcomes[1]
     winner = next(pid for pid, text in said.items() if text == "complete")
-    assert refused.startswith(f"refused: run {run.id} is being rolled back by another process (pid {winner})")
+    assert refused.startswith(
+        f"refused: run {run.id} is being rolled back by another process (pid {winner})"
+    )
     assert "refused to run at the same time" in refused
     # one rollback ran: each step compensated once, and the run is rolled back
     events = journal.list_events(run.id)
     compensated = [
-        e["step"] for e in events if e["kind"] == "rollback_state" and e["detail"]["state"] == "compensated"
+        e["step"]
+        for e in events
+        if e["kind"] == "rollback_state" and e["detail"]["state"] == "compensated"
     ]
     assert sorted(compensated) == [1, 2, 3]
     assert [e["kind"] for e in events].count("rollback_started") == 1

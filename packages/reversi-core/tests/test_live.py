@@ -179,7 +179,9 @@ class EchoNotes(FakeApp):
         self.add_route("GET", "/notes/{id}", self.read)
         self.add_route("DELETE", "/notes/{id}", self.delete)
 
-    def _echo(self, request: FakeRequest, status: int, body: Mapping[str, Any] | None) -> FakeResponse:
+    def _echo(
+        self, request: FakeRequest, status: int, body: Mapping[str, Any] | None
+    ) -> FakeResponse:
         sent = request.headers.get("authorization") or request.headers.get("private-token") or ""
         sent += request.query.get("signature", "")
         headers = {"X-Seen-Credential": sent, "Set-Cookie": f"session={TOKEN}; HttpOnly"}
@@ -290,7 +292,10 @@ async def test_a_recording_holds_no_form_of_the_credential(
     for placeholder in placeholders:
         assert placeholder in text
     assert "session=" not in text  # the vendor's cookie is a credential of its own
-    assert cassette_problems(cassette, [Secret("KEYED_TOKEN", TOKEN)], headers=credential_headers(cls)) == []
+    assert (
+        cassette_problems(cassette, [Secret("KEYED_TOKEN", TOKEN)], headers=credential_headers(cls))
+        == []
+    )
     data = yaml.safe_load(text)
     assert len(data["interactions"]) == 4  # create, read, the rollback's delete, the delete again
     meta = data["metadata"]["reversi"]
@@ -338,7 +343,9 @@ async def test_a_recording_whose_answers_cannot_be_checked_is_refused_and_the_ol
     fake.compressed_deletes = True
     with pytest.raises(CassetteRejected) as refused:
         await record(Keyed, server, tmp_path)
-    assert any("still ['zstd'] encoded" in p for p in refused.value.problems), refused.value.problems
+    assert any("still ['zstd'] encoded" in p for p in refused.value.problems), (
+        refused.value.problems
+    )
     assert cassette.read_bytes() == before
     assert sorted(p.name for p in cassette.parent.iterdir()) == [cassette.name]
 
@@ -417,16 +424,25 @@ def test_the_credentials_of_each_auth_scheme() -> None:
     assert secrets_in(Keyed, env) == [Secret("KEYED_TOKEN", TOKEN)]
     assert secrets_in(PrivateToken, env) == [Secret("KEYED_TOKEN", TOKEN)]
     # basic: the base64 of user:token holds no credential whole, so it is one of its own
-    assert secrets_in(BasicAuth, env) == [Secret("KEYED_TOKEN", TOKEN), Secret("Authorization", BASIC_VALUE)]
+    assert secrets_in(BasicAuth, env) == [
+        Secret("KEYED_TOKEN", TOKEN),
+        Secret("Authorization", BASIC_VALUE),
+    ]
     assert credential_headers(PrivateToken) >= {"private-token", "authorization", "cookie"}
 
 
 # -- the leak check ---------------------------------------------------------------------------
 
 
-def cassette_with(tmp_path: Path, *, uri: str = "https://k.example/notes", body: str = "",
-                  headers: Mapping[str, list[str]] | None = None, answer: str = "{}",
-                  answer_headers: Mapping[str, list[str]] | None = None) -> Path:
+def cassette_with(
+    tmp_path: Path,
+    *,
+    uri: str = "https://k.example/notes",
+    body: str = "",
+    headers: Mapping[str, list[str]] | None = None,
+    answer: str = "{}",
+    answer_headers: Mapping[str, list[str]] | None = None,
+) -> Path:
     data = {
         "interactions": [
             {
@@ -475,7 +491,9 @@ def test_the_leak_check_finds_each_form_of_a_secret_and_names_only_its_label(
     }[where]
     path = cassette_with(tmp_path, **place)
     problems = cassette_problems(path, SECRETS)
-    assert any(p.startswith(f"KEYED_TOKEN ({form}) in cassette.interactions[0]") for p in problems), problems
+    assert any(
+        p.startswith(f"KEYED_TOKEN ({form}) in cassette.interactions[0]") for p in problems
+    ), problems
     assert all(TOKEN not in p and shown not in p for p in problems)
     assert cassette_problems(cassette_with(tmp_path), SECRETS) == []
 
@@ -520,11 +538,15 @@ class OtherPath(Keyed):
 
 
 class OtherBody(Keyed):
-    create_note = _retarget(Keyed.create_note, body=lambda args: {"text": args.text, "kind": "rich", "pinned": False})
+    create_note = _retarget(
+        Keyed.create_note, body=lambda args: {"text": args.text, "kind": "rich", "pinned": False}
+    )
 
 
 class ReorderedBody(Keyed):
-    create_note = _retarget(Keyed.create_note, body=lambda args: {"pinned": False, "kind": "plain", "text": args.text})
+    create_note = _retarget(
+        Keyed.create_note, body=lambda args: {"pinned": False, "kind": "plain", "text": args.text}
+    )
 
 
 @pytest.fixture
@@ -539,7 +561,9 @@ async def test_a_replay_needs_no_network_and_ignores_json_key_order(
     server.close()  # nothing listens any more
     report = await replay_cassette(Keyed, SCENARIO, cassette)
     assert report.sent == ["POST /notes", "GET /notes/n1", "DELETE /notes/n1", "DELETE /notes/n1"]
-    assert (await replay_cassette(Keyed, SCENARIO, cassette, connector_class=ReorderedBody)).exchanges == 4
+    assert (
+        await replay_cassette(Keyed, SCENARIO, cassette, connector_class=ReorderedBody)
+    ).exchanges == 4
 
 
 @pytest.mark.anyio
@@ -559,7 +583,9 @@ async def test_a_replay_fails_for_a_changed_body_field(cassette: Path) -> None:
     with pytest.raises(CassetteMismatch) as failed:
         await replay_cassette(Keyed, SCENARIO, cassette, connector_class=OtherBody)
     first = failed.value.problems[0]
-    assert first.startswith("the connector sent POST /notes, which the cassette does not hold"), first
+    assert first.startswith("the connector sent POST /notes, which the cassette does not hold"), (
+        first
+    )
     assert "body:" in first
     assert '"rich"' in first
     assert '"plain"' in first
@@ -569,7 +595,9 @@ async def test_a_replay_fails_for_a_changed_body_field(cassette: Path) -> None:
 class NoRead(Keyed):
     """get_note answers from memory: the read the scenario checks with is never sent."""
 
-    async def call(self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None) -> dict[str, Any]:
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
         if name == "keyed.get_note":
             return {"id": args["id"], "text": f"note-{SUFFIX_PLACEHOLDER}"}
         return await super().call(name, args, ctx)
@@ -578,7 +606,9 @@ class NoRead(Keyed):
 class ExtraRead(Keyed):
     """Reads the note once more before deleting it: a request the cassette never saw."""
 
-    async def call(self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None) -> dict[str, Any]:
+    async def call(
+        self, name: str, args: Mapping[str, Any], ctx: CallContext | None = None
+    ) -> dict[str, Any]:
         if name == "keyed.delete_note":
             await super().call("keyed.get_note", {"id": args["id"]}, ctx)
         return await super().call(name, args, ctx)
@@ -588,7 +618,9 @@ class ExtraRead(Keyed):
 async def test_a_replay_fails_for_a_request_left_out_and_for_one_added(cassette: Path) -> None:
     with pytest.raises(CassetteMismatch) as missing:
         await replay_cassette(Keyed, SCENARIO, cassette, connector_class=NoRead)
-    assert missing.value.problems == ["the connector never sent GET /notes/n1 (recorded exchange 2)"]
+    assert missing.value.problems == [
+        "the connector never sent GET /notes/n1 (recorded exchange 2)"
+    ]
     with pytest.raises(CassetteMismatch) as extra:
         await replay_cassette(Keyed, SCENARIO, cassette, connector_class=ExtraRead)
     assert extra.value.problems[0].startswith(
@@ -623,7 +655,12 @@ class MakesUpNames(Keyed):
 
     create_note = _retarget(
         Keyed.create_note,
-        body=lambda args: {"text": args.text, "kind": "plain", "pinned": False, "tag": str(uuid.uuid4())},
+        body=lambda args: {
+            "text": args.text,
+            "kind": "plain",
+            "pinned": False,
+            "tag": str(uuid.uuid4()),
+        },
     )
 
     def signer(self) -> httpx.Auth | None:
@@ -649,7 +686,12 @@ async def test_what_the_connector_makes_up_matches_only_where_declared_volatile(
     class OtherTagField(MakesUpNames):
         create_note = _retarget(
             MakesUpNames.create_note,
-            body=lambda args: {"text": args.text, "kind": "plain", "pinned": False, "label": str(uuid.uuid4())},
+            body=lambda args: {
+                "text": args.text,
+                "kind": "plain",
+                "pinned": False,
+                "label": str(uuid.uuid4()),
+            },
         )
 
     with pytest.raises(CassetteMismatch) as changed:  # only the values are volatile, not the rest

@@ -167,7 +167,9 @@ anyio.run(main)
 
 
 @pytest.mark.req("CALL-3", "CALL-4", "JNL-1")
-async def test_a_killed_process_loses_at_most_the_records_of_reads(tmp_path: Path, location: str) -> None:
+async def test_a_killed_process_loses_at_most_the_records_of_reads(
+    tmp_path: Path, location: str
+) -> None:
     data, flag = location, tmp_path / "in-call"
     with child(READS_AROUND_WRITES, str(data), str(flag)) as proc:
         wait_for_file(flag, proc)

@@ -63,12 +63,24 @@ def test_register_secret_feeds_the_process_wide_scrub() -> None:
     ("argv", "shown"),
     [
         (["srv", "--token", "abc123456"], "srv --token '[REDACTED]'"),
-        (["srv", "--api-key=abc123456", "--port", "8080"], "srv '--api-key=[REDACTED]' --port 8080"),
+        (
+            ["srv", "--api-key=abc123456", "--port", "8080"],
+            "srv '--api-key=[REDACTED]' --port 8080",
+        ),
         (["srv", "--client-secret", "s3cr3tvalue", "x"], "srv --client-secret '[REDACTED]' x"),
         (["env", "GITHUB_TOKEN=abc123456", "srv"], "env 'GITHUB_TOKEN=[REDACTED]' srv"),
-        (["srv", "postgresql://app:pw123456@db:5432/x"], "srv 'postgresql://app:[REDACTED]@db:5432/x'"),
-        (["srv", "https://ghp_abc123456@github.com/o/r"], "srv 'https://[REDACTED]@github.com/o/r'"),
-        (["srv", "https://h/x?access_token=abc123456&page=2"], "srv 'https://h/x?access_token=[REDACTED]&page=2'"),
+        (
+            ["srv", "postgresql://app:pw123456@db:5432/x"],
+            "srv 'postgresql://app:[REDACTED]@db:5432/x'",
+        ),
+        (
+            ["srv", "https://ghp_abc123456@github.com/o/r"],
+            "srv 'https://[REDACTED]@github.com/o/r'",
+        ),
+        (
+            ["srv", "https://h/x?access_token=abc123456&page=2"],
+            "srv 'https://h/x?access_token=[REDACTED]&page=2'",
+        ),
         # not credentials: left as written, so the command line still says what ran
         (["srv", "--author", "ann", "--root", "/tmp/a b"], "srv --author ann --root '/tmp/a b'"),
         (["srv", "https://h/x?page=2", "MODE=fast"], "srv 'https://h/x?page=2' MODE=fast"),

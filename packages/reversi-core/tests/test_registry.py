@@ -228,9 +228,7 @@ def writes_with(source: str, output_schema: Any = None) -> list[dict[str, Any]]:
     items = base()
     write = by_name(items)["t.write"]
     write["compensation"]["argument_map"]["previous"] = source
-    write["output_schema"] = (
-        Written.model_json_schema() if output_schema is None else output_schema
-    )
+    write["output_schema"] = Written.model_json_schema() if output_schema is None else output_schema
     return items
 
 
@@ -340,7 +338,9 @@ def test_refs_that_cannot_be_followed_or_loop_are_refused() -> None:
         "properties": {"previous": {"$ref": "#/$defs/A"}},
         "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}},
     }
-    assert "more than 64 deep" in refused(writes_with("result.previous.x", looping), "t.write").problem
+    assert (
+        "more than 64 deep" in refused(writes_with("result.previous.x", looping), "t.write").problem
+    )
 
 
 def test_a_union_must_define_the_path_in_every_branch_that_is_not_null() -> None:

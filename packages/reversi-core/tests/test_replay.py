@@ -147,13 +147,15 @@ def test_the_registry_refuses_a_read_only_tool_that_declares_replay() -> None:
         Registry.from_manifests([manifest])
     with pytest.raises(ManifestError, match="greater than 0"):
         Registry.from_manifests([{**manifest, "effect": "idempotent", "replay": {"window": 0}}])
-    assert Registry.from_manifests([{**manifest, "effect": "idempotent"}]).get("x.read").replay == Replay(
-        window=60
-    )
+    assert Registry.from_manifests([{**manifest, "effect": "idempotent"}]).get(
+        "x.read"
+    ).replay == Replay(window=60)
 
 
 @pytest.mark.req("RES-3")
-async def test_a_replay_sends_the_journaled_call_with_the_steps_own_key(run: Run, ledger: Ledger) -> None:
+async def test_a_replay_sends_the_journaled_call_with_the_steps_own_key(
+    run: Run, ledger: Ledger
+) -> None:
     seq = await uncertain_add(run, ledger, 7)
     outcome = await run.replay(seq)
     assert outcome.applied is True
@@ -177,18 +179,25 @@ async def test_a_refusal_resolves_not_applied_anything_else_leaves_it_uncertain(
     run: Run, ledger: Ledger
 ) -> None:
     seq = await uncertain_add(run, ledger)
-    for error in (EffectUncertainError("lost again"), InvalidArgumentsError("refused before sending")):
+    for error in (
+        EffectUncertainError("lost again"),
+        InvalidArgumentsError("refused before sending"),
+    ):
         ledger.fail_next = error
         outcome = await run.replay(seq)
         assert outcome.applied is None
         assert outcome.step.resolution is None
         assert str(error) in (outcome.reason or "")
-    ledger.fail_next = ToolError("ledger: HTTP 400 (no_such_account)", status=400, code="no_such_account")
+    ledger.fail_next = ToolError(
+        "ledger: HTTP 400 (no_such_account)", status=400, code="no_such_account"
+    )
     outcome = await run.replay(seq)
     assert outcome.applied is False
     assert outcome.step.resolution == "not_applied"
     assert "no_such_account" in (outcome.reason or "")
-    details = [e["detail"]["outcome"] for e in run.journal.list_events(run.id) if e["kind"] == "replayed"]
+    details = [
+        e["detail"]["outcome"] for e in run.journal.list_events(run.id) if e["kind"] == "replayed"
+    ]
     assert details == ["uncertain", "uncertain", "not_applied"]
 
 
@@ -228,7 +237,9 @@ async def unsent_add(run: Run, ledger: Ledger, amount: int = 5) -> int:
 async def test_a_step_that_has_a_resolution_is_not_replayed(run: Run, ledger: Ledger) -> None:
     not_applied = await unsent_add(run, ledger)
     run.resolve(not_applied, applied=False)
-    with pytest.raises(ReplayRefusedError, match=r"already resolved as not applied \('reversi show run_"):
+    with pytest.raises(
+        ReplayRefusedError, match=r"already resolved as not applied \('reversi show run_"
+    ):
         await run.replay(not_applied)
     applied = await unsent_add(run, ledger)
     run.resolve(applied, applied=True, result={"id": 9, "amount": 5})
@@ -244,7 +255,10 @@ async def test_a_step_that_has_a_resolution_is_not_replayed(run: Run, ledger: Le
         await run.replay(seq)
     assert len(ledger.contexts) == sent
     # the way out the refusal names: a person may still change the decision
-    assert run.resolve(not_applied, applied=True, result={"id": 3, "amount": 5}).resolution == "applied"
+    assert (
+        run.resolve(not_applied, applied=True, result={"id": 3, "amount": 5}).resolution
+        == "applied"
+    )
 
 
 @pytest.mark.req("RES-2")
@@ -257,9 +271,13 @@ async def test_no_replay_once_the_runs_rollback_has_started(run: Run, ledger: Le
     assert run.journal.run_status(run.id) is RunStatus.ROLLBACK_INCOMPLETE
     with pytest.raises(ReplayRefusedError, match="already resolved as not applied"):
         await run.replay(resolved)
-    with pytest.raises(ReplayRefusedError, match=r"the rollback of run run_\w+ has started at .* UTC"):
+    with pytest.raises(
+        ReplayRefusedError, match=r"the rollback of run run_\w+ has started at .* UTC"
+    ):
         await run.replay(open_question)
-    assert len(ledger.contexts) == 2  # nothing was sent: the add never happens in a run being undone
+    assert (
+        len(ledger.contexts) == 2
+    )  # nothing was sent: the add never happens in a run being undone
     assert ledger.entries == {}
     assert run.journal.get_step(run.id, open_question).resolution is None
     # the way out: a person finds out and resolves it; the next rollback treats it accordingly
@@ -299,7 +317,9 @@ async def test_the_journal_records_a_replay_only_of_an_unresolved_step_of_an_ope
     assert not journal.begin_replay(run.id, done.step)  # succeeded, not uncertain
     assert not journal.begin_replay(run.id, 99)
     assert journal.begin_replay(run.id, seq)
-    assert [e["step"] for e in journal.list_events(run.id) if e["kind"] == "replay_started"] == [seq]
+    assert [e["step"] for e in journal.list_events(run.id) if e["kind"] == "replay_started"] == [
+        seq
+    ]
     run.resolve(seq, applied=False)
     assert not journal.begin_replay(run.id, seq)
     journal.start_rollback(run.id)
@@ -317,7 +337,9 @@ def test_the_cli_refuses_a_replay_of_a_resolved_step_or_in_a_rolled_back_run(
 ) -> None:
     manifests = tmp_path / "manifests"
     manifests.mkdir()
-    (manifests / "ledger.json").write_text(json.dumps([m.model_dump(mode="json") for m in Ledger.manifests()]))
+    (manifests / "ledger.json").write_text(
+        json.dumps([m.model_dump(mode="json") for m in Ledger.manifests()])
+    )
     resolved = anyio.run(unsent_add, run, ledger)
     open_question = anyio.run(unsent_add, run, ledger)
     sent = _script(tmp_path, "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text('sent')")
@@ -347,13 +369,21 @@ async def test_the_in_process_replayer_takes_only_a_replayable_tool_with_the_ste
 ) -> None:
     replay = replayer_for([ledger])
     with pytest.raises(InvalidArgumentsError, match="step's own idempotency key"):
-        await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2-undo", "run_1", 2))
+        await replay(
+            CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2-undo", "run_1", 2)
+        )
     with pytest.raises(InvalidArgumentsError, match="cannot be replayed"):
         await replay(CompensationCall("ledger.push", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
     with pytest.raises(InvalidArgumentsError, match="compensation only"):
-        await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2, overwrite=True))
+        await replay(
+            CompensationCall(
+                "ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2, overwrite=True
+            )
+        )
     assert ledger.contexts == []
-    result = await replay(CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2))
+    result = await replay(
+        CompensationCall("ledger.add", {"amount": 1}, "reversi-run_1-2", "run_1", 2)
+    )
     assert result == {"id": 1, "amount": 1}
     assert ledger.contexts[0].replay
     assert not ledger.contexts[0].overwrite
@@ -377,11 +407,21 @@ async def test_the_replay_command_maps_exit_statuses_to_outcomes(tmp_path: Path)
         """,
     )
     seen = await CommandReplayer(echo)("ledger.add", {"amount": 3}, ctx)
-    assert seen == {"seen": {"tool": "ledger.add", "args": {"amount": 3},
-                             "idempotency_key": "reversi-run_1-2", "run_id": "run_1", "step": 2,
-                             "overwrite": False, "timeout": 96.0}}
+    assert seen == {
+        "seen": {
+            "tool": "ledger.add",
+            "args": {"amount": 3},
+            "idempotency_key": "reversi-run_1-2",
+            "run_id": "run_1",
+            "step": 2,
+            "overwrite": False,
+            "timeout": 96.0,
+        }
+    }
     for status, raised in ((3, ToolError), (1, EffectUncertainError), (2, EffectUncertainError)):
-        cmd = _script(tmp_path, f"import sys; sys.stderr.write('why {status}\\n'); sys.exit({status})")
+        cmd = _script(
+            tmp_path, f"import sys; sys.stderr.write('why {status}\\n'); sys.exit({status})"
+        )
         with pytest.raises(raised, match=f"why {status}"):
             await CommandReplayer(cmd)("ledger.add", {}, ctx)
     silent = _script(tmp_path, "print('not json')")

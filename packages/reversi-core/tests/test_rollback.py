@@ -626,7 +626,10 @@ async def test_no_compensation_is_told_to_overwrite_unless_a_person_allowed_it(
     told = {c.ctx.step: c.ctx.overwrite for c in mem.calls_of("mem.restore")}
     assert told == {2: False, 1: True}
     started = [e for e in journal.list_events(run.id) if e["kind"] == "compensation_started"]
-    assert {e["step"]: e["detail"].get("overwrite") for e in started} == {2: None, 1: step.overwrite}
+    assert {e["step"]: e["detail"].get("overwrite") for e in started} == {
+        2: None,
+        1: step.overwrite,
+    }
 
 
 @pytest.mark.req("RB-10")

@@ -145,9 +145,7 @@ async def test_note_outcomes_over_stdio(tmp_path: Path) -> None:
         ]
     # Every answer, failures included, is what the tool's outputSchema describes (the
     # TypeScript SDK checks failed calls too); a failure is never taken for a result.
-    result_branch = Draft202012Validator(
-        {**schemas["note.create"].schema["anyOf"][0], "$defs": {}}
-    )
+    result_branch = Draft202012Validator({**schemas["note.create"].schema["anyOf"][0], "$defs": {}})
     for name, answer in answers:
         errors = [e.message for e in schemas[name].iter_errors(answer.structured_content)]
         assert errors == [], (name, answer.structured_content)

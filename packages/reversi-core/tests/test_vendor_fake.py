@@ -37,7 +37,9 @@ class FakeVendor(VendorFake):
         super().__init__(token=TOKEN, read_only_tokens=[READ_ONLY], **kwargs)
         self.notes: dict[str, str] = {}
 
-    def error(self, status: int, message: str, *, code: str | None = None, **extra: Any) -> FakeResponse:
+    def error(
+        self, status: int, message: str, *, code: str | None = None, **extra: Any
+    ) -> FakeResponse:
         return FakeResponse(status, json={"err": code or "error", "msg": message})
 
     @vendor_route("GET", "/notes/{key}", docs=f"{DOCS}/get")
@@ -94,7 +96,10 @@ def test_a_route_that_cites_no_page_is_refused() -> None:
 
 def test_credentials_are_checked_before_any_route(client: httpx.Client, vendor: FakeVendor) -> None:
     missing = client.get("/notes/a")
-    assert (missing.status_code, missing.json()) == (401, {"err": "error", "msg": "Requires authentication"})
+    assert (missing.status_code, missing.json()) == (
+        401,
+        {"err": "error", "msg": "Requires authentication"},
+    )
     wrong = client.get("/notes/a", headers=bearer("vnd_wrong-token-000000"))
     assert (wrong.status_code, wrong.json()["msg"]) == (401, "Bad credentials")
     scheme = client.get("/notes/a", headers={"Authorization": f"Basic {TOKEN}"})
@@ -137,7 +142,9 @@ def test_the_server_keeps_each_request_with_its_answer(vendor: FakeVendor) -> No
     with FakeServer(vendor) as server, httpx.Client(base_url=server.url) as http:
         http.put("/notes/a", json={"text": "hi"}, headers=bearer())
         http.get("/notes/zzz", headers=bearer())
-        pairs = [(e.request.method, e.response.status if e.response else None) for e in server.exchanges]
+        pairs = [
+            (e.request.method, e.response.status if e.response else None) for e in server.exchanges
+        ]
     assert pairs == [("PUT", 200), ("GET", 404)]
 
 
@@ -146,12 +153,18 @@ def test_the_server_keeps_each_request_with_its_answer(vendor: FakeVendor) -> No
     [
         (HeaderAuth("PRIVATE-TOKEN"), {"PRIVATE-TOKEN": "glpat-1"}, "glpat-1"),
         (HeaderAuth("PRIVATE-TOKEN"), {}, None),
-        (BasicAuth(), {"Authorization": "Basic " + base64.b64encode(b"me@x:tok").decode()}, "me@x:tok"),
+        (
+            BasicAuth(),
+            {"Authorization": "Basic " + base64.b64encode(b"me@x:tok").decode()},
+            "me@x:tok",
+        ),
         (BasicAuth(), {"Authorization": "Basic !!!"}, ""),
         (RawAuth(), {"Authorization": "lin_api_key"}, "lin_api_key"),
     ],
 )
-def test_auth_schemes_read_the_credential(scheme: Any, headers: dict[str, str], expected: str | None) -> None:
+def test_auth_schemes_read_the_credential(
+    scheme: Any, headers: dict[str, str], expected: str | None
+) -> None:
     request = FakeRequest("GET", "/", "/", httpx.Headers(headers))
     assert scheme.credential(request) == expected
 
@@ -182,7 +195,9 @@ class Sloppy(Connector):
         permission="p",
         input=_Open,
         output=_Out,
-        compensation=Compensation(tool="sloppy.undo", argument_map={"key": "args.key", "x": "args.key"}),
+        compensation=Compensation(
+            tool="sloppy.undo", argument_map={"key": "args.key", "x": "args.key"}
+        ),
     )
     async def do(self, args: _Open, ctx: CallContext) -> dict[str, Any]:
         """Do it."""
@@ -241,4 +256,6 @@ def test_overriding_a_contract_test_needs_a_reason() -> None:
 
         class Typo(ConnectorContract):
             connector = Sloppy
-            waived: ClassVar[dict[str, str]] = {"test_no_such_test": "a reason that has six words in it"}
+            waived: ClassVar[dict[str, str]] = {
+                "test_no_such_test": "a reason that has six words in it"
+            }

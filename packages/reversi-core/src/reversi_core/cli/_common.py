@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
+import shutil
 import sys
 from typing import NoReturn
 
@@ -11,7 +13,16 @@ from ..journal import JOURNAL_ENV
 from ..journal._open import holds_password
 from ..redact import scrub
 
-__all__ = ["CliError", "Parser", "check_journal_option", "error_line", "fail"]
+__all__ = [
+    "CliError",
+    "Parser",
+    "at_least_one",
+    "check_command",
+    "check_journal_option",
+    "error_line",
+    "fail",
+    "positive_seconds",
+]
 
 
 class CliError(Exception):
@@ -73,3 +84,41 @@ def reader_went_away() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return 1
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
+    return value
+
+
+def at_least_one(text: str) -> int:
+    """An argparse type: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
+    return value
+
+
+def check_command(cmd: str, flag: str = "--compensator-cmd", what: str = "compensator") -> None:
+    """Refuse (:class:`CliError`, status 2) a command that cannot be split or found."""
+    try:
+        argv = shlex.split(cmd)
+    except ValueError as exc:
+        raise CliError(f"{flag} cannot be split like a shell line: {exc}", 2) from None
+    if not argv:
+        raise CliError(f"{flag} is empty", 2)
+    exe = argv[0]
+    if os.sep in exe:
+        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
+            raise CliError(f"{what} command {exe} is not an executable file", 2)
+    elif shutil.which(exe) is None:
+        raise CliError(f"{what} command {exe!r} is not on PATH", 2)

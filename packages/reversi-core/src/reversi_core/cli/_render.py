@@ -14,8 +14,8 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
-from ..engine import RollbackReport
-from ..journal import RollbackState, RunStatus, StepRecord, StepState
+from ..engine import ReplayOutcome, RollbackReport
+from ..journal import RollbackState, RunRecord, RunStatus, StepRecord, StepState
 from ..journal._owner import owner_alive
 from ..manifest import Effect
 
@@ -25,7 +25,10 @@ __all__ = [
     "STATUS_STYLE",
     "data_flag",
     "print_json",
+    "print_replay",
     "print_report",
+    "print_run",
+    "print_undo",
     "resolve_hint",
     "rollback_label",
     "rollback_text",
@@ -204,3 +207,85 @@ def print_report(out: Console, report: RollbackReport, args: argparse.Namespace)
             "Deal with them and run the same command again; compensations that already "
             "succeeded are not repeated."
         )
+
+
+def print_replay(out: Console, args: argparse.Namespace, outcome: ReplayOutcome) -> None:
+    """What ``reversi resolve --replay`` found, for a person."""
+    step = outcome.step
+    head = f"step {step.seq} ({escape(step.tool)}) of run {escape(args.run)} was replayed"
+    if outcome.applied is None:
+        out.print(f"{head}; its outcome is still unknown, so it stays uncertain:")
+        out.print(escape(outcome.reason or ""), soft_wrap=True)
+        out.print("Try the replay again later, or resolve it with --applied or --not-applied.")
+        return
+    if outcome.applied is False:
+        out.print(f"{head}: it did not take effect, and is resolved as not applied.")
+        out.print(escape(outcome.reason or ""), soft_wrap=True)
+        out.print("A rollback will leave it alone.")
+        return
+    out.print(f"{head}: it took effect, and is resolved as applied.")
+    out.print(escape(json.dumps(step.result, ensure_ascii=False)), soft_wrap=True)
+    print_undo(out, step)
+
+
+def print_undo(out: Console, resolved: StepRecord) -> None:
+    """How a rollback will undo a resolved step."""
+    if resolved.compensation:
+        call = json.dumps(resolved.compensation["args"], ensure_ascii=False)
+        out.print(
+            f"A rollback will undo it with {escape(resolved.compensation['tool'])} {escape(call)}.",
+            soft_wrap=True,
+        )
+    elif resolved.compensation_error:
+        out.print(
+            "[bold red]Its compensation cannot be computed:[/] "
+            + escape(resolved.compensation_error)
+        )
+    else:
+        out.print(
+            "It has no compensation: a rollback will list it as unrecoverable, "
+            "for a person to undo."
+        )
+
+
+def print_run(
+    out: Console, run: RunRecord, steps: Sequence[StepRecord], args: argparse.Namespace
+) -> None:
+    """A run and its steps for a person (``reversi show``)."""
+    out.print(f"[bold]run {escape(run.id)}[/]" + (f"  ({escape(run.label)})" if run.label else ""))
+    out.print(f"  status:   [{STATUS_STYLE.get(run.status, '')}]{run.status.value}[/]")
+    out.print(f"  started:  {when(run.started_at)}")
+    if run.rollback_started_at:
+        out.print(
+            f"  rollback: started {when(run.rollback_started_at)}"
+            + (
+                f", last finished {when(run.rollback_finished_at)}"
+                if run.rollback_finished_at
+                else ""
+            )
+        )
+    out.print(f"  scope:    {escape(', '.join(run.scope)) or '(none)'}")
+    out.print(f"  steps:    {len(steps)}")
+    if not steps:
+        return
+    rolled = any(s.rollback_state or s.rollback_reason for s in steps)
+    needs = any(s.requires for s in steps)
+    table = Table()
+    table.add_column("step", justify="right", no_wrap=True)
+    table.add_column("tool / effect", no_wrap=True)
+    table.add_column("state", no_wrap=True)
+    if rolled:
+        table.add_column("rollback", no_wrap=True)
+    table.add_column("reason / error", min_width=30, ratio=1)
+    if needs:
+        table.add_column("requires", no_wrap=True)
+    for s in steps:
+        row: list[Any] = [str(s.seq), f"{escape(s.tool)}\n[dim]{s.effect}[/]", state_text(s)]
+        if rolled:
+            row.append(rollback_text(s))
+        row.append(step_details(s))
+        if needs:
+            row.append(", ".join(map(str, s.requires)))
+        table.add_row(*row)
+    out.print(table)
+    resolve_hint(out, run.id, unresolved(steps), args)

@@ -4,7 +4,8 @@
 
     reversi-gateway --manifests DIR [--journal URL|DIR | --data DIR]
                     (--upstream-cmd CMD [--upstream-arg ARG]... | --upstream-url URL)
-                    [--scope PERMISSION]... [--approve TOOL]... [--durability process|power]
+                    [--scope PERMISSION]... [--approve TOOL]... [--approval-timeout SECONDS]
+                    [--durability process|power]
                     [--call-timeout SECONDS] [--start-timeout SECONDS] [--max-message-bytes N]
                     [--listen HOST:PORT [--allow-origin ORIGIN]... [--idle-timeout SECONDS]]
 
@@ -130,6 +131,15 @@ def build_parser() -> Parser:
         metavar="TOOL",
         help="approve every call of TOOL (an 'approval: always' tool) in advance, "
         "instead of asking the client",
+    )
+    parser.add_argument(
+        "--approval-timeout",
+        type=_approval_seconds,
+        default=None,
+        metavar="SECONDS",
+        help="when the client cannot be asked (no MCP elicitation), a call that needs "
+        "approval waits up to SECONDS for a person's decision on 'reversi console' "
+        "(default: it is refused at once)",
     )
     parser.add_argument(
         "--durability",
@@ -298,7 +308,18 @@ def make_config(args: argparse.Namespace) -> GatewayConfig:
         pre_approved=frozenset(args.approve),
         upstream_env=upstream_environment(),
         max_message_bytes=args.max_message_bytes,
+        approval_timeout=args.approval_timeout,
     )
+
+
+def _approval_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not 0 < value <= 86400:
+        raise argparse.ArgumentTypeError(f"must be more than 0 and at most 86400 seconds: {text!r}")
+    return value
 
 
 def parse_config(argv: Sequence[str]) -> GatewayConfig:

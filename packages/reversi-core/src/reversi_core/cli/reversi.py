@@ -12,16 +12,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
-import shutil
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
-from pathlib import Path
 from typing import Any
 
 import anyio
-import yaml
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
@@ -29,7 +25,6 @@ from rich.text import Text
 
 from .._replay import check_replayable
 from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator, CommandReplayer
-from ..connector import load_connector_class
 from ..engine import DEFAULT_PARALLEL, ReplayOutcome, Run
 from ..errors import (
     ConfigurationError,
@@ -38,7 +33,6 @@ from ..errors import (
     RunStateError,
 )
 from ..journal import (
-    StepRecord,
     StepState,
     describe_location,
 )
@@ -46,7 +40,15 @@ from ..manifest import Effect, Manifest
 from ..redact import scrub
 from ..registry import Registry
 from . import operate
-from ._common import CliError, Parser, fail, reader_went_away
+from ._common import (
+    CliError,
+    Parser,
+    at_least_one,
+    check_command,
+    fail,
+    positive_seconds,
+    reader_went_away,
+)
 from ._journal import (
     EXIT_BUSY,
     EXIT_INCOMPLETE,
@@ -59,18 +61,19 @@ from ._journal import (
     _location,
     _open_journal,
 )
+from ._manifests import manifest_for
 from ._render import (
     STATUS_STYLE,
     print_json,
+    print_replay,
     print_report,
-    resolve_hint,
-    rollback_text,
-    state_text,
-    step_details,
-    unresolved,
+    print_run,
+    print_undo,
     when,
 )
 from ._rollback import allow_overwrites, os_user, print_plan, run_rollback
+from .console import add_parser as add_console
+from .console import run_console
 
 __all__ = [
     "EXIT_BUSY",
@@ -118,26 +121,6 @@ DEFAULT_REPLAY_CMD = "reversi-connectors replay"
 """The command ``reversi resolve --replay`` sends a step's call through, unless told otherwise."""
 
 # -- parsing ------------------------------------------------------------------------------
-
-
-def _positive_seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"must be more than 0 seconds: {text!r}")
-    return value
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a whole number: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {text!r}")
-    return value
 
 
 def build_parser() -> Parser:
@@ -207,7 +190,7 @@ def build_parser() -> Parser:
     rollback.add_argument(
         "--parallel",
         metavar="N",
-        type=_at_least_one,
+        type=at_least_one,
         default=DEFAULT_PARALLEL,
         help="run up to N compensations at once, for steps that neither require one another "
         "nor touch overlapping resources; 1 undoes one step at a time, newest first "
@@ -222,7 +205,7 @@ def build_parser() -> Parser:
     rollback.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=DEFAULT_COMPENSATION_TIMEOUT,
         help=f"time limit of one compensation (default: {DEFAULT_COMPENSATION_TIMEOUT:g})",
     )
@@ -274,7 +257,7 @@ def build_parser() -> Parser:
     resolve.add_argument(
         "--timeout",
         metavar="SECONDS",
-        type=_positive_seconds,
+        type=positive_seconds,
         default=DEFAULT_COMPENSATION_TIMEOUT,
         help=f"with --replay: time limit of the replay (default: {DEFAULT_COMPENSATION_TIMEOUT:g})",
     )
@@ -292,6 +275,7 @@ def build_parser() -> Parser:
     )
     resolve.add_argument("--json", action="store_true", help="print the resolved step as JSON")
     operate.add_commands(sub, common, EPILOG)
+    add_console(sub, common, EPILOG)
     return parser
 
 
@@ -336,59 +320,8 @@ def _cmd_show(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         print_json({"run": run.to_json(), "steps": [s.to_json() for s in steps]})
         return EXIT_OK
-    out.print(f"[bold]run {escape(run.id)}[/]" + (f"  ({escape(run.label)})" if run.label else ""))
-    out.print(f"  status:   [{STATUS_STYLE.get(run.status, '')}]{run.status.value}[/]")
-    out.print(f"  started:  {when(run.started_at)}")
-    if run.rollback_started_at:
-        out.print(
-            f"  rollback: started {when(run.rollback_started_at)}"
-            + (
-                f", last finished {when(run.rollback_finished_at)}"
-                if run.rollback_finished_at
-                else ""
-            )
-        )
-    out.print(f"  scope:    {escape(', '.join(run.scope)) or '(none)'}")
-    out.print(f"  steps:    {len(steps)}")
-    if not steps:
-        return EXIT_OK
-    rolled = any(s.rollback_state or s.rollback_reason for s in steps)
-    needs = any(s.requires for s in steps)
-    table = Table()
-    table.add_column("step", justify="right", no_wrap=True)
-    table.add_column("tool / effect", no_wrap=True)
-    table.add_column("state", no_wrap=True)
-    if rolled:
-        table.add_column("rollback", no_wrap=True)
-    table.add_column("reason / error", min_width=30, ratio=1)
-    if needs:
-        table.add_column("requires", no_wrap=True)
-    for s in steps:
-        row: list[Any] = [str(s.seq), f"{escape(s.tool)}\n[dim]{s.effect}[/]", state_text(s)]
-        if rolled:
-            row.append(rollback_text(s))
-        row.append(step_details(s))
-        if needs:
-            row.append(", ".join(map(str, s.requires)))
-        table.add_row(*row)
-    out.print(table)
-    resolve_hint(out, run.id, unresolved(steps), args)
+    print_run(out, run, steps, args)
     return EXIT_OK
-
-
-def _check_command(cmd: str, flag: str = "--compensator-cmd", what: str = "compensator") -> None:
-    try:
-        argv = shlex.split(cmd)
-    except ValueError as exc:
-        raise CliError(f"{flag} cannot be split like a shell line: {exc}", EXIT_USAGE) from None
-    if not argv:
-        raise CliError(f"{flag} is empty", EXIT_USAGE)
-    exe = argv[0]
-    if os.sep in exe:
-        if not (os.path.isfile(exe) and os.access(exe, os.X_OK)):
-            raise CliError(f"{what} command {exe} is not an executable file", EXIT_USAGE)
-    elif shutil.which(exe) is None:
-        raise CliError(f"{what} command {exe!r} is not on PATH", EXIT_USAGE)
 
 
 def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
@@ -400,7 +333,7 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
             "(see 'reversi rollback --help')",
             EXIT_USAGE,
         )
-    _check_command(args.compensator_cmd)
+    check_command(args.compensator_cmd)
     try:
         compensator = CommandCompensator(args.compensator_cmd, timeout=args.timeout)
     except ConfigurationError as exc:
@@ -442,41 +375,6 @@ def _cmd_plan(args: argparse.Namespace, out: Console) -> int:
     return EXIT_OK if plan.complete else EXIT_INCOMPLETE
 
 
-def _load_manifest_files(directory: str, tool: str) -> Manifest | None:
-    path = Path(directory)
-    if not path.is_dir():
-        raise CliError(f"--manifests {directory} is not a directory", EXIT_USAGE)
-    for file in sorted(path.iterdir()):
-        if file.suffix not in (".json", ".yaml", ".yml"):
-            continue
-        try:
-            text = file.read_text()
-            data = json.loads(text) if file.suffix == ".json" else yaml.safe_load(text)
-        except (OSError, ValueError, yaml.YAMLError) as exc:
-            raise CliError(f"cannot read manifests from {file}: {exc}", EXIT_USAGE) from None
-        for item in data if isinstance(data, list) else [data]:
-            if isinstance(item, dict) and item.get("name") == tool:
-                try:
-                    return Manifest.model_validate(item)
-                except Exception as exc:
-                    raise CliError(
-                        f"invalid manifest for {tool} in {file}: {exc}", EXIT_USAGE
-                    ) from None
-    return None
-
-
-def _manifest_for(tool: str, manifests_dir: str | None) -> Manifest | None:
-    if manifests_dir:
-        found = _load_manifest_files(manifests_dir, tool)
-        if found is not None:
-            return found
-    try:
-        cls = load_connector_class(tool.split(".", 1)[0])
-    except Exception:
-        return None
-    return next((m for m in cls.manifests() if m.name == tool), None)
-
-
 def _parse_result(text: str | None) -> dict[str, Any] | None:
     if text is None:
         return None
@@ -496,10 +394,10 @@ def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
     with _open_journal(args) as journal:
         _get_run(journal, args.run)
         step = _get_step(journal, args.run, args.step)
-        manifest = _manifest_for(step.tool, args.manifests)
+        manifest = manifest_for(step.tool, args.manifests)
         manifests = {step.tool: manifest} if manifest is not None else {}
         if manifest is not None and manifest.compensation is not None:
-            comp = _manifest_for(manifest.compensation.tool, args.manifests)
+            comp = manifest_for(manifest.compensation.tool, args.manifests)
             if comp is not None:
                 manifests[comp.name] = comp
         run = Run.open(journal, Registry(manifests), args.run)
@@ -514,7 +412,7 @@ def _cmd_replay(args: argparse.Namespace, out: Console) -> int:
     if args.json:
         print_json(outcome.to_json())
     else:
-        _print_replay(out, args, outcome)
+        print_replay(out, args, outcome)
     return EXIT_OK if outcome.applied is not None else EXIT_INCOMPLETE
 
 
@@ -523,46 +421,9 @@ async def _replayed(run: Run, args: argparse.Namespace, replayer: CommandReplaye
     check_replayable(
         run.registry, run.journal.get_step(run.id, args.step), run.journal.get_run(run.id)
     )
-    _check_command(args.replay_cmd, "--replay-cmd", "replay")
+    check_command(args.replay_cmd, "--replay-cmd", "replay")
     # the command is killed at --timeout; this outer bound is the engine's
     return await run.replay(args.step, execute=replayer, timeout=args.timeout + 5)
-
-
-def _print_replay(out: Console, args: argparse.Namespace, outcome: ReplayOutcome) -> None:
-    step = outcome.step
-    head = f"step {step.seq} ({escape(step.tool)}) of run {escape(args.run)} was replayed"
-    if outcome.applied is None:
-        out.print(f"{head}; its outcome is still unknown, so it stays uncertain:")
-        out.print(escape(outcome.reason or ""), soft_wrap=True)
-        out.print("Try the replay again later, or resolve it with --applied or --not-applied.")
-        return
-    if outcome.applied is False:
-        out.print(f"{head}: it did not take effect, and is resolved as not applied.")
-        out.print(escape(outcome.reason or ""), soft_wrap=True)
-        out.print("A rollback will leave it alone.")
-        return
-    out.print(f"{head}: it took effect, and is resolved as applied.")
-    out.print(escape(json.dumps(step.result, ensure_ascii=False)), soft_wrap=True)
-    _print_undo(out, step)
-
-
-def _print_undo(out: Console, resolved: StepRecord) -> None:
-    if resolved.compensation:
-        call = json.dumps(resolved.compensation["args"], ensure_ascii=False)
-        out.print(
-            f"A rollback will undo it with {escape(resolved.compensation['tool'])} {escape(call)}.",
-            soft_wrap=True,
-        )
-    elif resolved.compensation_error:
-        out.print(
-            "[bold red]Its compensation cannot be computed:[/] "
-            + escape(resolved.compensation_error)
-        )
-    else:
-        out.print(
-            "It has no compensation: a rollback will list it as unrecoverable, "
-            "for a person to undo."
-        )
 
 
 def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
@@ -584,7 +445,7 @@ def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
         manifests: dict[str, Manifest] = {}
         needs_map = step.effect in (Effect.REVERSIBLE.value, Effect.COMPENSABLE.value)
         if applied and step.state is StepState.UNCERTAIN and needs_map:
-            manifest = _manifest_for(step.tool, args.manifests)
+            manifest = manifest_for(step.tool, args.manifests)
             if manifest is None:
                 raise CliError(
                     f"no manifest for {step.tool} is known here, so its compensation cannot be "
@@ -608,7 +469,7 @@ def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
     if not applied:
         out.print("A rollback will leave it alone.")
     else:
-        _print_undo(out, resolved)
+        print_undo(out, resolved)
     return EXIT_OK
 
 
@@ -633,6 +494,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "rollback": lambda: _cmd_rollback(args, out, err),
             "resolve": lambda: _cmd_resolve(args, out),
             **operate.commands(args, out, err),
+            "console": lambda: run_console(args, lambda: _open_journal(args), _location(args), out),
         }
         return commands[args.command]()
     except CliError as exc:

@@ -116,10 +116,30 @@ PG_MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN chain_prev text NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN chain_hash text NOT NULL DEFAULT ''
     """,
+    # 4: the approval queue of reversi console (journal/_approvals.py)
+    """
+    CREATE TABLE approvals (
+        id text PRIMARY KEY,
+        run_id text NOT NULL,
+        tool text NOT NULL,
+        args_hash text NOT NULL,
+        args text NOT NULL,
+        reason text,
+        requested_by text NOT NULL,
+        requested_at double precision NOT NULL,
+        expires_at double precision NOT NULL,
+        state text NOT NULL,
+        decided_by text,
+        decided_at double precision,
+        note text
+    );
+    CREATE INDEX approvals_waiting ON approvals(state, requested_at);
+    CREATE INDEX approvals_call ON approvals(run_id, tool, args_hash)
+    """,
 ]
 """One migration per schema version (the SQLite journal's versions); statements split on ``;``."""
 
-PG_TABLES = ("runs", "steps", "edges", "events", "chain")
+PG_TABLES = ("runs", "steps", "edges", "events", "chain", "approvals")
 """The journal's tables (besides :data:`MIGRATIONS_TABLE`)."""
 
 if len(PG_MIGRATIONS) != SCHEMA_VERSION:  # pragma: no cover - caught by the first import

@@ -78,7 +78,7 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE steps ADD COLUMN overwrite TEXT;
     """,
-    # the tamper-evident journal: each run's hash chain of step records (_chain.py); the
+    # 3: the tamper-evident journal: each run's hash chain of step records (_chain.py); the
     # runs already here are marked as written before it (chained = 0)
     """
     CREATE TABLE chain (
@@ -92,6 +92,26 @@ MIGRATIONS: list[str] = [
         PRIMARY KEY (run_id, seq)
     );
     ALTER TABLE runs ADD COLUMN chained INTEGER NOT NULL DEFAULT 0;
+    """,
+    # 4: the approval queue of reversi console (journal/_approvals.py)
+    """
+    CREATE TABLE approvals (
+        id TEXT PRIMARY KEY,
+        run_id TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        args_hash TEXT NOT NULL,
+        args TEXT NOT NULL,
+        reason TEXT,
+        requested_by TEXT NOT NULL,
+        requested_at REAL NOT NULL,
+        expires_at REAL NOT NULL,
+        state TEXT NOT NULL,
+        decided_by TEXT,
+        decided_at REAL,
+        note TEXT
+    );
+    CREATE INDEX approvals_waiting ON approvals(state, requested_at);
+    CREATE INDEX approvals_call ON approvals(run_id, tool, args_hash);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -41,6 +41,7 @@ from typing import Any
 from ..errors import JournalError, RollbackInProgressError, RunClosedError
 from ..redact import scrub, scrub_json
 from . import _chain as chain
+from ._approvals import APPROVAL_METHODS, PgApprovals
 from ._base import (
     Durability,
     Journal,
@@ -84,8 +85,8 @@ _STORE_METHODS = tuple(
 )
 
 
-@pg_errors(_STORE_METHODS)
-class PostgresJournal(PgRollbacks, PgReads):
+@pg_errors(_STORE_METHODS + APPROVAL_METHODS)
+class PostgresJournal(PgRollbacks, PgReads, PgApprovals):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any

@@ -35,6 +35,7 @@ from typing import Any
 from ..errors import JournalError, RunClosedError
 from ..redact import scrub, scrub_json
 from . import _chain as chain
+from ._approvals import APPROVAL_METHODS, SQLiteApprovals
 from ._base import (
     Durability,
     Journal,
@@ -75,8 +76,8 @@ _STORE_METHODS = tuple(
 """The methods of the :class:`~reversi_core.journal.Journal` protocol."""
 
 
-@journal_errors(_STORE_METHODS)
-class SQLiteJournal(SQLiteReads):
+@journal_errors(_STORE_METHODS + APPROVAL_METHODS)
+class SQLiteJournal(SQLiteReads, SQLiteApprovals):
     """The embedded journal (see the module docstring).
 
     Open with :meth:`open`. Safe to share between threads of one process; several

@@ -5,7 +5,12 @@
 the call; on a 2026-07-28 connection it answers the call with an ``input_required``
 result holding the same form, and takes the answer of the call sent again, bound to that
 exact call (run, tool and arguments) by an HMAC in ``requestState``. ``--approve TOOL``
-approves a tool's calls in advance. Every decision reaches the engine as an
+approves a tool's calls in advance. With ``--approval-timeout SECONDS``, a call whose
+client cannot be asked (no elicitation capability, or no client at all) waits instead for
+a person's decision on ``reversi console``: :class:`ConsoleQueue` journals an approval
+request bound to the call's run, tool and arguments (``journal/_approvals.py``) and
+polls the journal for the decision, every :data:`POLL_INTERVAL` seconds, until the
+limit. Every decision reaches the engine as an
 :class:`~reversi_core.engine.ApprovalDecision`, which it journals with the step.
 """
 
@@ -17,12 +22,15 @@ import json
 import secrets
 from typing import Any
 
+import anyio
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from ..engine import ApprovalDecision, ApprovalRequest, Approver
 from ..errors import InvalidArgumentsError
+from ..journal import Journal
+from ..journal._approvals import ApprovalState, approvals_of, args_hash
 from ..manifest import Manifest
 from ..redact import scrub_json
 from ..registry import Registry, canonical_json
@@ -31,7 +39,9 @@ from ._messages import PROG, describe
 __all__ = [
     "APPROVAL_INPUT",
     "ELICIT_SCHEMA",
+    "POLL_INTERVAL",
     "Approvals",
+    "ConsoleQueue",
     "client_name",
     "declares_elicitation",
     "modern",
@@ -54,8 +64,85 @@ ELICIT_SCHEMA: dict[str, Any] = {
     },
 }
 
+POLL_INTERVAL = 0.25
+"""Seconds between two reads of the journal while a call waits for the console."""
+
 APPROVAL_INPUT = "reversi/approval"
 """Key of the approval elicitation in an ``InputRequiredResult`` (2026-07-28 clients)."""
+
+
+class ConsoleQueue:
+    """Calls waiting in the journal for a person's decision on ``reversi console``.
+
+    ``timeout`` is how long one call waits, in seconds; ``interval`` the seconds between
+    two reads of the journal; ``say`` is told (one line) what waits and how to decide.
+    """
+
+    def __init__(
+        self,
+        journal: Journal,
+        timeout: float,
+        *,
+        interval: float = POLL_INTERVAL,
+        say: Any = None,
+    ) -> None:
+        self._queue = approvals_of(journal)
+        self.timeout = timeout
+        self.interval = interval
+        self._say = say
+
+    async def wait(self, request: ApprovalRequest, client: str) -> ApprovalDecision:
+        """Journal a request for this exact call and wait for its decision (or the limit).
+
+        A decision is taken only for the hash of this call's arguments; a request nobody
+        decided in time is marked expired and the call refused. Cancelling the call marks
+        it expired as well.
+        """
+        digest = args_hash(request.args)
+        record = self._queue.request_approval(
+            request.run_id,
+            request.tool,
+            request.args,
+            request.reason,
+            requested_by=f"{PROG} for {client}",
+            timeout=self.timeout,
+        )
+        if self._say is not None:
+            self._say(
+                f"approval {record.id}: {request.tool} waits up to {self.timeout:g} s for a "
+                "decision on reversi console"
+            )
+        decided = None
+        try:
+            with anyio.move_on_after(self.timeout + 2 * self.interval):
+                while True:
+                    current = self._queue.get_approval(record.id)
+                    if current.state in (ApprovalState.APPROVED, ApprovalState.REFUSED):
+                        decided = current
+                        break
+                    if current.current_state() is ApprovalState.EXPIRED:
+                        break
+                    await anyio.sleep(self.interval)
+        finally:
+            if decided is None:
+                # a plain call: runs even when the call was cancelled
+                late = self._queue.expire_approval(record.id)  # unless decided meanwhile
+                if late.state in (ApprovalState.APPROVED, ApprovalState.REFUSED):
+                    decided = late
+        if decided is None:
+            return ApprovalDecision(
+                False,
+                by="the gateway",
+                note=f"nobody decided on reversi console within {self.timeout:g} s "
+                f"(approval {record.id})",
+            )
+        if decided.args_hash != digest:  # pragma: no cover - the request is of this call
+            return ApprovalDecision(False, by="the gateway", note="decided for other arguments")
+        return ApprovalDecision(
+            decided.state is ApprovalState.APPROVED,
+            by=f"{decided.decided_by} via reversi console (approval {decided.id})",
+            note=decided.note,
+        )
 
 
 class Approvals:
@@ -63,12 +150,19 @@ class Approvals:
 
     ``pre_approved`` are the tools of ``--approve``. :meth:`approver` gives the approver
     of one call served by the SDK (``ctx``), :meth:`in_advance` the one of a call that
-    nobody can be asked about.
+    nobody can be asked about. ``console``, when given, is where a call waits for a
+    person when its client cannot be asked.
     """
 
-    def __init__(self, registry: Registry, pre_approved: frozenset[str]) -> None:
+    def __init__(
+        self,
+        registry: Registry,
+        pre_approved: frozenset[str],
+        console: ConsoleQueue | None = None,
+    ) -> None:
         self._registry = registry
         self._pre_approved = pre_approved
+        self._console = console
         self._key = secrets.token_bytes(32)
 
     def _pre(self, tool: str) -> ApprovalDecision | None:
@@ -81,10 +175,14 @@ class Approvals:
         return None
 
     async def in_advance(self, request: ApprovalRequest) -> ApprovalDecision:
-        """The approver of a call served without a client to ask: ``--approve`` or no."""
-        return self._pre(request.tool) or ApprovalDecision(
-            False, by="the gateway", note="no client to ask"
-        )
+        """The approver of a call served without a client to ask: ``--approve``, the
+        console's decision (with ``--approval-timeout``), or no."""
+        pre = self._pre(request.tool)
+        if pre is not None:
+            return pre
+        if self._console is not None:
+            return await self._console.wait(request, "a client that cannot be asked")
+        return ApprovalDecision(False, by="the gateway", note="no client to ask")
 
     def approver(
         self, ctx: ServerRequestContext[Any], answer: types.ElicitResult | None
@@ -100,6 +198,8 @@ class Approvals:
             if answer is not None:
                 return _decision(answer, client)
             if not (declares_elicitation(ctx) and ctx.session.can_send_request):
+                if self._console is not None:
+                    return await self._console.wait(request, client)
                 return ApprovalDecision(
                     False,
                     by="the gateway",
@@ -107,7 +207,8 @@ class Approvals:
                         f"{client} cannot be asked, as it did not declare the MCP elicitation "
                         f"capability; use a client that supports elicitation, or restart "
                         f"reversi-gateway with --approve {request.tool} to approve every call "
-                        f"of it in advance"
+                        f"of it in advance, or with --approval-timeout SECONDS to wait for a "
+                        f"decision on reversi console"
                     ),
                 )
             try:

@@ -48,7 +48,7 @@ from ..journal import Durability, Journal, StepRecord, describe_location, open_j
 from ..journal._open import is_url
 from ..manifest import Approval
 from ..registry import Registry
-from ._approval import Approvals, client_name, declares_elicitation, modern
+from ._approval import Approvals, ConsoleQueue, client_name, declares_elicitation, modern
 from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result
 from ._downstream import Downstream
 from ._link import Link, Supervisor, make_upstream
@@ -94,6 +94,8 @@ class GatewayConfig:
     CA bundle ``upstream_ca_file``) replaces the upstream command: streamable HTTP.
     ``tool_namespace`` ``NS`` serves an upstream whose tool names have no connector
     prefix: its tool ``T`` (so named to the client too) is the manifests' ``NS.T``.
+    ``approval_timeout`` (seconds; ``--approval-timeout``) makes a call whose client
+    cannot be asked wait that long for a decision on ``reversi console``.
     """
 
     registry: Registry
@@ -111,6 +113,7 @@ class GatewayConfig:
     upstream_headers: Mapping[str, str] = field(default_factory=dict, repr=False)
     upstream_ca_file: str | None = None
     tool_namespace: str | None = None
+    approval_timeout: float | None = None
 
     @property
     def upstream_argv(self) -> list[str]:
@@ -163,7 +166,12 @@ class Gateway:
         self._asks -= config.pre_approved
         # --tool-namespace NS: the upstream's (and the client's) tool T is the manifests' NS.T
         self._prefix = f"{config.tool_namespace}." if config.tool_namespace else ""
-        self._approvals = Approvals(self.registry, config.pre_approved)
+        console = None
+        if config.approval_timeout is not None:
+            console = ConsoleQueue(
+                journal, config.approval_timeout, say=lambda line: say(line, self._errlog)
+            )
+        self._approvals = Approvals(self.registry, config.pre_approved, console)
         self._listing = types.ListToolsResult(tools=index.listed)
         upstream.on_connect.append(self._reindex)
 
