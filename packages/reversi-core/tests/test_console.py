@@ -102,9 +102,12 @@ def test_posts_need_the_sessions_csrf_token_and_the_same_origin(
     same = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
     answer = client.post(url, data={**form, "csrf": csrf}, headers=same, follow_redirects=False)
     assert answer.status_code == 303
-    assert played.journal.get_step(played.id, 3).resolution == "not_applied"
-    [event] = [e for e in played.journal.list_events(played.id) if e["kind"] == "resolved_by"]
-    assert event["detail"]["by"] == "ann"
+    step = played.journal.get_step(played.id, 3)
+    assert (step.resolution, step.resolved_by) == ("not_applied", "ann")
+    [event] = [e for e in played.journal.list_events(played.id) if e["kind"] == "resolved"]
+    assert event["detail"] == {"applied": False, "by": "ann"}
+    timeline = client.get(answer.headers["location"]).text
+    assert 'uncertain → not applied<br><small class="resolved-by">by ann</small>' in timeline
 
 
 def test_an_unknown_host_is_refused(journal: Journal, location: str) -> None:

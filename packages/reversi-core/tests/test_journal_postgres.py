@@ -103,6 +103,7 @@ def test_the_first_open_creates_the_schema_and_records_each_migration(pg_locatio
 def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
     open_journal(pg_location).close()
     sql(pg_location, "DROP TABLE approvals")  # back to version 1
+    sql(pg_location, "ALTER TABLE steps DROP COLUMN resolved_by")
     sql(pg_location, "ALTER TABLE steps DROP COLUMN overwrite")
     sql(pg_location, "DELETE FROM reversi_migrations WHERE version >= 2")
     journal = open_journal(pg_location, create=False)
@@ -111,6 +112,17 @@ def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
         step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
         journal.allow_overwrite("run_a", step.seq, {"by": "ada", "at": 1.0})
         assert journal.get_step("run_a", step.seq).overwrite == {"by": "ada", "at": 1.0}
+        journal.finish_step(
+            "run_a",
+            step.seq,
+            StepState.UNCERTAIN,
+            result=None,
+            error="lost",
+            compensation=None,
+            compensation_error=None,
+        )
+        journal.resolve_step("run_a", step.seq, False, None, None, None, "ada")
+        assert journal.get_step("run_a", step.seq).resolved_by == "ada"
         approvals = approvals_of(journal)
         waiting = approvals.request_approval(
             "run_a", "mem.put", {}, None, requested_by="gw", timeout=30

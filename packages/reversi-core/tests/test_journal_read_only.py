@@ -60,10 +60,13 @@ def left_by_a_dead_process(location: str) -> None:
 
 
 def make_older(location: str) -> None:
-    """Take the journal back to schema version 1 (before ``steps.overwrite``)."""
+    """Take the journal back to schema version 1: without what versions 2 (``steps.overwrite``)
+    and 3 (the ``approvals`` table, ``steps.resolved_by``) added."""
+    sql(location, "DROP TABLE approvals")
+    sql(location, "ALTER TABLE steps DROP COLUMN resolved_by")
     sql(location, "ALTER TABLE steps DROP COLUMN overwrite")
     if is_postgres(location):
-        sql(location, "DELETE FROM reversi_migrations WHERE version = 2")
+        sql(location, "DELETE FROM reversi_migrations WHERE version >= 2")
     else:
         sql(location, "PRAGMA user_version = 1")
 

@@ -279,10 +279,7 @@ async def resolve_step(request: Request) -> Response:
                     409,
                 )
             manifests[step.tool] = manifest
-        Run.open(journal, Registry(manifests), run.id).resolve(seq, applied=applied)
-        journal.add_event(
-            run.id, seq, "resolved_by", {"by": who, "applied": applied, "via": "reversi console"}
-        )
+        Run.open(journal, Registry(manifests), run.id).resolve(seq, applied=applied, decided_by=who)
     except (ValueError, JournalError, CliError) as exc:
         return _problem(request, str(exc), 404 if isinstance(exc, JournalError) else 400)
     except RunStateError as exc:

@@ -98,8 +98,9 @@ PG_MIGRATIONS: list[str] = [
     """
     ALTER TABLE steps ADD COLUMN overwrite text
     """,
-    # 3: the approval queue of reversi console (journal/_approvals.py)
+    # 3: reversi console: the approval queue (journal/_approvals.py) and who resolved a step
     """
+    ALTER TABLE steps ADD COLUMN resolved_by text;
     CREATE TABLE approvals (
         id text PRIMARY KEY,
         run_id text NOT NULL,

@@ -482,22 +482,25 @@ class PostgresJournal(PgRollbacks, PgApprovals):
         result: dict[str, Any] | None,
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
+        decided_by: str | None = None,
     ) -> None:
+        by = pg_text(scrub(decided_by)) if decided_by else None
         with self._lock, self._tx():
             self._conn.execute(
                 "UPDATE steps SET resolution = %s, result = coalesce(%s, result), "
                 "compensation = %s, compensation_error = %s, rollback_state = NULL, "
-                "rollback_reason = NULL WHERE run_id = %s AND seq = %s",
+                "rollback_reason = NULL, resolved_by = %s WHERE run_id = %s AND seq = %s",
                 [
                     "applied" if applied else "not_applied",
                     dumps(result),
                     dumps(compensation),
                     pg_text(scrub(compensation_error)) if compensation_error else None,
+                    by,
                     run_id,
                     seq,
                 ],
             )
-            self._event(self._conn, run_id, seq, "resolved", {"applied": applied})
+            self._event(self._conn, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
         with self._lock, self._tx():

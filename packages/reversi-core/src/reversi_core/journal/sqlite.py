@@ -468,22 +468,25 @@ class SQLiteJournal(SQLiteApprovals):
         result: dict[str, Any] | None,
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
+        decided_by: str | None = None,
     ) -> None:
+        by = scrub(decided_by) if decided_by else None
         with self._tx() as c:
             c.execute(
                 "UPDATE steps SET resolution = ?, result = coalesce(?, result), compensation = ?, "
-                "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL "
-                "WHERE run_id = ? AND seq = ?",
+                "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL, "
+                "resolved_by = ? WHERE run_id = ? AND seq = ?",
                 (
                     "applied" if applied else "not_applied",
                     dumps(result),
                     dumps(compensation),
                     scrub(compensation_error) if compensation_error else None,
+                    by,
                     run_id,
                     seq,
                 ),
             )
-            self._event(c, run_id, seq, "resolved", {"applied": applied})
+            self._event(c, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
         with self._tx() as c:
