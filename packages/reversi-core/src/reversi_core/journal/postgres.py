@@ -75,6 +75,7 @@ from ._pg_sql import (
     pg_text,
 )
 from ._schema import RUN_COLUMNS, STEP_COLUMNS, dumps, run_from_row, step_from_row
+from ._summaries import SUMMARY_METHODS, PgRunSummaries
 
 __all__ = ["PostgresJournal"]
 
@@ -83,8 +84,8 @@ _STORE_METHODS = tuple(
 )
 
 
-@pg_errors(_STORE_METHODS + APPROVAL_METHODS)
-class PostgresJournal(PgRollbacks, PgApprovals):
+@pg_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS)
+class PostgresJournal(PgRollbacks, PgApprovals, PgRunSummaries):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any

@@ -67,6 +67,7 @@ from ._sqlite_file import (
     prepare_file,
 )
 from ._sqlite_owners import check_rollback, recover, take_rollback
+from ._summaries import SUMMARY_METHODS, SQLiteRunSummaries
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
 
@@ -76,8 +77,8 @@ _STORE_METHODS = tuple(
 """The methods of the :class:`~reversi_core.journal.Journal` protocol."""
 
 
-@journal_errors(_STORE_METHODS + APPROVAL_METHODS)
-class SQLiteJournal(SQLiteApprovals):
+@journal_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS)
+class SQLiteJournal(SQLiteApprovals, SQLiteRunSummaries):
     """The embedded journal (see the module docstring).
 
     Open with :meth:`open`. Safe to share between threads of one process; several
