@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from reversi_core import Run, SQLiteJournal, executor_for, register_secret, registry_for
-from reversi_core.cli.reversi import main
+from reversi_core.cli.reversi import main, os_user
 from reversi_core.connector import load_connector_class
 from reversi_core.journal import RollbackState
 
@@ -399,8 +399,6 @@ def test_rollback_end_to_end_through_the_compensator_process(played: Played) -> 
 
 @pytest.mark.req("RB-10")
 def test_overwrite_is_recorded_for_the_steps_named_with_who_and_when(played: Played) -> None:
-    from reversi_core.cli.reversi import os_user
-
     rolled = played.cli(
         "rollback",
         played.run_id,
@@ -684,9 +682,14 @@ def test_resolve_json_and_result(played: Played, capsys: pytest.CaptureFixture[s
     assert step["resolution"] == "applied"
     assert step["result"] == {"name": "b"}
     assert step["compensation"] == {"tool": "note.delete", "args": {"name": "b"}}
+    assert step["resolved_by"] == os_user()  # who ran the command
     assert main(["show", played.run_id, "--data", str(played.data)]) == 0
     out = capsys.readouterr().out
     assert "uncertain → applied" in out
+    assert f"resolved applied: by {os_user()}" in out
+    assert main(["show", played.run_id, "--json", "--data", str(played.data)]) == 0
+    shown = json.loads(capsys.readouterr().out)["steps"][3]
+    assert (shown["step"], shown["resolved_by"]) == (4, os_user())
     assert "reversi resolve" not in out  # nothing left to resolve
 
 

@@ -15,7 +15,7 @@ from starlette.testclient import TestClient
 
 from reversi_core import Run
 from reversi_core.connector import compensator_for
-from reversi_core.console import PAGE_SIZE
+from reversi_core.console import PAGE_SIZE, RUNS_PAGE_SIZE
 from reversi_core.engine import ApprovalRequest
 from reversi_core.journal import Journal, StepState, open_journal
 from reversi_core.journal._approvals import ApprovalState, approvals_of, args_hash
@@ -102,9 +102,12 @@ def test_posts_need_the_sessions_csrf_token_and_the_same_origin(
     same = {"Origin": "http://testserver", "Sec-Fetch-Site": "same-origin"}
     answer = client.post(url, data={**form, "csrf": csrf}, headers=same, follow_redirects=False)
     assert answer.status_code == 303
-    assert played.journal.get_step(played.id, 3).resolution == "not_applied"
-    [event] = [e for e in played.journal.list_events(played.id) if e["kind"] == "resolved_by"]
-    assert event["detail"]["by"] == "ann"
+    step = played.journal.get_step(played.id, 3)
+    assert (step.resolution, step.resolved_by) == ("not_applied", "ann")
+    [event] = [e for e in played.journal.list_events(played.id) if e["kind"] == "resolved"]
+    assert event["detail"] == {"applied": False, "by": "ann"}
+    timeline = client.get(answer.headers["location"]).text
+    assert 'uncertain → not applied<br><small class="resolved-by">by ann</small>' in timeline
 
 
 def test_an_unknown_host_is_refused(journal: Journal, location: str) -> None:
@@ -127,6 +130,32 @@ def test_the_runs_page_and_the_timeline(client: TestClient, played: Run) -> None
     assert '<line class="edge requires"' in page  # put requires mkdir
     assert "make room" in page
     assert client.get("/runs/nope").status_code == 404
+
+
+def test_the_runs_page_is_paged_and_reads_no_runs_steps_or_events(
+    journal: Journal, location: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One query of the journal for the page (``run_summaries``), whatever the runs hold."""
+    for n in range(RUNS_PAGE_SIZE + 5):
+        journal.create_run(f"run_{n:03}", ["x:y"], None)
+
+    def refused(*args: object) -> None:
+        raise AssertionError("the runs page read the runs one by one")
+
+    for name in ("list_runs", "list_steps", "list_events", "get_run"):
+        monkeypatch.setattr(journal, name, refused)
+    with console_client(journal, location) as c:
+        log_in(c)
+        first, second = c.get("/").text, c.get("/?page=2").text
+        beyond, bad = c.get("/?page=9"), c.get("/?page=x")
+    assert first.count('class="run status-open"') == RUNS_PAGE_SIZE
+    assert f"page 1 of 2 ({RUNS_PAGE_SIZE + 5} runs)" in first
+    assert "run_104" in first  # newest first
+    assert "run_000" not in first
+    assert second.count('class="run status-open"') == 5
+    assert "run_000" in second
+    assert "No runs on this page" in beyond.text
+    assert bad.status_code == 400
 
 
 def test_the_plan_shows_the_waves(client: TestClient, played: Run) -> None:

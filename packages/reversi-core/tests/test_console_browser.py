@@ -135,7 +135,7 @@ class Stack:
     def stop(self) -> None:
         if self.console is not None:
             self.console.terminate()
-            self.console.wait(10)
+            self.console.communicate(timeout=10)  # waits, and closes its pipes
 
 
 @pytest.fixture

@@ -109,6 +109,17 @@ def test_an_older_journal_is_migrated_forward_on_open(pg_location: str) -> None:
         step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
         journal.allow_overwrite("run_a", step.seq, {"by": "ada", "at": 1.0})
         assert journal.get_step("run_a", step.seq).overwrite == {"by": "ada", "at": 1.0}
+        journal.finish_step(
+            "run_a",
+            step.seq,
+            StepState.UNCERTAIN,
+            result=None,
+            error="lost",
+            compensation=None,
+            compensation_error=None,
+        )
+        journal.resolve_step("run_a", step.seq, False, None, None, None, "ada")
+        assert journal.get_step("run_a", step.seq).resolved_by == "ada"
         approvals = approvals_of(journal)
         waiting = approvals.request_approval(
             "run_a", "mem.put", {}, None, requested_by="gw", timeout=30

@@ -174,6 +174,36 @@ async def test_resolved_applied_step_is_compensated_on_the_next_rollback(
 
 
 @pytest.mark.req("RES-1")
+async def test_a_resolution_records_who_decided_and_a_new_one_replaces_it(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    """On both stores: the name is in the step and in its ``resolved`` event, in one write."""
+    run = make_run()
+    mem.fault("mem.put", "uncertain", times=2)
+    for key in ("a", "b"):
+        with pytest.raises(EffectUncertainError):
+            await run.call("mem.put", {"key": key, "value": "1"})
+    register_secret("ann-secret-who")
+    assert run.resolve(1, applied=False, decided_by="ann").resolved_by == "ann"
+    again = run.resolve(1, applied=True, decided_by="bob ann-secret-who ")
+    assert (again.resolution, again.resolved_by) == ("applied", "bob [REDACTED]")
+    assert run.resolve(2, applied=False, decided_by="  ").resolved_by is None  # blank: no name
+    assert run.resolve(2, applied=False).resolved_by is None
+    resolved = [
+        (e["step"], e["detail"]) for e in run.journal.list_events(run.id) if e["kind"] == "resolved"
+    ]
+    assert resolved == [
+        (1, {"applied": False, "by": "ann"}),
+        (1, {"applied": True, "by": "bob [REDACTED]"}),
+        (2, {"applied": False, "by": None}),
+        (2, {"applied": False, "by": None}),
+    ]
+    stored = run.journal.get_step(run.id, 1)
+    assert stored.resolved_by == "bob [REDACTED]"
+    assert stored.to_json()["resolved_by"] == "bob [REDACTED]"
+
+
+@pytest.mark.req("RES-1")
 async def test_resolved_applied_without_result_reports_why(
     make_run: MakeRun, mem: MemConnector
 ) -> None:

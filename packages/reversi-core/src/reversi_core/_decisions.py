@@ -46,6 +46,7 @@ def resolve_step(
     step: int,
     applied: bool,
     result: dict[str, Any] | None,
+    decided_by: str | None = None,
 ) -> StepRecord:
     """See :meth:`reversi_core.engine.Run.resolve`."""
     record = journal.get_step(run_id, step)
@@ -64,7 +65,8 @@ def resolve_step(
     if compensation is not None and compensation["tool"] in registry:
         # refuse now what the compensation would refuse at rollback time
         registry.validate_arguments(compensation["tool"], compensation["args"])
-    journal.resolve_step(run_id, step, applied, result, compensation, comp_error)
+    by = decided_by.strip() if decided_by else None
+    journal.resolve_step(run_id, step, applied, result, compensation, comp_error, by or None)
     return journal.get_step(run_id, step)
 
 

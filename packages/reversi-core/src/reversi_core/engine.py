@@ -574,15 +574,23 @@ class Run:
     # -- resolution ------------------------------------------------------------------
 
     def resolve(
-        self, step: int, *, applied: bool, result: dict[str, Any] | None = None
+        self,
+        step: int,
+        *,
+        applied: bool,
+        result: dict[str, Any] | None = None,
+        decided_by: str | None = None,
     ) -> StepRecord:
         """Record that an uncertain step was (``applied=True``) or was not applied.
 
         ``result`` (optional, for an applied step) supplies what the call would have
         returned, so that compensation arguments mapped from ``result.`` can be computed.
+        ``decided_by`` names who found it out (journaled in ``StepRecord.resolved_by`` and
+        the ``resolved`` event; blank or ``None``: no name). Returns the step as journaled.
         Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
         """
-        return resolve_step(self.journal, self.registry, self.id, step, applied, result)
+        args = (self.journal, self.registry, self.id, step, applied, result, decided_by)
+        return resolve_step(*args)
 
     def allow_overwrite(self, step: int, *, by: str) -> StepRecord:
         """Record that step ``step``'s compensation may overwrite a change made since the call.

@@ -144,6 +144,9 @@ def step_details(step: StepRecord) -> str:
         parts.append(f"[red]no compensation:[/] {escape(step.compensation_error)}")
     if step.rollback_reason:
         parts.append(f"[yellow]rollback:[/] {escape(step.rollback_reason)}")
+    if step.resolution and step.resolved_by:
+        how = step.resolution.replace("_", " ")
+        parts.append(f"[yellow]resolved {how}:[/] by {escape(step.resolved_by)}")
     if step.overwrite:
         by = step.overwrite.get("by", "?")
         at = step.overwrite.get("at")

@@ -101,11 +101,13 @@ def _loopback(host: str) -> bool:
 
 
 def run_console(args: argparse.Namespace, journal_opener: Any, location: str, out: Console) -> int:
-    """Serve the console until interrupted; return the exit status (0)."""
-    import uvicorn
+    """Serve the console until interrupted; return the exit status (0).
 
-    from ..console import ConsoleConfig, create_app
-
+    Raises :class:`CliError` (status 2) for a host that is not loopback without
+    ``--allow-remote``, a bad port, compensator command or ``$REVERSI_CONSOLE_TOKEN``
+    (never shown), or an address it cannot listen on; the journal's own errors
+    (:class:`~reversi_core.errors.JournalError`) as opening it raises them.
+    """
     if not _loopback(args.host) and not args.allow_remote:
         raise CliError(
             f"--host {args.host} is not a loopback address: anyone who can reach it could try "
@@ -127,12 +129,30 @@ def run_console(args: argparse.Namespace, journal_opener: Any, location: str, ou
         raise CliError(f"${TOKEN_ENV} is too short: give at least 16 characters", 2)
     register_secret(token)
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((args.host.strip("[]"), args.port))
-    except OSError as exc:
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", 2) from None
-    sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+    with sock:  # closed however this ends: a failed bind, a journal that cannot be opened
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((args.host.strip("[]"), args.port))
+        except OSError as exc:
+            raise CliError(f"cannot listen on {args.host}:{args.port}: {exc.strerror}", 2) from None
+        sock.listen(128)  # connections wait in the backlog until uvicorn accepts them
+        _serve(args, sock, journal_opener, location, token, compensator)
+    return 0
+
+
+def _serve(
+    args: argparse.Namespace,
+    sock: socket.socket,
+    journal_opener: Any,
+    location: str,
+    token: str,
+    compensator: CommandCompensator | None,
+) -> None:
+    """Open the journal, print the address and serve on ``sock`` until interrupted."""
+    import uvicorn
+
+    from ..console import ConsoleConfig, create_app
+
     port = sock.getsockname()[1]
     hosts = (
         {args.host.strip("[]"), "127.0.0.1", "localhost", "::1"} if _loopback(args.host) else None
@@ -158,4 +178,3 @@ def run_console(args: argparse.Namespace, journal_opener: Any, location: str, ou
             uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
         )
         server.run(sockets=[sock])
-    return 0

@@ -455,7 +455,7 @@ def _cmd_resolve(args: argparse.Namespace, out: Console) -> int:
             manifests[step.tool] = manifest
         run = Run.open(journal, Registry(manifests), args.run)
         try:
-            resolved = run.resolve(args.step, applied=applied, result=result)
+            resolved = run.resolve(args.step, applied=applied, result=result, decided_by=os_user())
         except RunStateError as exc:
             raise CliError(str(exc), EXIT_USAGE) from None
     if args.json:

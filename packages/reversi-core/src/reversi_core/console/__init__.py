@@ -6,6 +6,6 @@ command (``reversi_core.cli.console``) serves it with uvicorn on 127.0.0.1.
 
 from __future__ import annotations
 
-from .app import PAGE_SIZE, ConsoleConfig, create_app
+from .app import PAGE_SIZE, RUNS_PAGE_SIZE, ConsoleConfig, create_app
 
-__all__ = ["PAGE_SIZE", "ConsoleConfig", "create_app"]
+__all__ = ["PAGE_SIZE", "RUNS_PAGE_SIZE", "ConsoleConfig", "create_app"]

@@ -1,8 +1,9 @@
 """The console's web application (Starlette): pages, actions and the JSON they poll.
 
-Pages (GET): ``/`` the runs; ``/runs/RUN?page=N`` a run's timeline, :data:`PAGE_SIZE`
-steps a page, with its graph, its uncertain steps and their evidence; ``/runs/RUN/plan``
-the rollback plan (the dry run's waves); ``/runs/RUN/rollback`` a rollback's progress;
+Pages (GET): ``/?page=N`` the runs, :data:`RUNS_PAGE_SIZE` a page (one query of the
+journal); ``/runs/RUN?page=N`` a run's timeline, :data:`PAGE_SIZE` steps a page, with its
+graph, its uncertain steps and their evidence; ``/runs/RUN/plan`` the rollback plan (the
+dry run's waves); ``/runs/RUN/rollback`` a rollback's progress;
 ``/approvals`` the approval queue. Actions (POST, CSRF-checked, answered by a redirect):
 ``/runs/RUN/rollback``, ``/runs/RUN/steps/SEQ/resolve``, ``/approvals/ID``. JSON:
 ``/api/runs/RUN/rollback`` and ``/api/approvals``. Every page goes through the
@@ -35,6 +36,7 @@ from ..engine import DEFAULT_PARALLEL, Run
 from ..errors import JournalError, RollbackInProgressError, RunStateError
 from ..journal import Journal, StepState, describe_location
 from ..journal._approvals import ApprovalDecisionError, ApprovalState, approvals_of
+from ..journal._summaries import run_summaries_of
 from ..manifest import Effect, Manifest
 from ..redact import scrub, scrub_json
 from ..registry import Registry
@@ -42,10 +44,12 @@ from ._graph import graph_svg, step_class
 from ._rollbacks import ConsoleRollbacks
 from ._security import Guard, check_csrf
 
-__all__ = ["PAGE_SIZE", "ConsoleConfig", "create_app"]
+__all__ = ["PAGE_SIZE", "RUNS_PAGE_SIZE", "ConsoleConfig", "create_app"]
 
 PAGE_SIZE = 200
 """Steps on one page of a timeline."""
+RUNS_PAGE_SIZE = 100
+"""Runs on one page of the runs list."""
 
 HERE = Path(__file__).parent
 _ENV = Environment(
@@ -119,20 +123,15 @@ def _journal(request: Request) -> Journal:
 
 
 async def runs_page(request: Request) -> Response:
-    journal = _journal(request)
-    runs = journal.list_runs()[::-1]
-    last = {r.id: _last_active(journal, r.id, r.started_at) for r in runs[:500]}
-    return _page(request, "runs.html", runs=runs[:500], more=max(0, len(runs) - 500), last=last)
-
-
-def _last_active(journal: Journal, run_id: str, started: float) -> float:
-    times = [started]
-    for e in journal.list_events(run_id)[-1:]:
-        times.append(e["at"])
-    steps = journal.list_steps(run_id)[-1:]
-    for s in steps:
-        times.append(s.finished_at or s.started_at)
-    return max(times)
+    try:
+        page = max(1, int(request.query_params.get("page", "1")))
+    except ValueError:
+        return _problem(request, "page must be a whole number", 400)
+    listed = run_summaries_of(_journal(request)).run_summaries(
+        limit=RUNS_PAGE_SIZE, offset=(page - 1) * RUNS_PAGE_SIZE
+    )
+    pages = max(1, math.ceil(listed.total / RUNS_PAGE_SIZE))
+    return _page(request, "runs.html", listed=listed, page=page, pages=pages)
 
 
 def _run_or_404(request: Request) -> Any:
@@ -279,10 +278,7 @@ async def resolve_step(request: Request) -> Response:
                     409,
                 )
             manifests[step.tool] = manifest
-        Run.open(journal, Registry(manifests), run.id).resolve(seq, applied=applied)
-        journal.add_event(
-            run.id, seq, "resolved_by", {"by": who, "applied": applied, "via": "reversi console"}
-        )
+        Run.open(journal, Registry(manifests), run.id).resolve(seq, applied=applied, decided_by=who)
     except (ValueError, JournalError, CliError) as exc:
         return _problem(request, str(exc), 404 if isinstance(exc, JournalError) else 400)
     except RunStateError as exc:
@@ -340,9 +336,10 @@ def create_app(config: ConsoleConfig) -> Any:
     """The console's ASGI application for ``config``, behind its :class:`Guard`.
 
     Raises :class:`~reversi_core.errors.ConfigurationError` for a journal without an
-    approval queue.
+    approval queue or :meth:`~reversi_core.journal._summaries.RunSummaryStore.run_summaries`.
     """
     approvals_of(config.journal)  # a store without the queue is refused now
+    run_summaries_of(config.journal)  # ... or without the runs' summaries
     rollbacks = ConsoleRollbacks(
         config.journal, config.compensator, timeout=config.timeout, parallel=config.parallel
     )

@@ -128,7 +128,8 @@ class StepRecord:
 
     ``compensation`` is ``{"tool", "args"}`` computed at call time, or ``None``;
     ``compensation_error`` says why it could not be computed. ``resolution`` is
-    ``"applied"`` or ``"not_applied"`` once a person resolved an uncertain step.
+    ``"applied"`` or ``"not_applied"`` once a person resolved an uncertain step, and
+    ``resolved_by`` who did (``None``: not said, or resolved by a replay's answer).
     ``requires`` lists the ``seq`` of the earlier steps this one depends on.
     ``overwrite`` is a person's decision that the step's compensation may overwrite a
     change made since the call: ``{"by": OS user, "at": UNIX seconds}``, or ``None``
@@ -157,6 +158,7 @@ class StepRecord:
     requires: list[int] = field(default_factory=list)
     owner: str | None = None
     overwrite: dict[str, Any] | None = None
+    resolved_by: str | None = None
 
     @property
     def may_have_applied(self) -> bool:
@@ -187,6 +189,7 @@ class StepRecord:
             "compensation_error": self.compensation_error,
             "approval": self.approval,
             "resolution": self.resolution,
+            "resolved_by": self.resolved_by,
             "rollback_state": self.rollback_state.value if self.rollback_state else None,
             "rollback_reason": self.rollback_reason,
             "overwrite": self.overwrite,
@@ -327,8 +330,14 @@ class Journal(Protocol):
         result: dict[str, Any] | None,
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
+        decided_by: str | None = None,
     ) -> None:
-        """Record a person's resolution of an uncertain step."""
+        """Record a person's resolution of an uncertain step.
+
+        ``decided_by`` names who resolved it (scrubbed of registered secrets); it goes in
+        the step's ``resolved_by`` and the ``resolved`` event (``{"applied", "by"}``), in
+        the same transaction. Resolving again replaces both the outcome and the name.
+        """
         ...
 
     def begin_replay(self, run_id: str, seq: int) -> bool:

@@ -116,8 +116,9 @@ PG_MIGRATIONS: list[str] = [
     ALTER TABLE runs ADD COLUMN chain_prev text NOT NULL DEFAULT '';
     ALTER TABLE runs ADD COLUMN chain_hash text NOT NULL DEFAULT ''
     """,
-    # 4: the approval queue of reversi console (journal/_approvals.py)
+    # 4: reversi console: the approval queue (journal/_approvals.py) and who resolved a step
     """
+    ALTER TABLE steps ADD COLUMN resolved_by text;
     CREATE TABLE approvals (
         id text PRIMARY KEY,
         run_id text NOT NULL,

@@ -93,8 +93,9 @@ MIGRATIONS: list[str] = [
     );
     ALTER TABLE runs ADD COLUMN chained INTEGER NOT NULL DEFAULT 0;
     """,
-    # 4: the approval queue of reversi console (journal/_approvals.py)
+    # 4: reversi console: the approval queue (journal/_approvals.py) and who resolved a step
     """
+    ALTER TABLE steps ADD COLUMN resolved_by TEXT;
     CREATE TABLE approvals (
         id TEXT PRIMARY KEY,
         run_id TEXT NOT NULL,
@@ -166,7 +167,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
 STEP_COLUMNS = (
     "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, owner, "
     "started_at, finished_at, result, error, compensation, compensation_error, approval, "
-    "resolution, rollback_state, rollback_reason, overwrite"
+    "resolution, rollback_state, rollback_reason, overwrite, resolved_by"
 )
 
 
@@ -194,5 +195,6 @@ def step_from_row(row: tuple[Any, ...], requires: list[int]) -> StepRecord:
         rollback_state=RollbackState(row[18]) if row[18] else None,
         rollback_reason=row[19],
         overwrite=loads(row[20]),
+        resolved_by=row[21],
         requires=requires,
     )

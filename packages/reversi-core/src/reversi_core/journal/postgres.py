@@ -77,6 +77,7 @@ from ._pg_sql import (
     pg_text,
 )
 from ._schema import RUN_COLUMNS, STEP_COLUMNS, dumps, run_from_row, step_from_row
+from ._summaries import SUMMARY_METHODS, PgRunSummaries
 
 __all__ = ["PostgresJournal"]
 
@@ -85,8 +86,8 @@ _STORE_METHODS = tuple(
 )
 
 
-@pg_errors(_STORE_METHODS + APPROVAL_METHODS)
-class PostgresJournal(PgRollbacks, PgReads, PgApprovals):
+@pg_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS)
+class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any
@@ -496,22 +497,24 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals):
         result: dict[str, Any] | None,
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
+        decided_by: str | None = None,
     ) -> None:
         values = (
             dumps(result),
             dumps(compensation),
             pg_text(scrub(compensation_error)) if compensation_error else None,
         )
+        by = pg_text(scrub(decided_by)) if decided_by else None
         with self._lock, self._tx():
             cur = self._conn.execute(
                 "UPDATE steps SET resolution = %s, result = coalesce(%s, result), "
                 "compensation = %s, compensation_error = %s, rollback_state = NULL, "
-                "rollback_reason = NULL WHERE run_id = %s AND seq = %s",
-                ["applied" if applied else "not_applied", *values, run_id, seq],
+                "rollback_reason = NULL, resolved_by = %s WHERE run_id = %s AND seq = %s",
+                ["applied" if applied else "not_applied", *values, by, run_id, seq],
             )
             if cur.rowcount == 1:
                 self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values))
-            self._event(self._conn, run_id, seq, "resolved", {"applied": applied})
+            self._event(self._conn, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
         with self._lock, self._tx():

@@ -67,6 +67,7 @@ from ._sqlite_file import (
 )
 from ._sqlite_operate import SQLiteReads
 from ._sqlite_owners import check_rollback, recover, take_rollback
+from ._summaries import SUMMARY_METHODS, SQLiteRunSummaries
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
 
@@ -76,8 +77,8 @@ _STORE_METHODS = tuple(
 """The methods of the :class:`~reversi_core.journal.Journal` protocol."""
 
 
-@journal_errors(_STORE_METHODS + APPROVAL_METHODS)
-class SQLiteJournal(SQLiteReads, SQLiteApprovals):
+@journal_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS)
+class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     """The embedded journal (see the module docstring).
 
     Open with :meth:`open`. Safe to share between threads of one process; several
@@ -450,24 +451,26 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals):
         result: dict[str, Any] | None,
         compensation: dict[str, Any] | None,
         compensation_error: str | None,
+        decided_by: str | None = None,
     ) -> None:
         values = (
             dumps(result),
             dumps(compensation),
             scrub(compensation_error) if compensation_error else None,
         )
+        by = scrub(decided_by) if decided_by else None
         with self._tx() as c:
             cur = c.execute(
                 "UPDATE steps SET resolution = ?, result = coalesce(?, result), compensation = ?, "
-                "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL "
-                "WHERE run_id = ? AND seq = ?",
-                ("applied" if applied else "not_applied", *values, run_id, seq),
+                "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL, "
+                "resolved_by = ? WHERE run_id = ? AND seq = ?",
+                ("applied" if applied else "not_applied", *values, by, run_id, seq),
             )
             if cur.rowcount == 1:
                 chain.sqlite_append(
                     c, run_id, seq, "resolve", chain.resolve_content(applied, *values)
                 )
-            self._event(c, run_id, seq, "resolved", {"applied": applied})
+            self._event(c, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
         with self._tx() as c:
