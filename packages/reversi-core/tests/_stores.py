@@ -63,13 +63,16 @@ def sql(location: str, statement: str, params: list[Any] | None = None) -> list[
 
 def make_version_1(location: str) -> None:
     """Take a journal just created back to schema version 1: undo the approval queue's
-    migration (``approvals``, ``steps.resolved_by``), the chain's (the ``chain`` table, the chain's columns of
-    ``runs``), then ``steps.overwrite``."""
+    migration (``approvals``,
+    ``steps.resolved_by``), the chain's (the ``chain`` table, the chain's columns of
+    ``runs`` and SQLite's run numbers), then ``steps.overwrite``."""
     sql(location, "DROP TABLE approvals")
     sql(location, "ALTER TABLE steps DROP COLUMN resolved_by")
     sql(location, "DROP TABLE chain")
+    if not is_postgres(location):
+        sql(location, "DROP INDEX runs_num")
     columns = ["chained"] + (
-        ["chain_seq", "chain_prev", "chain_hash"] if is_postgres(location) else []
+        ["chain_seq", "chain_prev", "chain_hash"] if is_postgres(location) else ["num"]
     )
     for column in columns:
         sql(location, f"ALTER TABLE runs DROP COLUMN {column}")

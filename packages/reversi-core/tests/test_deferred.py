@@ -225,7 +225,7 @@ def test_a_store_that_fails_reports_every_deferred_record_lost(
     lost: Lost = []
     _defer_reads(journal, "run_a", 2, lost)
 
-    def full(c: sqlite3.Connection, items: list[Any]) -> list[Any]:
+    def full(c: sqlite3.Connection, items: list[Any], *heads: Any) -> list[Any]:
         raise sqlite3.OperationalError("database or disk is full")
 
     if is_postgres(location):  # the server refuses the statement (division_by_zero)

@@ -802,7 +802,7 @@ from reversi_core.journal.sqlite import SQLiteJournal
 def fail(self, *args, **kwargs):
     raise JournalError("disk full (injected by the test)")
 
-def fail_deferred(c, items):  # the reads' records, written after their answers
+def fail_deferred(c, items, *heads):  # the reads' records, written after their answers
     raise sqlite3.OperationalError("disk full (injected by the test)")
 
 SQLiteJournal.finish_step = fail

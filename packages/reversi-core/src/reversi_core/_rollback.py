@@ -399,10 +399,15 @@ class _Saga:
             # journals its outcome before stopping, so a compensation that ran is never
             # forgotten nor cut short half way.
             with (
-                anyio.fail_after(timeout, shield=True),
                 span("reversi.compensate", self._span_attributes(step, call)) as traced,
+                anyio.fail_after(timeout, shield=True),
             ):
-                result = await self.compensate(call)
+                try:
+                    result = await self.compensate(call)
+                except BaseException:  # raised, or cancelled by the time limit
+                    if traced is not None:
+                        traced.set_attribute("reversi.outcome", "failed")
+                    raise
                 if traced is not None:
                     traced.set_attribute("reversi.outcome", "ran")
         except TimeoutError:

@@ -6,9 +6,10 @@ something in the process imported it already (an SDK set up by
 program, https://opentelemetry.io/docs/zero-code/python/configuration/) and a tracer
 provider other than the API's default proxy is set: otherwise every helper is a no-op
 that costs a dictionary lookup. Attributes name the run, step, tool, effect and outcome,
-never an argument value. A W3C ``traceparent`` (``tracestate``) in a carrier (an MCP
-request's ``_meta``) makes the span its child (:func:`span`), and :func:`inject` writes
-the current span's into the upstream request's ``_meta``.
+never an argument value (nor an exception's message, which may quote one). A W3C
+``traceparent`` (``tracestate``) in a carrier (an MCP request's ``_meta``) makes the
+span its child (:func:`span`), and :func:`inject` writes the current span's into the
+upstream request's ``_meta``.
 """
 
 from __future__ import annotations
@@ -40,7 +41,13 @@ def span(
 ) -> Iterator[Any | None]:
     """A current span named ``name`` (``None`` when not tracing), child of the context
     in ``carrier`` (``traceparent``) when there is one. Attribute values that are ``None``
-    are left out; set more on the yielded span (``span.set_attribute``)."""
+    are left out; set more on the yielded span (``span.set_attribute``).
+
+    An exception leaving the block is re-raised and marks the span as failed by its type
+    alone (status ``ERROR`` described by the class name, attribute ``error.type`` its
+    qualified name): no exception event, no message, no traceback, since a message can
+    quote an argument value (the fs connector's quotes the path). OpenTelemetry's default
+    records both (https://opentelemetry.io/docs/specs/otel/trace/exceptions/)."""
     trace = tracing()
     if trace is None:
         yield None
@@ -52,8 +59,20 @@ def span(
         context = propagate.extract({k: v for k, v in carrier.items() if isinstance(v, str)})
     tracer = trace.get_tracer(TRACER_NAME)
     clean = {k: v for k, v in attributes.items() if v is not None}
-    with tracer.start_as_current_span(name, context=context, attributes=clean) as current:
-        yield current
+    with tracer.start_as_current_span(
+        name,
+        context=context,
+        attributes=clean,
+        record_exception=False,
+        set_status_on_exception=False,
+    ) as current:
+        try:
+            yield current
+        except Exception as exc:
+            kind = type(exc)
+            current.set_attribute("error.type", f"{kind.__module__}.{kind.__qualname__}")
+            current.set_status(trace.StatusCode.ERROR, kind.__name__)
+            raise
 
 
 def inject(meta: dict[str, Any]) -> None:

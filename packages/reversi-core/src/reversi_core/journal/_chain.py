@@ -10,9 +10,10 @@ the first) and::
 
     hash = sha256(prev_hash "|" seq "|" step "|" kind "|" content)   # UTF-8, hex digest
 
-The SQLite journal computes it here (:func:`link_hash`); the PostgreSQL journal computes
-the same bytes in its statements with ``sha256()`` (``_pg_sql.py``), where the run's row
-keeps the chain's head (``chain_seq``, ``chain_hash``).
+The SQLite journal computes it here (:func:`link_hash`) and stores the chain as
+``_sqlite_chain.py`` tells; the PostgreSQL journal computes the same bytes in its
+statements with ``sha256()`` (``_pg_sql.py``), where the run's row keeps the chain's head
+(``chain_seq``, ``chain_hash``).
 
 :func:`verify_chain` recomputes a run's chain, then folds each step's records (each
 record's ``content`` updates the step's fields, in order) and compares the result with
@@ -32,6 +33,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from .._json import dumps_text
 from ._base import StepRecord, step_idempotency_key
 
@@ -42,7 +45,6 @@ __all__ = [
     "Verification",
     "content",
     "link_hash",
-    "sqlite_append",
     "verify_chain",
 ]
 
@@ -87,13 +89,26 @@ STEP_FIELDS = (
 """The fields of a step the chain covers (every column of its row and its edges)."""
 
 
+_FRAGMENT = getattr(orjson, "Fragment", None)
+"""``orjson.Fragment`` (orjson 3.9.11 and later): JSON text put in a document as it is."""
+
+
 def content(plain: Mapping[str, Any], encoded: Mapping[str, str | None] | None = None) -> str:
     """A record's ``content``: a JSON object of ``plain`` values and of ``encoded`` ones.
 
     ``encoded`` values are JSON texts as the journal stored them (``args``, ``result``,
-    ...; ``None`` is ``null``), put in as they are rather than encoded again, which keeps
-    the cost of a record to a string join. Keys are sorted.
+    ...; ``None`` is ``null``), put in as they are rather than encoded again (``orjson.Fragment``),
+    which keeps the cost of a record to one call of orjson. Keys are sorted.
     """
+    if _FRAGMENT is not None:
+        body: dict[str, Any] = dict(plain)
+        if encoded:
+            for k, v in encoded.items():
+                body[k] = None if v is None else _FRAGMENT(v)
+        try:  # one call of orjson, the stored JSON texts put in as they are
+            return orjson.dumps(body, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        except TypeError:  # a lone surrogate in a plain value: spelled in ASCII, as stored
+            pass
     parts = {k: dumps_text(v) for k, v in plain.items()}
     if encoded:
         for k, v in encoded.items():
@@ -105,20 +120,6 @@ def link_hash(prev: str, seq: int, step: int | None, kind: str, text: str) -> st
     """The record's hash (see the module docstring): a 64-character hex SHA-256."""
     material = f"{prev}|{seq}|{'' if step is None else step}|{kind}|{text}"
     return hashlib.sha256(material.encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def sqlite_append(c: Any, run_id: str, step: int | None, kind: str, text: str) -> None:
-    """Append a record to ``run_id``'s chain inside the caller's SQLite write transaction
-    (``BEGIN IMMEDIATE``: no other writer runs between reading the head and the insert)."""
-    row = c.execute(
-        "SELECT seq, hash FROM chain WHERE run_id = ? ORDER BY seq DESC LIMIT 1", (run_id,)
-    ).fetchone()
-    seq, prev = (row[0] + 1, row[1]) if row else (1, "")
-    c.execute(
-        "INSERT INTO chain (run_id, seq, step, kind, content, prev_hash, hash) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (run_id, seq, step, kind, text, prev, link_hash(prev, seq, step, kind, text)),
-    )
 
 
 @dataclass(frozen=True)

@@ -16,8 +16,9 @@ from typing import Any
 
 from ..redact import scrub
 from ._base import LostStep, StepRecord
-from ._chain import recorded_content, sqlite_append
+from ._chain import recorded_content
 from ._schema import dumps
+from ._sqlite_chain import ChainHeads, sqlite_append
 
 __all__ = [
     "DEFERRED_BYTES_LIMIT",
@@ -100,18 +101,29 @@ class DeferredSteps:
 
     @staticmethod
     def write(
-        c: sqlite3.Connection, items: list[tuple[StepRecord, tuple[Any, ...], LostStep]]
+        c: sqlite3.Connection,
+        items: list[tuple[StepRecord, tuple[Any, ...], LostStep]],
+        heads: ChainHeads | None = None,
     ) -> list[tuple[StepRecord, LostStep]]:
-        """Insert ``items`` in the caller's transaction; returns those whose step number
-        another journal handle had taken meanwhile (they are not written)."""
-        return [(step, on_lost) for step, row, on_lost in items if not write_step(c, step, row)]
+        """Insert ``items`` in the caller's transaction (``heads``: the handle's chain
+        heads); returns those whose step number another journal handle had taken
+        meanwhile (they are not written)."""
+        return [
+            (step, on_lost) for step, row, on_lost in items if not write_step(c, step, row, heads)
+        ]
 
 
 def write_step(
-    c: sqlite3.Connection, step: StepRecord, row: tuple[Any, ...], *, strict: bool = False
+    c: sqlite3.Connection,
+    step: StepRecord,
+    row: tuple[Any, ...],
+    heads: ChainHeads | None = None,
+    *,
+    strict: bool = False,
 ) -> bool:
-    """Insert ``step`` (its :func:`step_row`) and its ``requires`` edges; False when another
-    handle wrote under its number. ``strict``: raise :class:`sqlite3.IntegrityError` then."""
+    """Insert ``step`` (its :func:`step_row`), its ``requires`` edges and its chain record
+    (``heads``: the handle's chain heads); False when another handle wrote under its
+    number. ``strict``: raise :class:`sqlite3.IntegrityError` then."""
     if c.execute(_INSERT_STEP if strict else _INSERT_DEFERRED, row).rowcount != 1:
         return False
     edges = sorted(set(step.requires))
@@ -120,5 +132,5 @@ def write_step(
             "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
             [(step.run_id, step.seq, r) for r in edges],
         )
-    sqlite_append(c, step.run_id, step.seq, "recorded", recorded_content(row, edges))
+    sqlite_append(c, step.run_id, step.seq, "recorded", recorded_content(row, edges), heads)
     return True

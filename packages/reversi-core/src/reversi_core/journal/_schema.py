@@ -78,20 +78,24 @@ MIGRATIONS: list[str] = [
     """
     ALTER TABLE steps ADD COLUMN overwrite TEXT;
     """,
-    # 3: the tamper-evident journal: each run's hash chain of step records (_chain.py); the
-    # runs already here are marked as written before it (chained = 0)
+    # 3: the tamper-evident journal: each run's hash chain of step records (_chain.py),
+    # one B-tree keyed by (runs.num << 32) | seq (_sqlite_chain.py); the runs already here
+    # are marked as written before it (chained = 0) and numbered in the order of their rows
     """
     CREATE TABLE chain (
+        id INTEGER PRIMARY KEY,
         run_id TEXT NOT NULL,
         seq INTEGER NOT NULL,
         step INTEGER,
         kind TEXT NOT NULL,
         content TEXT NOT NULL,
         prev_hash TEXT NOT NULL,
-        hash TEXT NOT NULL,
-        PRIMARY KEY (run_id, seq)
+        hash TEXT NOT NULL
     );
     ALTER TABLE runs ADD COLUMN chained INTEGER NOT NULL DEFAULT 0;
+    ALTER TABLE runs ADD COLUMN num INTEGER;
+    UPDATE runs SET num = rowid;
+    CREATE UNIQUE INDEX runs_num ON runs(num);
     """,
     # 4: reversi console: the approval queue (journal/_approvals.py) and who resolved a step
     """

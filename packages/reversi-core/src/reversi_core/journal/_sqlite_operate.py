@@ -17,13 +17,15 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
 from ._base import StepRecord
-from ._chain import CHAIN_COLUMNS, ChainRecord, Verification, verify_chain
+from ._chain import ChainRecord, Verification, verify_chain
 from ._schema import STEP_COLUMNS, step_from_row
+from ._sqlite_chain import SEQ_MASK, chain_rows, key_range
 
 __all__ = ["RUN_TABLES", "SQLiteReads"]
 
-RUN_TABLES = ("chain", "events", "edges", "steps")
-"""The tables holding a run's rows besides ``runs`` (deleted first, in this order)."""
+RUN_TABLES = ("events", "edges", "steps")
+"""The tables holding a run's rows by ``run_id`` besides ``runs`` (deleted after the run's
+range of ``chain``, in this order)."""
 
 
 class SQLiteReads:
@@ -71,18 +73,23 @@ class SQLiteReads:
             raise JournalError(f"run {run_id!r} has no step {seq}")
         return step_from_row(row, reqs)
 
-    def _chain(self, run_id: str) -> tuple[bool, list[ChainRecord]]:
-        row = self._conn.execute("SELECT chained FROM runs WHERE id = ?", (run_id,)).fetchone()
-        if row is None:
+    def _chain(self, run_id: str) -> tuple[bool, list[ChainRecord], str | None]:
+        """``(chained, records, misplaced)``: the records of the run's range of keys
+        (``_sqlite_chain.py``), and what is wrong with the first whose ``run_id`` or
+        ``seq`` does not agree with its key (``None`` when all do)."""
+        found = chain_rows(self._conn, run_id)
+        if found is None:
             raise JournalError(f"no run {run_id!r} in {self.path}")
-        records = [
-            ChainRecord(*r)
-            for r in self._conn.execute(
-                f"SELECT {CHAIN_COLUMNS} FROM chain WHERE run_id = ? ORDER BY seq",  # noqa: S608 - constant columns
-                (run_id,),
-            )
-        ]
-        return bool(row[0]), records
+        chained, rows = found
+        misplaced = None
+        for r in rows:
+            if r[0] != run_id or r[1] != r[7] & SEQ_MASK:
+                misplaced = (
+                    f"record {r[7] & SEQ_MASK} of the run's range is stored as record {r[1]} "
+                    f"of run {r[0]!r} (moved behind the journal)"
+                )
+                break
+        return chained, [ChainRecord(*r[:7]) for r in rows], misplaced
 
     def run_chain(self, run_id: str) -> list[ChainRecord]:
         with self._reading():
@@ -92,17 +99,21 @@ class SQLiteReads:
         with self._reading():
             self._conn.execute("BEGIN")  # one snapshot for the chain and the steps
             try:
-                chained, records = self._chain(run_id)
+                chained, records, misplaced = self._chain(run_id)
                 steps = self._steps(run_id)
             finally:
                 self._conn.execute("COMMIT")
+        if misplaced is not None:
+            return Verification(run_id, "tampered", records=len(records), what=misplaced)
         return verify_chain(run_id, chained, records, steps)
 
     def delete_run(self, run_id: str, statuses: Collection[str]) -> bool:
         with self._tx() as c:
-            row = c.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
+            row = c.execute("SELECT status, num FROM runs WHERE id = ?", (run_id,)).fetchone()
             if row is None or row[0] not in statuses:
                 return False
+            first, last = key_range(row[1])
+            c.execute("DELETE FROM chain WHERE id BETWEEN ? AND ?", (first, last))
             for table in RUN_TABLES:
                 c.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608 - constant table names
             c.execute("DELETE FROM runs WHERE id = ?", (run_id,))

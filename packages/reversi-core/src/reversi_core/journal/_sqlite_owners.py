@@ -15,8 +15,9 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import JournalError, RollbackInProgressError
-from ._chain import recovered_content, sqlite_append
+from ._chain import recovered_content
 from ._owner import owner_alive, owner_pid, taken_over
+from ._sqlite_chain import sqlite_append
 
 __all__ = ["check_rollback", "recover", "take_rollback"]
 

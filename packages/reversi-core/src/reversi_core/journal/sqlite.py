@@ -56,6 +56,7 @@ from ._schema import (
     dumps,
     run_from_row,
 )
+from ._sqlite_chain import ChainHeads, sqlite_append
 from ._sqlite_file import (
     JOURNAL_FILENAME,
     Transaction,
@@ -99,6 +100,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         self._light: set[tuple[str, int]] = set()
         self._deferred = DeferredSteps()  # finished steps not yet written (defer_step)
         self._rollbacks: set[str] = set()  # the runs this handle rolls back
+        self._heads = ChainHeads()  # each run's chain head as last appended (a checked hint)
 
     # -- opening -----------------------------------------------------------------
 
@@ -185,8 +187,8 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def create_run(self, run_id: str, scope: list[str], label: str | None) -> RunRecord:
         with self._tx() as c:
             c.execute(
-                "INSERT INTO runs (id, started_at, status, scope, label, chained) "
-                "VALUES (?, ?, 'open', ?, ?, 1)",
+                "INSERT INTO runs (id, started_at, status, scope, label, chained, num) "
+                "VALUES (?, ?, 'open', ?, ?, 1, (SELECT coalesce(max(num), 0) + 1 FROM runs))",
                 (run_id, time.time(), json.dumps(sorted(scope)), label),
             )
         return self.get_run(run_id)
@@ -262,7 +264,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             text = chain.rejected_content(
                 tool, effect, permission, args_json, reason, now, error, approval_json
             )
-            chain.sqlite_append(c, run_id, seq, "rejected", text)
+            sqlite_append(c, run_id, seq, "rejected", text, self._heads)
             self._seq_hint[run_id] = seq + 1
         return seq
 
@@ -331,7 +333,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                     tool, effect, permission, args_json, reason, self._owner, now,
                     approval_json, edges,
                 )  # fmt: skip
-                chain.sqlite_append(c, run_id, seq, "begin", text)
+                sqlite_append(c, run_id, seq, "begin", text, self._heads)
             # only once committed (a failed COMMIT leaves no gap in the numbers, no stale
             # entry), and under the lock still (the RLock: _tx takes it again)
             self._seq_hint[run_id] = seq + 1
@@ -389,7 +391,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 (*values, run_id, seq),
             )
             if cur.rowcount == 1:
-                chain.sqlite_append(c, run_id, seq, "finish", chain.finish_content(*values))
+                sqlite_append(c, run_id, seq, "finish", chain.finish_content(*values), self._heads)
             else:
                 # Another process decided this step was orphaned: keep the late outcome as
                 # an event, do not overwrite what a person may already have resolved.
@@ -412,7 +414,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def record_step(self, step: StepRecord) -> None:
         try:
             with self._tx(light=self._is_light(step.effect)) as c:
-                write_step(c, step, step_row(step), strict=True)
+                write_step(c, step, step_row(step), self._heads, strict=True)
         except sqlite3.IntegrityError:
             raise JournalError(taken_message(step)) from None
 
@@ -431,7 +433,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             light = all(self._is_light(step.effect) for step, _, _ in items)
             try:
                 with self._tx(light=light) as c:
-                    taken = DeferredSteps.write(c, items)
+                    taken = DeferredSteps.write(c, items, self._heads)
             except sqlite3.Error as exc:
                 error = JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}")
                 lost = [(step, on_lost, error) for step, _, on_lost in items]
@@ -467,9 +469,8 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 ("applied" if applied else "not_applied", *values, by, run_id, seq),
             )
             if cur.rowcount == 1:
-                chain.sqlite_append(
-                    c, run_id, seq, "resolve", chain.resolve_content(applied, *values)
-                )
+                text = chain.resolve_content(applied, *values)
+                sqlite_append(c, run_id, seq, "resolve", text, self._heads)
             self._event(c, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
@@ -512,9 +513,8 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 (*values, run_id, seq),
             )
             if cur.rowcount == 1:
-                chain.sqlite_append(
-                    c, run_id, seq, "rollback_state", chain.rollback_content(*values)
-                )
+                text = chain.rollback_content(*values)
+                sqlite_append(c, run_id, seq, "rollback_state", text, self._heads)
             self._event(
                 c,
                 run_id,
@@ -548,7 +548,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             ).rowcount
             if not changed:
                 raise JournalError(f"run {run_id!r} has no step {seq}")
-            chain.sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text))
+            sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text), self._heads)
             self._event(c, run_id, seq, "overwrite_allowed", decision)
 
     # -- events ------------------------------------------------------------------

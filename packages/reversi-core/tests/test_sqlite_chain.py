@@ -1,0 +1,122 @@
+"""How the SQLite journal stores and appends its hash chain (journal/_sqlite_chain.py): one
+B-tree keyed by the run's number and the record's seq, the head cached by each handle
+and checked in every write transaction, so that several handles (processes) writing one
+journal, and a transaction rolled back after its append, still leave one dense chain."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from reversi_core.journal import SQLiteJournal, StepState
+from reversi_core.journal import _chain as chain
+from reversi_core.journal._sqlite_chain import SEQ_BITS, key_range, sqlite_append
+
+
+def _write(journal: SQLiteJournal, run_id: str, key: str) -> int:
+    step = journal.begin_step(run_id, "mem.put", "reversible", "x:y", {"key": key}, None, None, [])
+    journal.finish_step(
+        run_id, step.seq, StepState.SUCCEEDED, result={"old": None}, error=None,
+        compensation={"tool": "mem.delete", "args": {"key": key}}, compensation_error=None,
+    )  # fmt: skip
+    return step.seq
+
+
+def _keys(path: Path) -> list[tuple[int, str, int]]:
+    conn = sqlite3.connect(path / "journal.sqlite3")
+    try:
+        return conn.execute("SELECT id, run_id, seq FROM chain ORDER BY id").fetchall()
+    finally:
+        conn.close()
+
+
+def test_two_handles_appending_in_turn_keep_one_dense_chain(tmp_path: Path) -> None:
+    one = SQLiteJournal.open(tmp_path)
+    two = SQLiteJournal.open(tmp_path)
+    try:
+        one.create_run("run_a", ["x:y"], None)
+        for i in range(4):  # each handle's cached head is stale at every other write
+            _write(one if i % 2 == 0 else two, "run_a", f"k{i}")
+        assert [r.seq for r in one.run_chain("run_a")] == list(range(1, 9))
+        assert one.verify_run("run_a").status == "ok"
+        assert two.verify_run("run_a").status == "ok"
+    finally:
+        one.close()
+        two.close()
+
+
+def test_runs_are_numbered_and_each_holds_its_own_range_of_keys(tmp_path: Path) -> None:
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", [], None)
+        journal.create_run("run_b", [], None)
+        _write(journal, "run_b", "b")
+        _write(journal, "run_a", "a")
+        _write(journal, "run_b", "c")
+    rows = _keys(tmp_path)
+    a, b = key_range(1), key_range(2)
+    assert [(i - a[0], s) for i, r, s in rows if r == "run_a"] == [(1, 1), (2, 2)]
+    assert [(i - b[0], s) for i, r, s in rows if r == "run_b"] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert a[1] < b[0]
+    assert b[0] == 2 << SEQ_BITS
+
+
+def test_a_transaction_rolled_back_after_its_append_leaves_no_gap(tmp_path: Path) -> None:
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", ["x:y"], None)
+        _write(journal, "run_a", "a")
+
+        def append_then_fail() -> None:
+            # the record is appended (and the handle's head moved on), then the write fails
+            with journal._tx() as c:
+                text = chain.rollback_content(None, None)
+                sqlite_append(c, "run_a", 1, "rollback_state", text, journal._heads)
+                raise RuntimeError("the write after the append failed")
+
+        with pytest.raises(RuntimeError):
+            append_then_fail()
+        _write(journal, "run_a", "b")
+        assert [r.seq for r in journal.run_chain("run_a")] == [1, 2, 3, 4]
+        assert journal.verify_run("run_a").status == "ok"
+
+
+def test_a_run_deleted_and_made_again_is_chained_from_its_first_record(tmp_path: Path) -> None:
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", ["x:y"], None)
+        _write(journal, "run_a", "a")  # this handle caches run_a's head
+        journal.start_rollback("run_a")
+        journal.finish_rollback("run_a", True)
+        assert journal.delete_run("run_a", {"rolled_back"})
+        journal.create_run("run_a", ["x:y"], None)
+        _write(journal, "run_a", "b")
+        assert [r.seq for r in journal.run_chain("run_a")] == [1, 2]
+        assert journal.verify_run("run_a").status == "ok"
+    assert [r for _, r, _ in _keys(tmp_path)] == ["run_a", "run_a"]  # nothing left of the first
+
+
+def test_a_record_moved_to_another_run_or_seq_is_reported(tmp_path: Path) -> None:
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", ["x:y"], None)
+        _write(journal, "run_a", "a")
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    with conn:
+        conn.execute("UPDATE chain SET seq = 7 WHERE run_id = 'run_a' AND seq = 2")
+    conn.close()
+    with SQLiteJournal.open(tmp_path) as journal:
+        result = journal.verify_run("run_a")
+    assert result.status == "tampered"
+    assert "stored as record 7" in (result.what or "")
+
+
+def test_content_is_the_same_text_with_or_without_orjson_fragments(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    plain = {"tool": "t", "at": 1.5, "requires": [3, 1], "reason": None, "name": "é"}
+    encoded = {"args": '{"k":1,"s":"\\ud800"}', "result": None}
+    fast = chain.content(plain, encoded)
+    monkeypatch.setattr(chain, "_FRAGMENT", None)
+    assert chain.content(plain, encoded) == fast
+    assert fast.startswith('{"args":{"k":1,"s":"\\ud800"},"at":1.5,')
+    # a lone surrogate in a plain value is spelled in ASCII, as the journal stores it
+    assert chain.content({"reason": "x\udc80"}) == '{"reason":"x\\udc80"}'
