@@ -62,6 +62,7 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _HEAD_BYTES = 4096
 """How much of an oversized line is kept to find its request id."""
 
+
 def encode_line(message: dict[str, Any]) -> bytes:
     """One JSON-RPC message as a line of UTF-8 bytes (any string can be encoded: see
     :mod:`reversi_core._json`)."""
