@@ -302,17 +302,19 @@ class RawCalls:
         *,
         session: bytes | None,
     ) -> None:
-        """Relay one call and answer its POST as soon as its result is known.
+        """Relay one call and answer its POST.
 
         ``call`` is (request id, tool, arguments, ``_meta``, client, run). A handshake
         client's call (``session``) can be cancelled by its ``notifications/cancelled``
         and is then answered ``Request cancelled``; a 2026-07-28 client's call is
-        cancelled when the client closes the connection before its answer.
+        cancelled when the client closes the connection before its answer. The answer
+        leaves when ``relay_call`` returns: for a read, right after its result was
+        handed over and its record queued (the engine does not wait between the two).
         """
         rid, name, args, meta, client, run = call
         answer: list[dict[str, Any]] = []
-        known = anyio.Event()
         relaying = anyio.CancelScope()
+        watching = anyio.CancelScope()
         stamp = self._stamp
 
         def reply(result: dict[str, Any]) -> None:
@@ -320,7 +322,7 @@ class RawCalls:
                 result["resultType"] = "complete"
                 result["_meta"][SERVER_INFO_META_KEY] = stamp
             answer.append({"jsonrpc": "2.0", "id": rid, "result": result})
-            known.set()
+            watching.cancel()  # once answered, leaving ends nothing
 
         async def relay() -> None:
             with relaying:
@@ -330,39 +332,33 @@ class RawCalls:
                     say(f"error: {name}: {describe(exc)}", self._errlog)
                     if not answer:
                         answer.append(_error(rid, INTERNAL_ERROR, "Internal server error"))
-            known.set()
 
-        async def watch(watching: anyio.CancelScope) -> None:
+        async def watch() -> None:
             with watching:
                 while (await receive())["type"] != "http.disconnect":
                     pass
                 relaying.cancel()  # the client left before its answer
 
-        key = (session.decode("latin-1"), rid) if session is not None else None
-        if key is not None:
-            self._inflight[key] = relaying
         self.served += 1
-        try:
+        if session is None:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(relay)
-                watching = anyio.CancelScope()
-                if session is None:
-                    tg.start_soon(watch, watching)
-                await known.wait()
-                watching.cancel()  # once answered, leaving ends nothing
-                headers = [(b"mcp-session-id", session)] if session is not None else []
-                if answer:
-                    error = answer[0].get("error")
-                    status = 200
-                    if error is not None and session is None:
-                        status = ERROR_CODE_HTTP_STATUS.get(error["code"], 200)
-                    await _respond(send, status, dumps(answer[0]), headers)
-                elif session is not None:  # cancelled by the client's notification
-                    cancelled = _error(rid, REQUEST_CANCELLED, "Request cancelled")
-                    await _respond(send, 200, dumps(cancelled), headers)
+                tg.start_soon(watch)
+                await relay()
+                watching.cancel()
+            if answer:  # else the client is gone
+                error = answer[0].get("error")
+                status = ERROR_CODE_HTTP_STATUS.get(error["code"], 200) if error else 200
+                await _respond(send, status, dumps(answer[0]), [])
+            return
+        key = (session.decode("latin-1"), rid)
+        self._inflight[key] = relaying
+        try:
+            await relay()
         finally:
-            if key is not None:
-                del self._inflight[key]
+            del self._inflight[key]
+        if not answer:  # cancelled by the client's notifications/cancelled
+            answer.append(_error(rid, REQUEST_CANCELLED, "Request cancelled"))
+        await _respond(send, 200, dumps(answer[0]), [(b"mcp-session-id", session)])
 
     async def _cancel(self, session: str, params: dict[str, Any], send: Send) -> bool:
         """Cancel a raw call of ``session``; False when it is not one (the SDK's then)."""
