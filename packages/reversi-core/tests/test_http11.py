@@ -23,8 +23,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-Behaviour = Callable[[int, h11.Request, bytes], bytes | None]
-"""(connection number, request, body) -> the answer's body, or None to close unanswered."""
+Behaviour = Callable[[int, h11.Request, bytes], bytes | list[bytes] | None]
+"""(connection number, request, body) -> the answer's body (a list: sent chunked, in
+those pieces), or None to close unanswered."""
 
 
 @asynccontextmanager
@@ -64,15 +65,23 @@ async def server(
                 answer = behaviour(number, request, body)
                 if answer is None:
                     return  # closes without answering
-                head = [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", b"%d" % len(answer)),
-                ]
-                await stream.send(
-                    conn.send(h11.Response(status_code=200, headers=head))
-                    + conn.send(h11.Data(data=answer))
-                    + conn.send(h11.EndOfMessage())
-                )
+                if isinstance(answer, list):  # chunked, one piece at a time
+                    events = [(b"content-type", b"text/event-stream")]
+                    await stream.send(conn.send(h11.Response(status_code=200, headers=events)))
+                    for piece in answer:
+                        await stream.send(conn.send(h11.Data(data=piece)))
+                        await anyio.sleep(0.01)
+                    await stream.send(conn.send(h11.EndOfMessage()))
+                else:
+                    head = [
+                        (b"content-type", b"application/json"),
+                        (b"content-length", b"%d" % len(answer)),
+                    ]
+                    await stream.send(
+                        conn.send(h11.Response(status_code=200, headers=head))
+                        + conn.send(h11.Data(data=answer))
+                        + conn.send(h11.EndOfMessage())
+                    )
                 if close_after_answer:
                     return
                 conn.start_next_cycle()
@@ -145,3 +154,16 @@ async def test_nothing_sent_and_an_answer_lost_are_told_apart() -> None:
     async with server(lambda n, r, b: None) as (port, _):
         with pytest.raises(Broken, match="without answering"):
             await pool(port).request("POST", "/mcp", {}, b"{}")
+
+
+async def test_event_stream_lines_split_at_cr_lf_only_and_utf8_across_chunks() -> None:
+    data = '{"text": "a\u2028b \u00e9t\u00e9"}'.encode()  # U+2028 as it is, in a JSON string
+    cut = data.index("\u00e9".encode()) + 1  # inside the two bytes of the first é
+    pieces = [b"event: message\r\ndata: " + data[:cut], data[cut:] + b"\r", b"\n\r\nid: 7\n"]
+    async with server(lambda n, r, b: pieces) as (port, _):
+        client = pool(port)
+        response = await client.request("POST", "/mcp", {}, b"{}")
+        lines = [line async for line in response.aiter_lines()]
+        await response.aclose()
+        await client.aclose()
+    assert lines == ["event: message", "data: " + data.decode(), "", "id: 7"]

@@ -26,6 +26,8 @@ closed.
 
 from __future__ import annotations
 
+import codecs
+import re
 import select
 import socket
 import ssl
@@ -40,6 +42,7 @@ import h11
 __all__ = ["Broken", "NotSent", "Pool", "Response"]
 
 _READ = 65536
+_EOL = re.compile("\r\n|\r|\n")
 
 
 class NotSent(Exception):
@@ -105,20 +108,24 @@ class Response:
         return b"".join([chunk async for chunk in self._chunks()])
 
     async def aiter_lines(self) -> AsyncIterator[str]:
-        """The body's lines (``\\n``, ``\\r\\n`` or ``\\r`` ended), as they come."""
+        """The body's lines as they come, split as server-sent events are: at ``\r\n``,
+        ``\n`` or ``\r`` only (never at the other line breaks of Unicode, which a JSON
+        string may hold as they are), decoded as UTF-8 across chunk boundaries."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
         pending = ""
         async for chunk in self._chunks():
-            pending += chunk.decode("utf-8", errors="replace")
-            lines = pending.splitlines(keepends=True)
-            pending = ""
-            if (lines and not lines[-1].endswith(("\n", "\r"))) or (
-                lines and lines[-1].endswith("\r")
-            ):
-                pending = lines.pop()
+            text = pending + decoder.decode(chunk)
+            held = text.endswith("\r")  # it may be the first half of "\r\n"
+            *lines, pending = _EOL.split(text[:-1] if held else text)
+            if held:
+                pending += "\r"
             for line in lines:
-                yield line.rstrip("\r\n")
-        if pending:
-            yield pending.rstrip("\r\n")
+                yield line
+        lines = _EOL.split(pending + decoder.decode(b"", final=True))
+        if lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            yield line
 
     async def aclose(self) -> None:
         """Give the connection back if the exchange ended cleanly, else close it."""
