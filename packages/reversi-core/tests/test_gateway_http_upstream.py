@@ -61,7 +61,8 @@ class BoxOverHttp:
             env=dict(env or os.environ),
         )
         deadline = time.monotonic() + 30
-        while not port_file.exists():
+        # the file exists a moment before its URL is written in it
+        while not (port_file.exists() and port_file.read_text().endswith("/mcp")):
             assert self.proc.poll() is None, (box.tmp / "upstream.err").read_text()
             assert time.monotonic() < deadline, "the HTTP upstream did not start"
             time.sleep(0.02)

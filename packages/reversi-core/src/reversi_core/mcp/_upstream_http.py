@@ -9,8 +9,10 @@ opens: ``server/discover`` first (2026-07-28: stateless, every request carries i
 handshake (the newest handshake version the SDK knows; a session id). Then every page of
 ``tools/list``, read into SDK models once, and one POST per request, whose answer is a
 JSON body or an SSE stream (its ``ping`` requests answered, other requests refused, its
-notifications ignored). httpx verifies the server's certificate (``REVERSI_UPSTREAM_CA_FILE``
-names a CA bundle of one's own).
+notifications ignored), on the keep-alive connections of a lean HTTP/1.1 client
+(:class:`~._http11.Pool`, h11), which verifies the server's certificate with httpx's
+default CA bundle (certifi's) or ``REVERSI_UPSTREAM_CA_FILE``'s, and takes nothing from
+the environment (no proxy, ``.netrc`` or CA bundle variable).
 
 What a failure means for the step (docs/gateway.md, "Failures"): a request that never
 left (no connection, TLS refused, the credentials refused with 401 or 403) is
@@ -49,6 +51,7 @@ from mcp_types.version import (
 from ..__about__ import __version__
 from .._json import dumps, loads
 from ..redact import register_secret
+from ._http11 import Broken, NotSent, Pool, Response
 from ._link import UpstreamNotSent
 from ._messages import PROG, describe, say
 from ._upstream import DEFAULT_START_TIMEOUT, UpstreamClosed, UpstreamError, _result_of
@@ -163,8 +166,16 @@ def upstream_credentials(environ: Mapping[str, str]) -> tuple[dict[str, str], st
     return headers, ca_file
 
 
-def _verify(ca_file: str | None) -> ssl.SSLContext | bool:
-    return ssl.create_default_context(cafile=ca_file) if ca_file else True
+def _tls_context(ca_file: str | None) -> ssl.SSLContext:
+    """The upstream's TLS context: httpx's default one (certifi's CA bundle, nothing
+    from the environment) or one trusting ``ca_file``; the certificate and the host
+    name are verified either way; ALPN offers HTTP/1.1 only."""
+    if ca_file:
+        context = ssl.create_default_context(cafile=ca_file)
+    else:
+        context = httpx.create_ssl_context(verify=True, trust_env=False)
+    context.set_alpn_protocols(["http/1.1"])
+    return context
 
 
 class HttpLink:
@@ -277,7 +288,7 @@ class HttpLink:
         try:
             async with self._exchange(message) as response:
                 await response.aread()
-        except (UpstreamNotSent, UpstreamClosed, _SessionGone, httpx.HTTPError):
+        except (UpstreamNotSent, UpstreamClosed, _SessionGone):
             pass
 
     async def _post(self, method: str, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -307,7 +318,7 @@ class HttpLink:
         return answer
 
     @asynccontextmanager
-    async def _exchange(self, message: dict[str, Any]) -> AsyncIterator[httpx.Response]:
+    async def _exchange(self, message: dict[str, Any]) -> AsyncIterator[Response]:
         headers = {
             "Accept": "application/json, text/event-stream",
             "Content-Type": "application/json",
@@ -324,15 +335,12 @@ class HttpLink:
                 headers["Mcp-Name"] = encode_header_value(name)
                 if method == "tools/call" and isinstance(params.get("arguments"), dict):
                     headers.update(self._param_headers(name, params["arguments"]))
-        request = self._up.http.build_request(
-            "POST", self._up.url, content=dumps(message), headers=headers
-        )
         try:
-            response = await self._up.http.send(request, stream=True)
-        except (httpx.ConnectError, httpx.ConnectTimeout, httpx.UnsupportedProtocol) as exc:
-            raise UpstreamNotSent(_why(exc)) from None
-        except httpx.TransportError as exc:
-            raise UpstreamClosed(_why(exc)) from None
+            response = await self._up.http.request("POST", self._up.target, headers, dumps(message))
+        except NotSent as exc:
+            raise UpstreamNotSent(str(exc)) from None
+        except Broken as exc:
+            raise UpstreamClosed(str(exc)) from None
         try:
             status = response.status_code
             if status in (401, 403):
@@ -346,12 +354,12 @@ class HttpLink:
             if session and message.get("method") == "initialize":
                 self.session = session
             yield response
-        except httpx.TransportError as exc:
-            raise UpstreamClosed(_why(exc)) from None
+        except Broken as exc:
+            raise UpstreamClosed(str(exc)) from None
         finally:
             await response.aclose()
 
-    async def _answer(self, rid: int, response: httpx.Response) -> dict[str, Any]:
+    async def _answer(self, rid: int, response: Response) -> dict[str, Any]:
         status = response.status_code
         kind = response.headers.get("content-type", "").split(";")[0].strip()
         if kind == "text/event-stream" and status < 300:
@@ -410,11 +418,12 @@ class HttpLink:
         if self.session is None:
             return
         headers = {"Mcp-Session-Id": self.session, "MCP-Protocol-Version": self.version}
-        with anyio.move_on_after(2.0), suppress(httpx.HTTPError):
-            await self._up.http.delete(self._up.url, headers=headers)
+        with anyio.move_on_after(2.0), suppress(NotSent, Broken):
+            response = await self._up.http.request("DELETE", self._up.target, headers)
+            await response.aclose()
 
 
-async def _events(response: httpx.Response) -> AsyncIterator[Any]:
+async def _events(response: Response) -> AsyncIterator[Any]:
     """The JSON messages of an SSE stream (``data:`` lines joined, one per event)."""
     data: list[str] = []
     async for line in response.aiter_lines():
@@ -458,16 +467,11 @@ def _error(code: int, message: str) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
 
 
-def _why(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    return f"{type(exc).__name__}: {text}"
-
-
 class HttpUpstream:
     """The upstream MCP server at ``url``, over streamable HTTP (see the module docstring).
 
     ``headers`` carry its credentials; ``ca_file`` names the CA bundle that may sign its
-    certificate (default: the system's, through httpx). ``task_group`` runs the small
+    certificate (default: httpx's bundle, certifi's). ``task_group`` runs the small
     background sends (a ``ping``'s answer, a cancellation). ``start_timeout`` bounds
     opening a link, in seconds.
     """
@@ -486,16 +490,22 @@ class HttpUpstream:
         self._tg = task_group
         self._start_timeout = start_timeout
         self._errlog = errlog
-        self.http = httpx.AsyncClient(
-            headers=dict(headers or {}),
-            verify=_verify(ca_file),
-            timeout=httpx.Timeout(None, connect=_CONNECT_TIMEOUT),
-            follow_redirects=False,
-            limits=httpx.Limits(max_keepalive_connections=32, keepalive_expiry=60),
-            # no proxy, .netrc or SSL_CERT_FILE from the environment: a proxy variable
-            # would carry the upstream's token, in clear for an http:// loopback upstream,
-            # to another machine (https://www.python-httpx.org/environment_variables/)
-            trust_env=False,
+        parts = urlsplit(url)
+        self.target = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        https = parts.scheme == "https"
+        self.http = Pool(
+            parts.scheme,
+            parts.hostname or "",
+            parts.port or (443 if https else 80),
+            # httpx's TLS context with trust_env=False: certifi's CA bundle (or the given
+            # one), never SSL_CERT_FILE; and the pool reads no proxy or .netrc variable,
+            # which would carry the upstream's token, in clear for an http:// loopback
+            # upstream, to another machine (https://www.python-httpx.org/environment_variables/)
+            ssl_context=_tls_context(ca_file) if https else None,
+            headers={"User-Agent": f"{PROG}/{__version__}", **(headers or {})},
+            connect_timeout=_CONNECT_TIMEOUT,
+            keep=32,
+            expiry=60.0,
         )
         self.envelope: dict[str, Any] = {
             "io.modelcontextprotocol/protocolVersion": MODERN,

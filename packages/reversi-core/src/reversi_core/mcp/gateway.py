@@ -251,15 +251,20 @@ class Gateway:
         meta: dict[str, Any],
         client: str,
         reply: Callable[[dict[str, Any]], None],
+        *,
+        run: Run | None = None,
     ) -> None:
         """Serve one ``tools/call`` from its parsed JSON; ``reply`` gets its result, once.
 
         The caller made sure that no person needs to be asked (``name`` not in
-        :attr:`asks`) and that ``args`` and ``meta`` are objects. A read-only tool's
+        :attr:`asks`) and that ``args`` and ``meta`` are objects. ``run`` is the run
+        the call belongs to (over HTTP, its session's); by default the session's one
+        run, begun now for ``client`` if there is none yet. A read-only tool's
         result is passed to ``reply`` as soon as the upstream answered, before the step
         is journaled (docs/engine.md, CALL-4); any other, once its outcome is journaled.
         """
-        run = self._run or self.ensure_run(client)
+        if run is None:
+            run = self._run or self.ensure_run(client)
         if self._prefix:
             name = self._prefix + name
         reason = meta.get(REASON_META)

@@ -47,6 +47,7 @@ from ..engine import Run
 from ..errors import ReversiError
 from ..journal import open_journal
 from ._approval import client_name, modern
+from ._http_raw import RawCalls
 from ._link import Link, make_upstream
 from ._listen import (
     DEFAULT_IDLE_TIMEOUT,
@@ -132,6 +133,8 @@ class HttpGateway(Gateway):
         super().__init__(*args, **kwargs)
         self.idle_timeout = idle_timeout
         self._runs: dict[str, tuple[Run, float]] = {}  # key -> (run, last request)
+        self._clients: dict[str, str] = {}  # session id -> the client's name
+        self._schemas = {tool.name: tool.input_schema for tool in self.index.listed}
 
     @property
     def runs(self) -> dict[str, Run]:
@@ -142,6 +145,29 @@ class HttpGateway(Gateway):
         """The run of the request: its session's, or the stateless one (started now if
         there is none, or it was idle for too long)."""
         key = self._key(ctx)
+        client = client_name(ctx)
+        if key != self.STATELESS:
+            self._clients[key] = client
+        return self._run_of(key, client)
+
+    def stateless_run(self, client: str) -> Run:
+        """The run of a stateless request served on the raw path (see :meth:`run_for`)."""
+        return self._run_of(self.STATELESS, client)
+
+    def session_run(self, session: str) -> tuple[Run, str] | None:
+        """The run of a handshake session whose client finished the handshake, and the
+        client's name; ``None`` for any other session."""
+        held = self._runs.get(session)
+        if held is None:
+            return None
+        self._runs[session] = (held[0], time.monotonic())
+        return held[0], self._clients.get(session, "the MCP client")
+
+    def input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema of the tool ``name`` as listed to clients (``None``: not listed)."""
+        return self._schemas.get(name)
+
+    def _run_of(self, key: str, client: str) -> Run:
         now = time.monotonic()
         held = self._runs.get(key)
         if held is not None and (key != self.STATELESS or now - held[1] <= self.idle_timeout):
@@ -149,13 +175,14 @@ class HttpGateway(Gateway):
         else:
             self._sweep(now)
             how = " (stateless HTTP)" if key == self.STATELESS else f" (HTTP session {key[:8]})"
-            run = self.start_run(client_name(ctx), how)
+            run = self.start_run(client, how)
         self._runs[key] = (run, now)
         return run
 
     def end_session(self, session_id: str) -> None:
         """Forget the run of a session the client ended (``DELETE``)."""
         self._runs.pop(session_id, None)
+        self._clients.pop(session_id, None)
 
     def _key(self, ctx: ServerRequestContext[Any]) -> str:
         if modern(ctx):
@@ -170,6 +197,7 @@ class HttpGateway(Gateway):
         for key, (_, last) in list(self._runs.items()):
             if now - last > self.idle_timeout:
                 del self._runs[key]
+                self._clients.pop(key, None)
 
     def _reindex(self, conn: Link) -> None:
         super()._reindex(conn)
@@ -215,7 +243,9 @@ class Guard:
     time (:func:`hmac.compare_digest`). A request without the right one is answered
     ``401`` with ``WWW-Authenticate: Bearer`` before its body is read: it reaches
     neither the SDK nor the journal. Another path is ``404``. ``on_deleted`` is told the
-    session id of each session the client ended with ``DELETE``.
+    session id of each session the client ended with ``DELETE``. ``raw`` serves the
+    steady ``tools/call`` POSTs (:class:`~._http_raw.RawCalls`, which hands the SDK
+    every other request); without it every request goes to the SDK.
     """
 
     def __init__(
@@ -225,8 +255,10 @@ class Guard:
         *,
         on_deleted: Callable[[str], None],
         errlog: TextIO,
+        raw: RawCalls | None = None,
     ) -> None:
         self._manager = manager
+        self._raw = raw
         self._expected = f"Bearer {token}".encode()
         self._on_deleted = on_deleted
         self._errlog = errlog
@@ -261,6 +293,9 @@ class Guard:
                     (b"www-authenticate", b'Bearer realm="reversi-gateway"'),
                 ],
             )
+            return
+        if scope["method"] == "POST" and self._raw is not None:
+            await self._raw(scope, receive, send, self._manager.handle_request)
             return
         if scope["method"] != "DELETE":
             await self._manager.handle_request(scope, receive, send)
@@ -360,13 +395,23 @@ async def _serve_http(
 
     _Server = _server_class()
     host, port = sock.getsockname()[:2]
+    mcp_server = gateway.build_server()
+    security = security_settings(listen.host, port, listen.allow_origins)
     manager = StreamableHTTPSessionManager(
-        gateway.build_server(),
-        security_settings=security_settings(listen.host, port, listen.allow_origins),
+        mcp_server,
+        security_settings=security,
         session_idle_timeout=listen.idle_timeout,
         max_request_body_size=gateway.config.max_message_bytes,
     )
-    guard = Guard(manager, token, on_deleted=gateway.end_session, errlog=errlog)
+    raw = RawCalls(
+        gateway,
+        manager,
+        security,
+        max_body=gateway.config.max_message_bytes,
+        stamp=mcp_server.server_info_stamp,
+        errlog=errlog,
+    )
+    guard = Guard(manager, token, on_deleted=gateway.end_session, errlog=errlog, raw=raw)
     config = uvicorn.Config(
         guard,
         interface="asgi3",

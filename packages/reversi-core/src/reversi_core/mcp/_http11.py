@@ -1,0 +1,296 @@
+"""A lean HTTP/1.1 client for the upstream: keep-alive connections, h11 for the protocol.
+
+The gateway sends every ``tools/call`` to an ``--upstream-url`` upstream as one POST,
+so the client's cost is on every call's path (docs/performance.md, "The gateway over
+HTTP"). :class:`Pool` keeps up to ``keep`` idle keep-alive connections to the one
+origin and opens another when all are busy; each request is encoded by `h11
+<https://h11.readthedocs.io/>`_ (which also parses the answer) and written in one
+``send``: head and body in one TCP segment, where httpx/httpcore write them apart.
+What the upstream client needs of an HTTP client, and nothing else:
+
+* TLS verified with the context it is given (``ssl.create_default_context`` or
+  httpx's, with the CA bundle of ``REVERSI_UPSTREAM_CA_FILE``), ALPN ``http/1.1``;
+* nothing from the environment: no proxy, no ``.netrc``, no CA bundle variable (the
+  upstream's token would go wherever a proxy variable says);
+* no redirects followed, no cookies, no content decoding asked for (no
+  ``Accept-Encoding``: the answer comes as it is);
+* errors in two kinds: :class:`NotSent` (the connection could not be opened, so
+  nothing reached the upstream) and :class:`Broken` (the connection failed once the
+  request may have left). A kept connection the upstream closed while idle is found
+  before it is reused (readable while idle, as httpcore does) and replaced.
+
+A connection is reused only when its exchange ended cleanly (h11 back to idle on both
+sides); one whose request was cancelled, or whose answer was not read to its end, is
+closed.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+import select
+import socket
+import ssl
+import time
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+import h11
+
+__all__ = ["Broken", "NotSent", "Pool", "Response"]
+
+_READ = 65536
+_EOL = re.compile("\r\n|\r|\n")
+
+
+class NotSent(Exception):
+    """The request never left: no connection, or TLS refused it."""
+
+
+class Broken(Exception):
+    """The connection failed after the request may have left (its answer is lost)."""
+
+
+class _Conn:
+    __slots__ = ("h11", "idle_since", "sock", "stream")
+
+    def __init__(self, stream: anyio.abc.ByteStream, sock: socket.socket | None) -> None:
+        self.stream = stream
+        self.sock = sock
+        self.h11 = h11.Connection(our_role=h11.CLIENT)
+        self.idle_since = 0.0
+
+    def stale(self, expiry: float) -> bool:
+        """Expired, or readable while idle (the upstream closed it, or sent what it
+        should not have): not to be reused."""
+        if time.monotonic() - self.idle_since > expiry or self.sock is None:
+            return True
+        try:
+            readable, _, _ = select.select([self.sock], [], [], 0)
+        except (OSError, ValueError):
+            return True
+        return bool(readable)
+
+
+class Response:
+    """One answer: ``status_code``, ``headers`` (lowercase names), its body read with
+    :meth:`aread` or :meth:`aiter_lines`; :meth:`aclose` gives the connection back."""
+
+    def __init__(self, pool: Pool, conn: _Conn, head: h11.Response) -> None:
+        self.status_code = head.status_code
+        self.headers: dict[str, str] = {}
+        for name, value in head.headers:
+            key = name.decode("latin-1")
+            if key not in self.headers:
+                self.headers[key] = value.decode("latin-1")
+        self._pool = pool
+        self._conn: _Conn | None = conn
+        self._ended = False
+
+    async def _chunks(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        if conn is None or self._ended:
+            return
+        while True:
+            event = await self._pool._next_event(conn)
+            if type(event) is h11.Data:
+                yield bytes(event.data)
+            elif type(event) is h11.EndOfMessage:
+                self._ended = True
+                return
+            else:
+                raise Broken(f"unexpected {type(event).__name__} in the answer's body")
+
+    async def aread(self) -> bytes:
+        """The whole body."""
+        return b"".join([chunk async for chunk in self._chunks()])
+
+    async def aiter_lines(self) -> AsyncIterator[str]:
+        """The body's lines as they come, split as server-sent events are: at ``\r\n``,
+        ``\n`` or ``\r`` only (never at the other line breaks of Unicode, which a JSON
+        string may hold as they are), decoded as UTF-8 across chunk boundaries."""
+        decoder = codecs.getincrementaldecoder("utf-8")("replace")
+        pending = ""
+        async for chunk in self._chunks():
+            text = pending + decoder.decode(chunk)
+            held = text.endswith("\r")  # it may be the first half of "\r\n"
+            *lines, pending = _EOL.split(text[:-1] if held else text)
+            if held:
+                pending += "\r"
+            for line in lines:
+                yield line
+        lines = _EOL.split(pending + decoder.decode(b"", final=True))
+        if lines[-1] == "":
+            lines.pop()
+        for line in lines:
+            yield line
+
+    async def aclose(self) -> None:
+        """Give the connection back if the exchange ended cleanly, else close it."""
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            await self._pool._release(conn, clean=self._ended)
+
+
+class Pool:
+    """Keep-alive connections to one origin (``scheme``, ``host``, ``port``).
+
+    ``ssl_context`` is used for ``https``; ``headers`` go with every request (the
+    credentials); ``connect_timeout`` bounds opening a connection, in seconds;
+    ``keep`` idle connections are kept for at most ``expiry`` seconds.
+    """
+
+    def __init__(
+        self,
+        scheme: str,
+        host: str,
+        port: int,
+        *,
+        ssl_context: ssl.SSLContext | None,
+        headers: Mapping[str, str],
+        connect_timeout: float,
+        keep: int = 32,
+        expiry: float = 60.0,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._tls = ssl_context if scheme == "https" else None
+        default = 443 if scheme == "https" else 80
+        name = host if host.isascii() else host.encode("idna").decode("ascii")
+        name = f"[{name}]" if ":" in name else name
+        authority = name if port == default else f"{name}:{port}"
+        self._headers = [(b"host", authority.encode("ascii"))]
+        self._headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        self._connect_timeout = connect_timeout
+        self._keep = keep
+        self._expiry = expiry
+        self._idle: list[_Conn] = []
+        self._closed = False
+
+    async def request(
+        self, method: str, target: str, headers: Mapping[str, str], body: bytes = b""
+    ) -> Response:
+        """Send one request and read its answer's head; close the :class:`Response`.
+
+        Raises :class:`NotSent` or :class:`Broken` (see the module docstring).
+        """
+        conn = await self._acquire()
+        head = [
+            *self._headers,
+            *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()),
+        ]
+        head.append((b"content-length", str(len(body)).encode()))
+        done = False
+        try:
+            try:
+                parts = [conn.h11.send(h11.Request(method=method, target=target, headers=head))]
+                if body:
+                    parts.append(conn.h11.send(h11.Data(data=body)))
+                parts.append(conn.h11.send(h11.EndOfMessage()))
+                data = b"".join(part for part in parts if part)  # one write, one segment
+            except h11.LocalProtocolError as exc:
+                raise NotSent(f"the request could not be encoded: {exc}") from None
+            try:
+                await conn.stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise Broken(_why(exc, "the connection broke while sending")) from None
+            while True:
+                event = await self._next_event(conn)
+                if type(event) is h11.Response:
+                    done = True
+                    return Response(self, conn, event)
+                if type(event) is not h11.InformationalResponse:
+                    raise Broken(f"unexpected {type(event).__name__} before the answer")
+        finally:
+            if not done:
+                await _drop(conn)
+
+    async def _next_event(self, conn: _Conn) -> Any:
+        while True:
+            try:
+                event = conn.h11.next_event()
+            except h11.RemoteProtocolError as exc:
+                raise Broken(f"the upstream broke the HTTP protocol: {exc}") from None
+            if event is not h11.NEED_DATA:
+                if event is h11.PAUSED or type(event) is h11.ConnectionClosed:
+                    raise Broken("the upstream closed the connection")
+                return event
+            try:
+                data = await conn.stream.receive(_READ)
+            except (anyio.EndOfStream, anyio.IncompleteRead):
+                data = b""
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                raise Broken(_why(exc, "the connection broke")) from None
+            if not data and conn.h11.their_state is h11.SEND_RESPONSE:
+                raise Broken("the upstream closed the connection without answering")
+            conn.h11.receive_data(data)
+
+    async def _acquire(self) -> _Conn:
+        while self._idle:
+            conn = self._idle.pop()
+            if not conn.stale(self._expiry):
+                return conn
+            await _drop(conn)
+        if self._closed:
+            raise NotSent("the HTTP client is closed")
+        try:
+            with anyio.fail_after(self._connect_timeout):
+                tcp = await anyio.connect_tcp(self._host, self._port)
+        except TimeoutError:
+            raise NotSent(f"no connection within {self._connect_timeout:g} s") from None
+        except OSError as exc:
+            raise NotSent(_why(exc, "no connection")) from None
+        sock = tcp.extra(anyio.abc.SocketAttribute.raw_socket, None)  # noqa: S610 - anyio, not Django
+        stream: anyio.abc.ByteStream = tcp
+        if self._tls is not None:
+            from anyio.streams.tls import TLSStream
+
+            try:
+                with anyio.fail_after(self._connect_timeout):
+                    stream = await TLSStream.wrap(
+                        tcp,
+                        server_side=False,
+                        hostname=self._host,
+                        ssl_context=self._tls,
+                        standard_compatible=False,
+                    )
+            except TimeoutError:
+                await anyio.aclose_forcefully(tcp)
+                raise NotSent(f"no TLS handshake within {self._connect_timeout:g} s") from None
+            except (ssl.SSLError, OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
+                await anyio.aclose_forcefully(tcp)
+                raise NotSent(_why(exc, "TLS failed")) from None
+        return _Conn(stream, sock)
+
+    async def _release(self, conn: _Conn, *, clean: bool) -> None:
+        state = conn.h11
+        if (
+            clean
+            and not self._closed
+            and state.our_state is h11.DONE
+            and state.their_state is h11.DONE
+            and len(self._idle) < self._keep
+        ):
+            state.start_next_cycle()
+            conn.idle_since = time.monotonic()
+            self._idle.append(conn)
+            return
+        await _drop(conn)
+
+    async def aclose(self) -> None:
+        """Close every idle connection; later requests raise :class:`NotSent`."""
+        self._closed = True
+        idle, self._idle = self._idle, []
+        for conn in idle:
+            await _drop(conn)
+
+
+async def _drop(conn: _Conn) -> None:
+    await anyio.aclose_forcefully(conn.stream)
+
+
+def _why(exc: BaseException, what: str) -> str:
+    text = str(exc)
+    return f"{what}: {type(exc).__name__}{': ' + text if text else ''}"
