@@ -67,6 +67,8 @@ def test_register_secret_feeds_the_process_wide_scrub() -> None:
         (["srv", "--client-secret", "s3cr3tvalue", "x"], "srv --client-secret '[REDACTED]' x"),
         (["env", "GITHUB_TOKEN=abc123456", "srv"], "env 'GITHUB_TOKEN=[REDACTED]' srv"),
         (["srv", "postgresql://app:pw123456@db:5432/x"], "srv 'postgresql://app:[REDACTED]@db:5432/x'"),
+        # a password holding a delimiter: all of it, up to the last "@"
+        (["srv", "postgresql://app:pw/12?3#4@56@db/x"], "srv 'postgresql://app:[REDACTED]@db/x'"),
         (["srv", "https://ghp_abc123456@github.com/o/r"], "srv 'https://[REDACTED]@github.com/o/r'"),
         (["srv", "https://h/x?access_token=abc123456&page=2"], "srv 'https://h/x?access_token=[REDACTED]&page=2'"),
         # not credentials: left as written, so the command line still says what ran

@@ -213,11 +213,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    if not args.data:  # with both, that is said first; else a URL refused for its form may hold one
+        check_journal_option(args.journal)
     try:
         args.location = resolve_location(args.journal, args.data)
     except ConfigurationError as exc:
         raise CliError(str(exc), 2) from None
-    check_journal_option(args.journal)
     if args.tool_namespace is not None and not re.fullmatch(r"[a-z][a-z0-9]*", args.tool_namespace):
         raise CliError(
             f"--tool-namespace {args.tool_namespace}: a namespace is a connector token, "
