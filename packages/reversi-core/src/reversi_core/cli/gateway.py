@@ -33,8 +33,9 @@ from typing import TYPE_CHECKING
 
 # Only what parsing the command line needs: the upstream is started before the slow
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
+from .._childenv import child_environment
 from ..errors import ConfigurationError, ManifestError
-from ..journal import JOURNAL_ENV, Durability, resolve_location
+from ..journal import Durability, resolve_location
 from ..mcp._listen import DEFAULT_IDLE_TIMEOUT, TOKEN_ENV, parse_listen, parse_origin, token_from
 from ..redact import scrub_command
 from ._common import CliError, Parser, check_journal_option, fail
@@ -309,15 +310,12 @@ def parse_config(argv: Sequence[str]) -> GatewayConfig:
 
 def upstream_environment() -> dict[str, str]:
     """The upstream's environment: this process's, without ``$REVERSI_JOURNAL`` and the
-    clients' token (``$REVERSI_GATEWAY_TOKEN``).
+    clients' token (``$REVERSI_GATEWAY_TOKEN``): :func:`~reversi_core._childenv.child_environment`.
 
     The upstream needs its own credentials from the environment, never the journal's
     URL, which may carry the journal's password, nor the token clients present.
     """
-    env = dict(os.environ)
-    env.pop(JOURNAL_ENV, None)
-    env.pop(TOKEN_ENV, None)
-    return env
+    return child_environment()
 
 
 def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:
