@@ -139,7 +139,7 @@ def test_a_dry_run_prints_the_plan_writes_nothing_and_the_rollback_then_runs_it(
     assert notes.rows() == before  # nothing journaled, not even the run's status
     assert notes.calls() == []
     assert plan["status"] == "open"
-    assert plan["parallel"] == 8
+    assert plan["parallel"] == 16  # the default (DEFAULT_PARALLEL)
     assert plan["complete"] is True
     assert plan["waves"] == [[6, 5, 4, 3, 2, 1]]
     by_step = {s["step"]: s for s in plan["steps"]}

@@ -388,6 +388,16 @@ class Journal(Protocol):
         """The run's audit trail, oldest first."""
         ...
 
+    def check_writable(self) -> None:
+        """Raise :class:`~reversi_core.errors.JournalError`, saying why, when this handle could
+        not write the journal: opened ``read_only``; a SQLite file that takes no write
+        transaction; a PostgreSQL server that takes no writes (a standby,
+        ``default_transaction_read_only``) or a role without ``SELECT``, ``INSERT`` and
+        ``UPDATE`` on every journal table. Writes nothing. For a gateway, which refuses
+        to start on such a journal rather than fail at its client's first message.
+        """
+        ...
+
     def close(self) -> None:
         """Release the store."""
         ...
