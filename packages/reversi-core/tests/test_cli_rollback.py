@@ -319,3 +319,70 @@ def test_ctrl_c_starts_no_more_compensations_and_lets_the_running_ones_finish(
     assert again.returncode == 0, again.stderr
     started = [c for c in notes.calls() if c.startswith("start")]
     assert sorted(started) == sorted(f"start {i}" for i in range(1, 7))  # 5 and 6 not twice
+
+
+# -- a pending step in the plan -----------------------------------------------------------------
+
+
+def _pending_step(location: str, *, gone: bool) -> str:
+    """A run whose one step, a write, is pending: its call started, no outcome journaled.
+    ``gone``: its owner is a process of this host that has exited (a gateway SIGKILLed);
+    else this process, which lives."""
+    from _stores import sql
+
+    from reversi_core.journal import open_journal
+
+    with open_journal(location) as journal:
+        run = journal.create_run("run_pending", ["x:y"], None)
+        journal.begin_step(run.id, "mem.put", "reversible", "x:y", {}, None, None, [])
+    if gone:
+        exited = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        owner = sql(location, "SELECT owner FROM steps")[0][0]
+        host, _, start = owner.rsplit(":", 2)
+        mark = "%s" if location.startswith("postgresql://") else "?"
+        sql(location, f"UPDATE steps SET owner = {mark}", [f"{host}:{exited.stdout.strip()}:{start}"])
+    return run.id
+
+
+def test_a_dry_run_says_of_a_step_whose_process_is_gone_what_show_says(
+    location: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _pending_step(location, gone=True)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", location)
+    assert reversi.main(["show", run_id]) == 0
+    assert "pending (process gone)" in " ".join(capsys.readouterr().out.split())
+    assert reversi.main(["rollback", run_id, "--dry-run", "--json"]) == 1
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert step["action"] == "uncertain"
+    assert step["reason"].startswith("pending (process gone): the process that made the call")
+    assert "it is made uncertain when a process that writes the journal opens it" in step["reason"]
+    assert "still running" not in step["reason"]
+    assert reversi.main(["rollback", run_id, "--dry-run"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Uncertain or pending" in out
+    assert "pending (process gone)" in out
+    # the resolve it names is taken: the command writes, so it opens the journal as a
+    # writer, which makes the step uncertain first
+    assert reversi.main(["resolve", run_id, "1", "--not-applied"]) == 0
+
+
+def test_a_dry_run_never_suggests_resolving_a_step_still_running(
+    location: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _pending_step(location, gone=False)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", location)
+    assert reversi.main(["rollback", run_id, "--dry-run", "--json"]) == 1
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert step["reason"].startswith("still running in another process")
+    assert "unknown" not in step["reason"]
+    assert "reversi resolve" not in step["reason"]
+    # which would be refused: the step is not uncertain
+    assert reversi.main(["resolve", run_id, "1", "--not-applied"]) == 2
+    assert "not uncertain" in capsys.readouterr().err

@@ -28,6 +28,7 @@ from ._schedule import Waves, waits_for
 from .connector import CompensationCall, Compensator
 from .errors import ReversiError
 from .journal import Journal, RollbackState, StepRecord, StepState
+from .journal._owner import owner_alive
 from .manifest import Effect
 from .redact import scrub
 
@@ -202,14 +203,11 @@ def settled_without_compensation(step: StepRecord, run_id: str) -> Decision | No
         if step.resolution == "not_applied":
             return RollbackState.NOT_APPLICABLE, "resolved as not applied"
         if step.resolution is None:
-            why = (
-                "still running in another process"
-                if step.state is StepState.PENDING
-                else "outcome uncertain"
-            )
+            if step.state is StepState.PENDING:
+                return None, pending_reason(step, run_id)
             return (
                 None,
-                f"{why}: {step.error or 'unknown'}; resolve it with "
+                f"outcome uncertain: {step.error or 'unknown'}; resolve it with "
                 f"'reversi resolve {run_id} {step.seq} --applied|--not-applied', "
                 "then roll back again",
             )
@@ -224,6 +222,29 @@ def settled_without_compensation(step: StepRecord, run_id: str) -> Decision | No
             f"{step.effect} call made by the agent has no compensation: a person must undo it by hand",
         )
     return None
+
+
+def pending_reason(step: StepRecord, run_id: str) -> str:
+    """Why a pending step (its call started, no outcome journaled) is not undone, as
+    ``reversi show`` tells it (:func:`~reversi_core.journal._owner.owner_alive`).
+
+    Its process gone, the step is made uncertain by the next process that opens the
+    journal to write it (a rollback, ``reversi resolve``, a gateway), after which a
+    resolution is taken. Its process alive, the call may still be running: a resolution
+    would be refused, so none is suggested.
+    """
+    if not owner_alive(step.owner):
+        return (
+            "pending (process gone): the process that made the call stopped before its "
+            "outcome was journaled; it is made uncertain when a process that writes the "
+            "journal opens it (a rollback without --dry-run, a gateway, or "
+            f"'reversi resolve {run_id} {step.seq} --applied|--not-applied', which then "
+            "records whether it took effect)"
+        )
+    return (
+        "still running in another process: the call has no outcome journaled yet; roll "
+        "back again once it has finished (or its process has stopped)"
+    )
 
 
 def deferral(standing: list[int]) -> Decision:

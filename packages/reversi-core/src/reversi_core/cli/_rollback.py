@@ -240,7 +240,7 @@ def print_plan(out: Console, plan: RollbackPlan, args: argparse.Namespace) -> No
         )
     sections = [
         ("deferred", "bold yellow", "Deferred (a later step that requires them would still stand)"),
-        ("uncertain", "bold yellow", "Uncertain (resolve them, then roll back)"),
+        ("uncertain", "bold yellow", "Uncertain or pending (each says what it needs)"),
         ("unrecoverable", "bold red", "Unrecoverable (a person must undo these by hand)"),
         ("compensation_failed", "bold red", "No compensation can be computed"),
     ]
