@@ -386,3 +386,57 @@ def test_a_dry_run_never_suggests_resolving_a_step_still_running(
     # which would be refused: the step is not uncertain
     assert reversi.main(["resolve", run_id, "1", "--not-applied"]) == 2
     assert "not uncertain" in capsys.readouterr().err
+
+
+KILL_JOURNAL = """\
+import json, sys
+import psycopg
+call = json.load(sys.stdin)
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:  # the journal's session goes
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        [sys.argv[2]],
+    )
+"""
+"""A compensator that succeeds after ending the journal's connection to its server."""
+
+
+def test_a_connection_lost_during_a_rollback_says_to_run_it_again(
+    pg_location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import secrets
+
+    from reversi_core.journal import open_journal
+
+    monkeypatch.syspath_prepend(str(FIXTURE))
+    tag = f"lost-{secrets.token_hex(4)}"
+    glue = "&" if "?" in pg_location else "?"
+    url = f"{pg_location}{glue}application_name={tag}"
+    root = tmp_path / "root"
+    root.mkdir()
+
+    async def play() -> str:
+        note = load_connector_class("note")(root=root)
+        with open_journal(url) as journal:
+            run = Run.start(
+                journal, registry_for([note]), scope={"note:write"}, executor=executor_for([note])
+            )
+            for i in range(3):
+                await run.call("note.create", {"name": f"n{i}", "text": "x"})
+            return run.id
+
+    run_id = anyio.run(play)
+    script = tmp_path / "kill.py"
+    script.write_text(KILL_JOURNAL)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", url)
+    kill = shlex.join([sys.executable, str(script), pg_location, tag])
+    argv = ["rollback", run_id, "--compensator-cmd", kill, "--parallel", "1"]
+    assert reversi.main(argv) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the connection to the server was lost" in err
+    assert "run the same 'reversi rollback' command again to continue" in err
+    # and running it again does continue
+    assert reversi.main([*argv[:3], shlex.join([sys.executable, "-c", "pass"]), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["complete"] is True

@@ -182,3 +182,41 @@ def test_the_gateway_never_prints_a_password_holding_a_slash_or_an_at(
     _clean(out + err)
     assert err.startswith("reversi-gateway: error: ")
     assert err.count("\n") == 1
+
+
+# -- a journal location that is not taken is bad input (status 2), not a journal error -----
+
+NOT_TAKEN = {
+    "mysql": ("mysql://u@db/reversi", "scheme 'mysql' is not known"),
+    "sqlalchemy": ("postgresql+psycopg://u@db/reversi", "SQLAlchemy's: write postgresql://"),
+    "libpq-refuses": ("postgresql://db/reversi?no_such_parameter=1", "cannot be parsed"),
+    "upper-case": ("POSTGRESQL://db/reversi", "in lower case"),
+}
+
+
+@pytest.mark.parametrize("how", ["env", "option"])
+@pytest.mark.parametrize(("url", "said"), NOT_TAKEN.values(), ids=NOT_TAKEN.keys())
+def test_a_journal_url_that_is_not_taken_is_status_2(
+    url: str,
+    said: str,
+    how: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    if how == "env":
+        monkeypatch.setenv(JOURNAL_ENV, url)
+        argv = ["runs"]
+    else:
+        monkeypatch.delenv(JOURNAL_ENV, raising=False)
+        argv = ["runs", "--journal", url]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert said in err
+    assert "db/reversi" not in err
+    gateway = Box(tmp_path).argv()
+    at = gateway.index("--data")
+    gateway[at : at + 2] = [] if how == "env" else ["--journal", url]
+    assert gateway_main(gateway) == 2
+    assert said in capsys.readouterr().err

@@ -87,23 +87,31 @@ EXIT_BUSY = 4
 EXIT_INTERNAL = 5
 
 EPILOG = """\
-exit status:
-  0  success; for rollback: the rollback is complete
-  1  rollback incomplete: some steps are outstanding (listed in the report);
-     deal with them and run the same command again
-     resolve --replay: the replay did not settle the step; it stays uncertain
-  2  usage or bad input: bad arguments, unknown run or step, malformed JSON,
-     a step that is not uncertain, a compensator command that cannot be found,
-     a step that cannot be replayed (its vendor does not honour keys, its
-     replay window has passed, it was resolved already, or its run's rollback
-     has started)
+exit status (docs/cli.md):
+  0  success; for rollback, the rollback is complete (with --dry-run: it would
+     be, if every compensation succeeded)
+  1  rollback is incomplete: some steps are outstanding (listed in the report);
+     deal with them and run it again (with --dry-run: some would stay
+     outstanding). resolve --replay: the replay did not settle the step; it
+     stays uncertain
+  2  usage or bad input: bad arguments, unknown run or step, malformed
+     --result-json, a step that is not uncertain, a compensator or replay
+     command that cannot be found, no manifest for a step being resolved, a
+     step that cannot be replayed (its tool does not declare replay, its window
+     has passed, it was resolved already, or its run's rollback has started),
+     --overwrite of a step with no compensation to run, or with --dry-run, a
+     journal location that is not taken (--journal and --data together, a
+     libpq key=value string, a URL of an unknown scheme, a URL that is malformed
+     or holds a password on the command line)
   3  journal error: the data directory or journal is missing or unreadable,
-     the PostgreSQL journal cannot be reached, or it was written by a newer
-     reversi-core
-  4  another process is rolling back the same run right now
-  5  internal error (a bug: please report it)
-130  interrupted (Ctrl-C); the journal keeps what was done, and running the
-     same rollback again continues
+     the PostgreSQL journal cannot be reached, refuses the role or holds no
+     journal, or it was written by a newer reversi-core (its schema version is
+     higher than this one knows)
+  4  another process is rolling back the same run right now; this one refused
+     to start (try again when it ends)
+  5  internal error: a bug in Reversi; please report it
+130  interrupted (Ctrl-C); the journal keeps whatever was done, and running the
+     rollback again continues
 
 The journal is --journal URL|DIR (a postgresql:// URL, or a data directory), else
 --data DIR, else $REVERSI_JOURNAL, else $REVERSI_DATA, else ./reversi-data. --journal
@@ -459,6 +467,13 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
             report = run_rollback(run, compensator, args, err)
         except RollbackInProgressError as exc:
             raise CliError(str(exc), EXIT_BUSY) from None
+        except JournalError as exc:
+            raise CliError(
+                f"{exc}; the rollback stopped: what it did is journaled, and no compensation "
+                "that succeeded runs twice; run the same 'reversi rollback' command again to "
+                "continue",
+                EXIT_JOURNAL,
+            ) from None
     if args.json:
         print_json(report.to_json())
     else:

@@ -146,10 +146,7 @@ def open_journal(
                 busy_timeout=busy_timeout,
                 read_only=read_only,
             )
-        raise JournalError(
-            f"a journal location with the scheme {scheme!r} is not known; give a "
-            "postgresql:// URL or a data directory"
-        )
+        raise JournalError(_unknown_scheme(scheme))
     if is_conninfo(text):
         raise JournalError(_CONNINFO_REFUSED)
     from .sqlite import SQLiteJournal
@@ -160,6 +157,16 @@ def open_journal(
         create=create,
         busy_timeout=busy_timeout,
         read_only=read_only,
+    )
+
+
+def _unknown_scheme(scheme: str) -> str:
+    hint = ""
+    if scheme.split("+", 1)[0] in POSTGRES_SCHEMES:
+        hint = " (a driver suffix such as +psycopg is SQLAlchemy's: write postgresql://)"
+    return (
+        f"a journal location with the scheme {scheme!r} is not known{hint}; give a "
+        "postgresql:// URL or a data directory"
     )
 
 
@@ -223,8 +230,9 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
     one was meant could write a run where nobody looks for it. So is a libpq
     ``key=value`` string (:func:`is_conninfo`), which is not a directory, and a
     ``postgresql://`` URL the strict reading refuses (``_pg_url.split_url``: a password
-    holding an unencoded ``/`` or ``@``, a port that is not a number, ...), without
-    repeating either; the passwords such a URL may hold are registered with the redactor.
+    holding an unencoded ``/`` or ``@``, a port that is not a number, ...) or libpq
+    cannot parse or reads otherwise, without repeating either, and a URL of any other
+    scheme; the passwords such a URL may hold are registered with the redactor.
     """
     if journal and data:
         raise ConfigurationError(
@@ -242,9 +250,21 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
     location = location or str(resolve_data_dir(None))
     if not is_url(location) and is_conninfo(location):
         raise ConfigurationError(_CONNINFO_REFUSED)
-    if scheme_of(location) in POSTGRES_SCHEMES:
+    if is_url(location):
+        if scheme_of(location) not in POSTGRES_SCHEMES:
+            raise ConfigurationError(_unknown_scheme(scheme_of(location)))
         try:
             _pg_url.split_url(location)
         except _pg_url.UrlError as exc:
+            raise ConfigurationError(str(exc)) from None
+        from ._pg_conn import import_psycopg, parse_url
+
+        try:
+            import_psycopg()
+        except JournalError:
+            return location  # opening it says which extra to install (status 3)
+        try:  # libpq's reading, which must match the text's
+            parse_url(location)
+        except JournalError as exc:
             raise ConfigurationError(str(exc)) from None
     return location

@@ -188,7 +188,8 @@ def pg_errors(methods: Iterable[str]) -> Callable[[_C], _C]:
                 if self._lost():
                     raise JournalError(
                         f"journal {self.location}: the connection to the server was lost "
-                        f"({reason(exc)}); the journal connects again on its next use"
+                        f"({reason(exc)}); what was not committed was not written, and the "
+                        "journal connects again on its next use"
                     ) from None
                 code = f" (SQLSTATE {exc.sqlstate})" if getattr(exc, "sqlstate", None) else ""
                 raise JournalError(
