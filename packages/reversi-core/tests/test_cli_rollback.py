@@ -440,3 +440,73 @@ def test_a_connection_lost_during_a_rollback_says_to_run_it_again(
     assert reversi.main([*argv[:3], shlex.join([sys.executable, "-c", "pass"]), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["complete"] is True
+
+
+# -- --parallel's bound, and a plan of a run being rolled back ----------------------------------
+
+
+def test_parallel_above_its_bound_is_refused_with_the_bound(
+    notes: Notes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reversi_core import Run as EngineRun
+    from reversi_core import compensator_for
+    from reversi_core.engine import MAX_PARALLEL
+
+    assert MAX_PARALLEL == 256
+    argv = ["rollback", notes.run_id, "--data", str(notes.data), "--dry-run", "--parallel"]
+    assert reversi.main([*argv, "257"]) == 2
+    assert "at most 256 compensations run at once" in capsys.readouterr().err
+    assert reversi.main([*argv, "256", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parallel"] == 256
+    with SQLiteJournal.open(notes.data) as journal:
+        run = EngineRun.open(journal, registry_for([]), notes.run_id)
+        with pytest.raises(ValueError, match="at most 256"):
+            run.plan_rollback(parallel=257)
+
+        async def roll() -> None:
+            await run.rollback(compensate=compensator_for([]), parallel=1000)
+
+        with pytest.raises(ValueError, match="at most 256"):
+            anyio.run(roll)
+
+
+@pytest.mark.parametrize("alive", [True, False], ids=["live", "gone"])
+def test_a_dry_run_says_when_another_process_is_rolling_the_run_back(
+    alive: bool,
+    location: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from _stores import sql
+
+    from reversi_core.journal import open_journal
+    from reversi_core.journal._owner import process_owner
+
+    with open_journal(location) as journal:
+        journal.create_run("run_busy", ["x:y"], None)
+        journal.start_rollback("run_busy")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = process_owner(other.pid)
+        if not alive:
+            other.kill()
+            other.wait()
+        mark = "%s" if location.startswith("postgresql://") else "?"
+        sql(location, f"UPDATE runs SET rollback_owner = {mark}", [owner])
+        monkeypatch.delenv("REVERSI_DATA", raising=False)
+        monkeypatch.setenv("REVERSI_JOURNAL", location)
+        assert reversi.main(["rollback", "run_busy", "--dry-run", "--json"]) == 0
+        plan = json.loads(capsys.readouterr().out)
+        assert plan["status"] == "rolling_back"
+        assert reversi.main(["rollback", "run_busy", "--dry-run"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+    finally:
+        other.kill()
+        other.wait()
+    if alive:
+        assert plan["note"].startswith("another process is rolling this run back right now")
+        assert "refused (status 4) until it ends" in plan["note"]
+        assert "Note: another process is rolling this run back right now" in text
+    else:
+        assert plan["note"].startswith("a rollback of this run was left unfinished")
+        assert "Note: a rollback of this run was left unfinished" in text

@@ -34,6 +34,7 @@ from .redact import scrub
 
 __all__ = [
     "DEFAULT_PARALLEL",
+    "MAX_PARALLEL",
     "OutstandingStep",
     "ProgressCallback",
     "RollbackReport",
@@ -45,6 +46,24 @@ __all__ = [
 
 DEFAULT_PARALLEL = 16
 """How many compensations a rollback runs at once unless told otherwise."""
+
+MAX_PARALLEL = 256
+"""The most compensations a rollback runs at once: each may be a process of its own
+(``--compensator-cmd``), and past a few dozen a backend's rate limits, not the
+rollback, set the pace (docs/performance.md)."""
+
+
+def check_parallel(parallel: object) -> int:
+    """``parallel`` if it is a whole number from 1 to :data:`MAX_PARALLEL`; else
+    :class:`ValueError` saying so."""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a whole number of at least 1, not {parallel!r}")
+    if parallel > MAX_PARALLEL:
+        raise ValueError(
+            f"parallel must be at most {MAX_PARALLEL} (compensations at once), not {parallel}"
+        )
+    return parallel
+
 
 Verifier = Callable[[StepRecord, dict[str, Any]], Awaitable[bool]]
 """Called after a compensation with the step and the compensation's result; ``False`` means not undone."""
@@ -132,8 +151,7 @@ async def rollback(
     parallel: int = DEFAULT_PARALLEL,
 ) -> RollbackReport:
     """Undo the run ``run_id``; see :meth:`reversi_core.engine.Run.rollback`."""
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise ValueError(f"parallel must be a whole number of at least 1, not {parallel!r}")
+    check_parallel(parallel)
     journal.start_rollback(run_id)
     complete = False
     report = RollbackReport(run_id=run_id, complete=False)

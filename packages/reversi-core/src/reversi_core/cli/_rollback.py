@@ -216,6 +216,8 @@ def print_plan(out: Console, plan: RollbackPlan, args: argparse.Namespace) -> No
         f"[bold]rollback plan of {escape(plan.run_id)}[/] ({plan.status}): {count} "
         f"compensation(s) in {len(plan.waves)} wave(s), {at_once}. Nothing has run."
     )
+    if plan.note:
+        out.print(f"[bold yellow]Note: {escape(plan.note)}.[/]", soft_wrap=True)
     if plan.waves:
         table = Table()
         table.add_column("wave", justify="right", no_wrap=True)

@@ -30,7 +30,7 @@ from rich.text import Text
 from .._replay import check_replayable
 from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator, CommandReplayer
 from ..connector import load_connector_class
-from ..engine import DEFAULT_PARALLEL, ReplayOutcome, Run
+from ..engine import DEFAULT_PARALLEL, MAX_PARALLEL, ReplayOutcome, Run
 from ..errors import (
     ConfigurationError,
     JournalError,
@@ -145,6 +145,16 @@ def _at_least_one(text: str) -> int:
     return value
 
 
+def _parallel(text: str) -> int:
+    value = _at_least_one(text)
+    if value > MAX_PARALLEL:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_PARALLEL} compensations run at once (each may be a process of "
+            f"its own): {text!r}"
+        )
+    return value
+
+
 def build_parser() -> Parser:
     """The argument parser of ``reversi``."""
     fmt = argparse.RawDescriptionHelpFormatter
@@ -212,11 +222,11 @@ def build_parser() -> Parser:
     rollback.add_argument(
         "--parallel",
         metavar="N",
-        type=_at_least_one,
+        type=_parallel,
         default=DEFAULT_PARALLEL,
         help="run up to N compensations at once, for steps that neither require one another "
         "nor touch overlapping resources; 1 undoes one step at a time, newest first "
-        f"(default: {DEFAULT_PARALLEL})",
+        f"(default: {DEFAULT_PARALLEL}, at most {MAX_PARALLEL})",
     )
     rollback.add_argument(
         "--dry-run",

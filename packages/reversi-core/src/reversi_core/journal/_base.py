@@ -92,7 +92,9 @@ class RunStatus(StrEnum):
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run as journaled. Times are UNIX seconds (float)."""
+    """One run as journaled. Times are UNIX seconds (float). ``rollback_owner`` is the
+    process (``host:pid:start``, ``_owner.py``) rolling the run back while its status is
+    ``rolling_back``; it is not part of :meth:`to_json`."""
 
     id: str
     started_at: float
@@ -102,6 +104,7 @@ class RunRecord:
     step_count: int
     rollback_started_at: float | None = None
     rollback_finished_at: float | None = None
+    rollback_owner: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON object with ``id``, ``started_at``, ``status``, ``steps`` and the rest."""
