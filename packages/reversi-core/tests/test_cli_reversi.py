@@ -327,7 +327,7 @@ def test_help_documents_exit_statuses(capsys: pytest.CaptureFixture[str]) -> Non
     assert "exit status" in out
     for line in (
         "0  success",
-        "1  rollback incomplete",
+        "1  rollback is incomplete",
         "2  usage",
         "3  journal error",
         "4  another process",
@@ -749,3 +749,27 @@ def test_resolve_finds_manifests_in_a_directory(played: Played, tmp_path: Path) 
 
 
 # -- the fs connector, end to end ----------------------------------------------------------------
+
+
+def test_the_exit_statuses_of_help_are_those_of_docs_cli_md() -> None:
+    import re
+
+    from reversi_core.cli.reversi import EPILOG
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "cli.md").read_text()
+    section = docs.split("### Exit status of `reversi`", 1)[1].split("\n### ", 1)[0]
+    documented = {
+        m.group(1): " ".join(m.group(2).replace("`", "").split())
+        for m in re.finditer(r"^\| (\d+) \| (.*) \|$", section, re.M)
+    }
+    listing = EPILOG.split("exit status (docs/cli.md):\n", 1)[1].split("\n\n", 1)[0]
+    helped: dict[str, str] = {}
+    code = ""
+    for line in listing.splitlines():
+        found = re.match(r"^\s*(\d+)  (.*)$", line)
+        if found:
+            code = found.group(1)
+            helped[code] = found.group(2)
+        else:
+            helped[code] += " " + line.strip()
+    assert {k: " ".join(v.split()) for k, v in helped.items()} == documented

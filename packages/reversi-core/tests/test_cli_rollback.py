@@ -139,7 +139,7 @@ def test_a_dry_run_prints_the_plan_writes_nothing_and_the_rollback_then_runs_it(
     assert notes.rows() == before  # nothing journaled, not even the run's status
     assert notes.calls() == []
     assert plan["status"] == "open"
-    assert plan["parallel"] == 8
+    assert plan["parallel"] == 16  # the default (DEFAULT_PARALLEL)
     assert plan["complete"] is True
     assert plan["waves"] == [[6, 5, 4, 3, 2, 1]]
     by_step = {s["step"]: s for s in plan["steps"]}
@@ -319,3 +319,194 @@ def test_ctrl_c_starts_no_more_compensations_and_lets_the_running_ones_finish(
     assert again.returncode == 0, again.stderr
     started = [c for c in notes.calls() if c.startswith("start")]
     assert sorted(started) == sorted(f"start {i}" for i in range(1, 7))  # 5 and 6 not twice
+
+
+# -- a pending step in the plan -----------------------------------------------------------------
+
+
+def _pending_step(location: str, *, gone: bool) -> str:
+    """A run whose one step, a write, is pending: its call started, no outcome journaled.
+    ``gone``: its owner is a process of this host that has exited (a gateway SIGKILLed);
+    else this process, which lives."""
+    from _stores import sql
+
+    from reversi_core.journal import open_journal
+
+    with open_journal(location) as journal:
+        run = journal.create_run("run_pending", ["x:y"], None)
+        journal.begin_step(run.id, "mem.put", "reversible", "x:y", {}, None, None, [])
+    if gone:
+        exited = subprocess.run(
+            [sys.executable, "-c", "import os; print(os.getpid())"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        owner = sql(location, "SELECT owner FROM steps")[0][0]
+        host, _, start = owner.rsplit(":", 2)
+        mark = "%s" if location.startswith("postgresql://") else "?"
+        sql(location, f"UPDATE steps SET owner = {mark}", [f"{host}:{exited.stdout.strip()}:{start}"])
+    return run.id
+
+
+def test_a_dry_run_says_of_a_step_whose_process_is_gone_what_show_says(
+    location: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _pending_step(location, gone=True)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", location)
+    assert reversi.main(["show", run_id]) == 0
+    assert "pending (process gone)" in " ".join(capsys.readouterr().out.split())
+    assert reversi.main(["rollback", run_id, "--dry-run", "--json"]) == 1
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert step["action"] == "uncertain"
+    assert step["reason"].startswith("pending (process gone): the process that made the call")
+    assert "it is made uncertain when a process that writes the journal opens it" in step["reason"]
+    assert "still running" not in step["reason"]
+    assert reversi.main(["rollback", run_id, "--dry-run"]) == 1
+    out = " ".join(capsys.readouterr().out.split())
+    assert "Uncertain or pending" in out
+    assert "pending (process gone)" in out
+    # the resolve it names is taken: the command writes, so it opens the journal as a
+    # writer, which makes the step uncertain first
+    assert reversi.main(["resolve", run_id, "1", "--not-applied"]) == 0
+
+
+def test_a_dry_run_never_suggests_resolving_a_step_still_running(
+    location: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_id = _pending_step(location, gone=False)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", location)
+    assert reversi.main(["rollback", run_id, "--dry-run", "--json"]) == 1
+    (step,) = json.loads(capsys.readouterr().out)["steps"]
+    assert step["reason"].startswith("still running in another process")
+    assert "unknown" not in step["reason"]
+    assert "reversi resolve" not in step["reason"]
+    # which would be refused: the step is not uncertain
+    assert reversi.main(["resolve", run_id, "1", "--not-applied"]) == 2
+    assert "not uncertain" in capsys.readouterr().err
+
+
+KILL_JOURNAL = """\
+import json, sys
+import psycopg
+call = json.load(sys.stdin)
+with psycopg.connect(sys.argv[1], autocommit=True) as conn:  # the journal's session goes
+    conn.execute(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+        [sys.argv[2]],
+    )
+"""
+"""A compensator that succeeds after ending the journal's connection to its server."""
+
+
+def test_a_connection_lost_during_a_rollback_says_to_run_it_again(
+    pg_location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import secrets
+
+    from reversi_core.journal import open_journal
+
+    monkeypatch.syspath_prepend(str(FIXTURE))
+    tag = f"lost-{secrets.token_hex(4)}"
+    glue = "&" if "?" in pg_location else "?"
+    url = f"{pg_location}{glue}application_name={tag}"
+    root = tmp_path / "root"
+    root.mkdir()
+
+    async def play() -> str:
+        note = load_connector_class("note")(root=root)
+        with open_journal(url) as journal:
+            run = Run.start(
+                journal, registry_for([note]), scope={"note:write"}, executor=executor_for([note])
+            )
+            for i in range(3):
+                await run.call("note.create", {"name": f"n{i}", "text": "x"})
+            return run.id
+
+    run_id = anyio.run(play)
+    script = tmp_path / "kill.py"
+    script.write_text(KILL_JOURNAL)
+    monkeypatch.delenv("REVERSI_DATA", raising=False)
+    monkeypatch.setenv("REVERSI_JOURNAL", url)
+    kill = shlex.join([sys.executable, str(script), pg_location, tag])
+    argv = ["rollback", run_id, "--compensator-cmd", kill, "--parallel", "1"]
+    assert reversi.main(argv) == 3
+    err = " ".join(capsys.readouterr().err.split())
+    assert "the connection to the server was lost" in err
+    assert "run the same 'reversi rollback' command again to continue" in err
+    # and running it again does continue
+    assert reversi.main([*argv[:3], shlex.join([sys.executable, "-c", "pass"]), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["complete"] is True
+
+
+# -- --parallel's bound, and a plan of a run being rolled back ----------------------------------
+
+
+def test_parallel_above_its_bound_is_refused_with_the_bound(
+    notes: Notes, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from reversi_core import Run as EngineRun
+    from reversi_core import compensator_for
+    from reversi_core.engine import MAX_PARALLEL
+
+    assert MAX_PARALLEL == 256
+    argv = ["rollback", notes.run_id, "--data", str(notes.data), "--dry-run", "--parallel"]
+    assert reversi.main([*argv, "257"]) == 2
+    assert "at most 256 compensations run at once" in capsys.readouterr().err
+    assert reversi.main([*argv, "256", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["parallel"] == 256
+    with SQLiteJournal.open(notes.data) as journal:
+        run = EngineRun.open(journal, registry_for([]), notes.run_id)
+        with pytest.raises(ValueError, match="at most 256"):
+            run.plan_rollback(parallel=257)
+
+        async def roll() -> None:
+            await run.rollback(compensate=compensator_for([]), parallel=1000)
+
+        with pytest.raises(ValueError, match="at most 256"):
+            anyio.run(roll)
+
+
+@pytest.mark.parametrize("alive", [True, False], ids=["live", "gone"])
+def test_a_dry_run_says_when_another_process_is_rolling_the_run_back(
+    alive: bool,
+    location: str,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from _stores import sql
+
+    from reversi_core.journal import open_journal
+    from reversi_core.journal._owner import process_owner
+
+    with open_journal(location) as journal:
+        journal.create_run("run_busy", ["x:y"], None)
+        journal.start_rollback("run_busy")
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        owner = process_owner(other.pid)
+        if not alive:
+            other.kill()
+            other.wait()
+        mark = "%s" if location.startswith("postgresql://") else "?"
+        sql(location, f"UPDATE runs SET rollback_owner = {mark}", [owner])
+        monkeypatch.delenv("REVERSI_DATA", raising=False)
+        monkeypatch.setenv("REVERSI_JOURNAL", location)
+        assert reversi.main(["rollback", "run_busy", "--dry-run", "--json"]) == 0
+        plan = json.loads(capsys.readouterr().out)
+        assert plan["status"] == "rolling_back"
+        assert reversi.main(["rollback", "run_busy", "--dry-run"]) == 0
+        text = " ".join(capsys.readouterr().out.split())
+    finally:
+        other.kill()
+        other.wait()
+    if alive:
+        assert plan["note"].startswith("another process is rolling this run back right now")
+        assert "refused (status 4) until it ends" in plan["note"]
+        assert "Note: another process is rolling this run back right now" in text
+    else:
+        assert plan["note"].startswith("a rollback of this run was left unfinished")
+        assert "Note: a rollback of this run was left unfinished" in text

@@ -162,6 +162,29 @@ def test_an_empty_schema_is_no_journal_without_create(pg_location: str) -> None:
     ) == [(0,)]
 
 
+def test_no_schema_to_create_in_is_refused_with_an_options_parameter_that_parses(
+    pg_location: str,
+) -> None:
+    import re
+
+    params = psycopg.conninfo.conninfo_to_dict(pg_location)
+    params.pop("options", None)
+    base = as_uri(psycopg.conninfo.make_conninfo("", **params))
+    glue = "&" if "?" in base else "?"
+    missing = f"{base}{glue}options=-csearch_path%3Dno_such_schema_{secrets.token_hex(3)}"
+    with pytest.raises(JournalError, match="no schema to create the journal's tables in") as info:
+        open_journal(missing)
+    hint = re.search(r"options=\S+SCHEMA", str(info.value))
+    assert hint is not None, str(info.value)
+    assert hint.group(0) == "options=-csearch_path%3DSCHEMA"
+    # the hint, as written, with the schema named: libpq reads it, and the journal opens there
+    schema = _schema(pg_location)
+    url = f"{base}{glue}{hint.group(0).replace('SCHEMA', schema)}"
+    assert psycopg.conninfo.conninfo_to_dict(url)["options"] == f"-csearch_path={schema}"
+    with open_journal(url) as journal:
+        assert journal.schema == schema
+
+
 def test_tables_of_another_program_are_refused(pg_location: str) -> None:
     sql(pg_location, "CREATE TABLE runs (id integer)")
     with pytest.raises(JournalError, match="holds runs but no Reversi schema version"):

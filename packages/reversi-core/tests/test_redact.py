@@ -81,6 +81,11 @@ def test_register_secret_feeds_the_process_wide_scrub() -> None:
             ["srv", "https://h/x?access_token=abc123456&page=2"],
             "srv 'https://h/x?access_token=[REDACTED]&page=2'",
         ),
+        # a password holding a delimiter: all of it, up to the last "@"
+        (
+            ["srv", "postgresql://app:pw/12?3#4@56@db/x"],
+            "srv 'postgresql://app:[REDACTED]@db/x'",
+        ),
         # not credentials: left as written, so the command line still says what ran
         (["srv", "--author", "ann", "--root", "/tmp/a b"], "srv --author ann --root '/tmp/a b'"),
         (["srv", "https://h/x?page=2", "MODE=fast"], "srv 'https://h/x?page=2' MODE=fast"),

@@ -585,3 +585,16 @@ def test_when_every_compensation_succeeds_the_rollback_runs_the_planned_waves(
                 assert state.value == planned.action
 
     anyio.run(plan_then_roll_back)
+
+
+def test_the_benchmarks_readme_states_the_default_parallelism() -> None:
+    import re
+    from pathlib import Path
+
+    from reversi_core.engine import DEFAULT_PARALLEL
+
+    readme = Path(__file__).resolve().parents[3] / "benchmarks" / "README.md"
+    text = " ".join(readme.read_text().split())
+    stated = re.search(r"the default of `Run\.rollback` \((?:`DEFAULT_PARALLEL`, )?(\d+)\)", text)
+    assert stated is not None, "benchmarks/README.md no longer states the default"
+    assert int(stated.group(1)) == DEFAULT_PARALLEL

@@ -16,9 +16,16 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ._resources import journaled_resources
-from ._rollback import DEFAULT_PARALLEL, Decision, deferral, settled_without_compensation
+from ._rollback import (
+    DEFAULT_PARALLEL,
+    Decision,
+    check_parallel,
+    deferral,
+    settled_without_compensation,
+)
 from ._schedule import Waves, waits_for
-from .journal import Journal, RollbackState, StepRecord
+from .journal import Journal, RollbackState, RunRecord, RunStatus, StepRecord
+from .journal._owner import owner_alive
 
 __all__ = ["ACTIONS", "PlannedStep", "RollbackPlan", "plan_rollback"]
 
@@ -82,7 +89,9 @@ class RollbackPlan:
     ``steps`` holds every step newest first; ``waves`` the steps whose compensation
     would run, by wave, newest first within each; ``complete`` whether the rollback
     would be complete if every compensation succeeded. ``status`` is the run's status
-    now (a plan of a run being rolled back elsewhere may be out of date already).
+    now; ``note`` says, for a run being rolled back, whether another process is at it
+    right now (the plan may then be out of date already, and a rollback started now is
+    refused until it ends) or left it unfinished (the next rollback takes it over).
     """
 
     run_id: str
@@ -90,6 +99,7 @@ class RollbackPlan:
     parallel: int
     steps: list[PlannedStep] = field(default_factory=list)
     waves: list[list[int]] = field(default_factory=list)
+    note: str | None = None
 
     @property
     def complete(self) -> bool:
@@ -103,10 +113,11 @@ class RollbackPlan:
         return [s for s in self.steps if s.action == action]
 
     def to_json(self) -> dict[str, Any]:
-        """``{"run_id", "status", "parallel", "complete", "waves", "steps": [...]}``."""
+        """``{"run_id", "status", "note", "parallel", "complete", "waves", "steps": [...]}``."""
         return {
             "run_id": self.run_id,
             "status": self.status,
+            "note": self.note,
             "parallel": self.parallel,
             "complete": self.complete,
             "waves": self.waves,
@@ -126,6 +137,22 @@ def _planned(step: StepRecord, decision: Decision, action: str | None = None) ->
     )
 
 
+def rolling_back_note(run: RunRecord) -> str | None:
+    """What a plan says of a run whose status is ``rolling_back``: another process is
+    rolling it back now, or one left that rollback unfinished (:func:`owner_alive`)."""
+    if run.status is not RunStatus.ROLLING_BACK:
+        return None
+    if run.rollback_owner and owner_alive(run.rollback_owner):
+        return (
+            "another process is rolling this run back right now: this plan may be out of "
+            "date already, and a rollback started now is refused (status 4) until it ends"
+        )
+    return (
+        "a rollback of this run was left unfinished by a process that is gone: the next "
+        "rollback takes it over and continues"
+    )
+
+
 def plan_rollback(
     journal: Journal, run_id: str, *, parallel: int = DEFAULT_PARALLEL
 ) -> RollbackPlan:
@@ -134,8 +161,7 @@ def plan_rollback(
     Reads the journal only. Raises :class:`ValueError` for ``parallel`` below 1 and
     :class:`~reversi_core.errors.JournalError` for an unknown run.
     """
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise ValueError(f"parallel must be a whole number of at least 1, not {parallel!r}")
+    check_parallel(parallel)
     run = journal.get_run(run_id)
     steps = sorted(journal.list_steps(run_id), key=lambda s: s.seq, reverse=True)
     dependents: dict[int, list[int]] = {}
@@ -180,4 +206,5 @@ def plan_rollback(
         parallel=parallel,
         steps=[planned[s.seq] for s in steps],
         waves=[sorted(w, reverse=True) for w in waves.waves],
+        note=rolling_back_note(run),
     )

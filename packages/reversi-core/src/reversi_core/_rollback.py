@@ -29,11 +29,13 @@ from ._tracing import span
 from .connector import CompensationCall, Compensator
 from .errors import ReversiError
 from .journal import Journal, RollbackState, StepRecord, StepState
+from .journal._owner import owner_alive
 from .manifest import Effect
 from .redact import scrub
 
 __all__ = [
     "DEFAULT_PARALLEL",
+    "MAX_PARALLEL",
     "OutstandingStep",
     "ProgressCallback",
     "RollbackReport",
@@ -45,6 +47,24 @@ __all__ = [
 
 DEFAULT_PARALLEL = 16
 """How many compensations a rollback runs at once unless told otherwise."""
+
+MAX_PARALLEL = 256
+"""The most compensations a rollback runs at once: each may be a process of its own
+(``--compensator-cmd``), and past a few dozen a backend's rate limits, not the
+rollback, set the pace (docs/performance.md)."""
+
+
+def check_parallel(parallel: object) -> int:
+    """``parallel`` if it is a whole number from 1 to :data:`MAX_PARALLEL`; else
+    :class:`ValueError` saying so."""
+    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
+        raise ValueError(f"parallel must be a whole number of at least 1, not {parallel!r}")
+    if parallel > MAX_PARALLEL:
+        raise ValueError(
+            f"parallel must be at most {MAX_PARALLEL} (compensations at once), not {parallel}"
+        )
+    return parallel
+
 
 Verifier = Callable[[StepRecord, dict[str, Any]], Awaitable[bool]]
 """Called after a compensation with the step and the compensation's result; ``False`` means not undone."""
@@ -132,8 +152,7 @@ async def rollback(
     parallel: int = DEFAULT_PARALLEL,
 ) -> RollbackReport:
     """Undo the run ``run_id``; see :meth:`reversi_core.engine.Run.rollback`."""
-    if isinstance(parallel, bool) or not isinstance(parallel, int) or parallel < 1:
-        raise ValueError(f"parallel must be a whole number of at least 1, not {parallel!r}")
+    check_parallel(parallel)
     journal.start_rollback(run_id)
     complete = False
     report = RollbackReport(run_id=run_id, complete=False)
@@ -203,14 +222,11 @@ def settled_without_compensation(step: StepRecord, run_id: str) -> Decision | No
         if step.resolution == "not_applied":
             return RollbackState.NOT_APPLICABLE, "resolved as not applied"
         if step.resolution is None:
-            why = (
-                "still running in another process"
-                if step.state is StepState.PENDING
-                else "outcome uncertain"
-            )
+            if step.state is StepState.PENDING:
+                return None, pending_reason(step, run_id)
             return (
                 None,
-                f"{why}: {step.error or 'unknown'}; resolve it with "
+                f"outcome uncertain: {step.error or 'unknown'}; resolve it with "
                 f"'reversi resolve {run_id} {step.seq} --applied|--not-applied', "
                 "then roll back again",
             )
@@ -225,6 +241,29 @@ def settled_without_compensation(step: StepRecord, run_id: str) -> Decision | No
             f"{step.effect} call made by the agent has no compensation: a person must undo it by hand",
         )
     return None
+
+
+def pending_reason(step: StepRecord, run_id: str) -> str:
+    """Why a pending step (its call started, no outcome journaled) is not undone, as
+    ``reversi show`` tells it (:func:`~reversi_core.journal._owner.owner_alive`).
+
+    Its process gone, the step is made uncertain by the next process that opens the
+    journal to write it (a rollback, ``reversi resolve``, a gateway), after which a
+    resolution is taken. Its process alive, the call may still be running: a resolution
+    would be refused, so none is suggested.
+    """
+    if not owner_alive(step.owner):
+        return (
+            "pending (process gone): the process that made the call stopped before its "
+            "outcome was journaled; it is made uncertain when a process that writes the "
+            "journal opens it (a rollback without --dry-run, a gateway, or "
+            f"'reversi resolve {run_id} {step.seq} --applied|--not-applied', which then "
+            "records whether it took effect)"
+        )
+    return (
+        "still running in another process: the call has no outcome journaled yet; roll "
+        "back again once it has finished (or its process has stopped)"
+    )
 
 
 def deferral(standing: list[int]) -> Decision:

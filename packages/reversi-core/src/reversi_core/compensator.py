@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from ._childenv import child_environment
 from .connector import CallContext, CompensationCall
 from .errors import ConfigurationError, EffectUncertainError, ToolError
 from .redact import scrub
@@ -47,7 +48,10 @@ DEFAULT_COMPENSATION_TIMEOUT = 120.0
 class _Command:
     """A command run once per call: ``command`` split like a shell line (or an argument
     list), run without a shell, within ``timeout`` seconds, with ``env`` as its whole
-    environment when given. Raises :class:`ConfigurationError` for an empty command."""
+    environment when given, else this process's without ``$REVERSI_JOURNAL`` and
+    ``$REVERSI_GATEWAY_TOKEN`` (:func:`~reversi_core._childenv.child_environment`: the
+    journal's URL may carry its password). Raises :class:`ConfigurationError` for an
+    empty command."""
 
     empty = "the command is empty"
 
@@ -65,12 +69,18 @@ class _Command:
         self.timeout = timeout
         self.env = dict(env) if env is not None else None
 
+    def environment(self) -> dict[str, str]:
+        """The child's environment: ``env`` as given, else :func:`child_environment` (read
+        at each call, as an inherited environment would be)."""
+        return dict(self.env) if self.env is not None else child_environment()
+
 
 class CommandCompensator(_Command):
     """A compensator that runs an external command per call (see the module docstring).
 
     ``command`` is a shell-like string or an argument list; ``timeout`` is in seconds;
-    ``env`` replaces the environment of the child (default: inherit).
+    ``env`` replaces the environment of the child (default: this process's, without
+    ``$REVERSI_JOURNAL`` and ``$REVERSI_GATEWAY_TOKEN``).
     Raises :class:`ConfigurationError` for an empty command.
     """
 
@@ -84,7 +94,7 @@ class CommandCompensator(_Command):
         A child that exits without reading its stdin is judged by its exit status alone.
         """
         code, stdout, reason = await _run_once(
-            self.argv, _within(call, self.timeout), self.timeout, self.env, "compensator"
+            self.argv, _within(call, self.timeout), self.timeout, self.environment(), "compensator"
         )
         if code is None:
             raise ToolError(reason, code=stdout or "spawn")
@@ -106,7 +116,8 @@ class CommandReplayer(_Command):
     starts ``command`` (a shell-like string or an argument list, run without a shell),
     writes ``{"tool", "args", "idempotency_key", "run_id", "step"}`` on its stdin (the
     key being the step's own, from ``ctx``), and reads the outcome (module docstring).
-    ``timeout`` is in seconds; ``env`` replaces the child's environment. Raises
+    ``timeout`` is in seconds; ``env`` replaces the child's environment (default: this
+    process's, without ``$REVERSI_JOURNAL`` and ``$REVERSI_GATEWAY_TOKEN``). Raises
     :class:`ConfigurationError` for an empty command.
     """
 
@@ -129,7 +140,7 @@ class CommandReplayer(_Command):
             tool, args, ctx.idempotency_key, ctx.run_id, ctx.step, timeout=ctx.timeout
         )
         code, stdout, reason = await _run_once(
-            self.argv, _within(call, self.timeout), self.timeout, self.env, "replay command"
+            self.argv, _within(call, self.timeout), self.timeout, self.environment(), "replay command"
         )
         if code == EXIT_NOT_APPLIED:
             raise ToolError(reason, code="not_applied")

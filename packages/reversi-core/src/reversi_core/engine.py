@@ -52,6 +52,7 @@ from ._plan import PlannedStep, RollbackPlan, plan_rollback
 from ._replay import ReplayOutcome, replay_step
 from ._rollback import (
     DEFAULT_PARALLEL,
+    MAX_PARALLEL,
     OutstandingStep,
     ProgressCallback,
     RollbackReport,
@@ -92,6 +93,7 @@ from .registry import Registry
 
 __all__ = [
     "DEFAULT_PARALLEL",
+    "MAX_PARALLEL",
     "REJECTED_ARGS_LIMIT",
     "ApprovalDecision",
     "ApprovalRequest",
@@ -673,7 +675,8 @@ class Run:
 
         The run takes no new calls from the moment this starts. Raises
         :class:`~reversi_core.errors.RollbackInProgressError` when another live process
-        is rolling back the same run, and :class:`ValueError` for ``parallel`` below 1.
+        is rolling back the same run, and :class:`ValueError` for ``parallel`` below 1 or
+        above :data:`~reversi_core._rollback.MAX_PARALLEL` (256).
         """
         return await _rollback(
             self.journal,
@@ -690,7 +693,8 @@ class Run:
         """What :meth:`rollback` with ``parallel`` would do, if every compensation succeeded.
 
         Reads the journal only: no lock, no compensation, nothing written (RB-15). See
-        :class:`RollbackPlan`; raises :class:`ValueError` for ``parallel`` below 1.
+        :class:`RollbackPlan`; raises :class:`ValueError` for ``parallel`` below 1 or above
+        :data:`~reversi_core._rollback.MAX_PARALLEL`.
         """
         return plan_rollback(self.journal, self.id, parallel=parallel)
 

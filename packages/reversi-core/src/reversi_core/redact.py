@@ -140,6 +140,14 @@ def _scrub_url(word: str) -> str:
     """``word`` with a URL's password (or lone user token) and credential query values hidden."""
     if "://" not in word:
         return word
+    scheme, _, rest = word.partition("://")
+    last_at = rest.rfind("@")
+    first_colon = rest.find(":", 0, last_at) if last_at >= 0 else -1
+    if first_colon >= 0 and any(c in rest[first_colon + 1 : last_at] for c in "/?#@"):
+        # user:anything@ even when "anything" holds a delimiter, which urlsplit would cut
+        # the authority at (postgresql://u:pa/ss@host): all of it up to the last "@" goes
+        head, tail = rest[:first_colon], rest[last_at + 1 :]
+        return _scrub_url(f"{scheme}://{head}:{REDACTED}@{tail}")
     try:
         parts = urllib.parse.urlsplit(word)
     except ValueError:

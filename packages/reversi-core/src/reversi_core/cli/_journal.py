@@ -45,12 +45,12 @@ EXIT_INTERNAL = 5
 
 def _location(args: argparse.Namespace) -> str:
     """The journal's location from ``--journal``, ``--data`` and the environment."""
+    if not args.data:  # with both, that is said first; else a URL refused for its form may hold one
+        check_journal_option(args.journal)
     try:
-        location = resolve_location(args.journal, args.data)
+        return resolve_location(args.journal, args.data)
     except ConfigurationError as exc:
         raise CliError(str(exc), EXIT_USAGE) from None
-    check_journal_option(args.journal)
-    return location
 
 
 def _open_journal(args: argparse.Namespace, *, read_only: bool = False) -> Journal:

@@ -216,6 +216,8 @@ def print_plan(out: Console, plan: RollbackPlan, args: argparse.Namespace) -> No
         f"[bold]rollback plan of {escape(plan.run_id)}[/] ({plan.status}): {count} "
         f"compensation(s) in {len(plan.waves)} wave(s), {at_once}. Nothing has run."
     )
+    if plan.note:
+        out.print(f"[bold yellow]Note: {escape(plan.note)}.[/]", soft_wrap=True)
     if plan.waves:
         table = Table()
         table.add_column("wave", justify="right", no_wrap=True)
@@ -240,7 +242,7 @@ def print_plan(out: Console, plan: RollbackPlan, args: argparse.Namespace) -> No
         )
     sections = [
         ("deferred", "bold yellow", "Deferred (a later step that requires them would still stand)"),
-        ("uncertain", "bold yellow", "Uncertain (resolve them, then roll back)"),
+        ("uncertain", "bold yellow", "Uncertain or pending (each says what it needs)"),
         ("unrecoverable", "bold red", "Unrecoverable (a person must undo these by hand)"),
         ("compensation_failed", "bold red", "No compensation can be computed"),
     ]

@@ -34,8 +34,9 @@ from typing import TYPE_CHECKING
 
 # Only what parsing the command line needs: the upstream is started before the slow
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
+from .._childenv import child_environment
 from ..errors import ConfigurationError, ManifestError
-from ..journal import JOURNAL_ENV, Durability, resolve_location
+from ..journal import Durability, resolve_location
 from ..mcp._listen import DEFAULT_IDLE_TIMEOUT, TOKEN_ENV, parse_listen, parse_origin, token_from
 from ..redact import scrub_command
 from ._common import CliError, Parser, check_journal_option, fail
@@ -223,11 +224,12 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         raise CliError("--start-timeout must be a positive number of seconds", 2)
     if args.max_message_bytes < 1024:
         raise CliError("--max-message-bytes must be at least 1024", 2)
+    if not args.data:  # with both, that is said first; else a URL refused for its form may hold one
+        check_journal_option(args.journal)
     try:
         args.location = resolve_location(args.journal, args.data)
     except ConfigurationError as exc:
         raise CliError(str(exc), 2) from None
-    check_journal_option(args.journal)
     if args.tool_namespace is not None and not re.fullmatch(r"[a-z][a-z0-9]*", args.tool_namespace):
         raise CliError(
             f"--tool-namespace {args.tool_namespace}: a namespace is a connector token, "
@@ -329,15 +331,12 @@ def parse_config(argv: Sequence[str]) -> GatewayConfig:
 
 def upstream_environment() -> dict[str, str]:
     """The upstream's environment: this process's, without ``$REVERSI_JOURNAL`` and the
-    clients' token (``$REVERSI_GATEWAY_TOKEN``).
+    clients' token (``$REVERSI_GATEWAY_TOKEN``): :func:`~reversi_core._childenv.child_environment`.
 
     The upstream needs its own credentials from the environment, never the journal's
     URL, which may carry the journal's password, nor the token clients present.
     """
-    env = dict(os.environ)
-    env.pop(JOURNAL_ENV, None)
-    env.pop(TOKEN_ENV, None)
-    return env
+    return child_environment()
 
 
 def _start_upstream(args: argparse.Namespace) -> subprocess.Popen[bytes]:

@@ -25,7 +25,7 @@ from rich.text import Text
 
 from .._replay import check_replayable
 from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator, CommandReplayer
-from ..engine import DEFAULT_PARALLEL, ReplayOutcome, Run
+from ..engine import DEFAULT_PARALLEL, MAX_PARALLEL, ReplayOutcome, Run
 from ..errors import (
     ConfigurationError,
     JournalError,
@@ -91,25 +91,33 @@ PROG = "reversi"
 
 
 EPILOG = """\
-exit status:
-  0  success; for rollback: the rollback is complete
-  1  rollback incomplete: some steps are outstanding (listed in the report);
-     deal with them and run the same command again
-     resolve --replay: the replay did not settle the step; it stays uncertain
-     verify: a run does not match its hash chain (the first mismatch is named)
-     prune: the --backups-cmd failed (the runs it listed were removed)
-  2  usage or bad input: bad arguments, unknown run or step, malformed JSON,
-     a step that is not uncertain, a compensator command that cannot be found,
-     a step that cannot be replayed (its vendor does not honour keys, its
-     replay window has passed, it was resolved already, or its run's rollback
-     has started)
+exit status (docs/cli.md):
+  0  success; for rollback, the rollback is complete (with --dry-run: it would
+     be, if every compensation succeeded)
+  1  rollback is incomplete: some steps are outstanding (listed in the report);
+     deal with them and run it again (with --dry-run: some would stay
+     outstanding). resolve --replay: the replay did not settle the step; it
+     stays uncertain. verify: a run does not match its hash chain (the first
+     mismatch is named). prune: the --backups-cmd failed (the runs it listed
+     were removed)
+  2  usage or bad input: bad arguments, unknown run or step, malformed
+     --result-json, a step that is not uncertain, a compensator or replay
+     command that cannot be found, no manifest for a step being resolved, a
+     step that cannot be replayed (its tool does not declare replay, its window
+     has passed, it was resolved already, or its run's rollback has started),
+     --overwrite of a step with no compensation to run, or with --dry-run, a
+     journal location that is not taken (--journal and --data together, a
+     libpq key=value string, a URL of an unknown scheme, a URL that is malformed
+     or holds a password on the command line)
   3  journal error: the data directory or journal is missing or unreadable,
-     the PostgreSQL journal cannot be reached, or it was written by a newer
-     reversi-core
-  4  another process is rolling back the same run right now
-  5  internal error (a bug: please report it)
-130  interrupted (Ctrl-C); the journal keeps what was done, and running the
-     same rollback again continues
+     the PostgreSQL journal cannot be reached, refuses the role or holds no
+     journal, or it was written by a newer reversi-core (its schema version is
+     higher than this one knows)
+  4  another process is rolling back the same run right now; this one refused
+     to start (try again when it ends)
+  5  internal error: a bug in Reversi; please report it
+130  interrupted (Ctrl-C); the journal keeps whatever was done, and running the
+     rollback again continues
 
 The journal is --journal URL|DIR (a postgresql:// URL, or a data directory), else
 --data DIR, else $REVERSI_JOURNAL, else $REVERSI_DATA, else ./reversi-data. --journal
@@ -121,6 +129,16 @@ DEFAULT_REPLAY_CMD = "reversi-connectors replay"
 """The command ``reversi resolve --replay`` sends a step's call through, unless told otherwise."""
 
 # -- parsing ------------------------------------------------------------------------------
+
+
+def _parallel(text: str) -> int:
+    value = at_least_one(text)
+    if value > MAX_PARALLEL:
+        raise argparse.ArgumentTypeError(
+            f"at most {MAX_PARALLEL} compensations run at once (each may be a process of "
+            f"its own): {text!r}"
+        )
+    return value
 
 
 def build_parser() -> Parser:
@@ -190,11 +208,11 @@ def build_parser() -> Parser:
     rollback.add_argument(
         "--parallel",
         metavar="N",
-        type=at_least_one,
+        type=_parallel,
         default=DEFAULT_PARALLEL,
         help="run up to N compensations at once, for steps that neither require one another "
         "nor touch overlapping resources; 1 undoes one step at a time, newest first "
-        f"(default: {DEFAULT_PARALLEL})",
+        f"(default: {DEFAULT_PARALLEL}, at most {MAX_PARALLEL})",
     )
     rollback.add_argument(
         "--dry-run",
@@ -350,6 +368,13 @@ def _cmd_rollback(args: argparse.Namespace, out: Console, err: Console) -> int:
             report = run_rollback(run, compensator, args, err)
         except RollbackInProgressError as exc:
             raise CliError(str(exc), EXIT_BUSY) from None
+        except JournalError as exc:
+            raise CliError(
+                f"{exc}; the rollback stopped: what it did is journaled, and no compensation "
+                "that succeeded runs twice; run the same 'reversi rollback' command again to "
+                "continue",
+                EXIT_JOURNAL,
+            ) from None
     if args.json:
         print_json(report.to_json())
     else:

@@ -97,7 +97,9 @@ class RunStatus(StrEnum):
 
 @dataclass(frozen=True)
 class RunRecord:
-    """One run as journaled. Times are UNIX seconds (float)."""
+    """One run as journaled. Times are UNIX seconds (float). ``rollback_owner`` is the
+    process (``host:pid:start``, ``_owner.py``) rolling the run back while its status is
+    ``rolling_back``; it is not part of :meth:`to_json`."""
 
     id: str
     started_at: float
@@ -107,6 +109,7 @@ class RunRecord:
     step_count: int
     rollback_started_at: float | None = None
     rollback_finished_at: float | None = None
+    rollback_owner: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """Return a JSON object with ``id``, ``started_at``, ``status``, ``steps`` and the rest."""
@@ -421,6 +424,16 @@ class Journal(Protocol):
         """Delete the run and everything journaled of it (steps, edges, events, chain), in
         one transaction, if its status is still one of ``statuses``; returns whether it did.
         For retention (``reversi prune``): the caller decides which runs may go."""
+        ...
+
+    def check_writable(self) -> None:
+        """Raise :class:`~reversi_core.errors.JournalError`, saying why, when this handle could
+        not write the journal: opened ``read_only``; a SQLite file that takes no write
+        transaction; a PostgreSQL server that takes no writes (a standby,
+        ``default_transaction_read_only``) or a role without ``SELECT``, ``INSERT`` and
+        ``UPDATE`` on every journal table. Writes nothing. For a gateway, which refuses
+        to start on such a journal rather than fail at its client's first message.
+        """
         ...
 
     def close(self) -> None:

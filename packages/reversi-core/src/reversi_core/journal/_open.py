@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import os
 import re
-import urllib.parse
 
 from ..errors import ConfigurationError, JournalError
+from . import _pg_url
 from ._base import Durability, Journal, resolve_data_dir
 
 __all__ = [
@@ -146,10 +146,7 @@ def open_journal(
                 busy_timeout=busy_timeout,
                 read_only=read_only,
             )
-        raise JournalError(
-            f"a journal location with the scheme {scheme!r} is not known; give a "
-            "postgresql:// URL or a data directory"
-        )
+        raise JournalError(_unknown_scheme(scheme))
     if is_conninfo(text):
         raise JournalError(_CONNINFO_REFUSED)
     from .sqlite import SQLiteJournal
@@ -160,6 +157,16 @@ def open_journal(
         create=create,
         busy_timeout=busy_timeout,
         read_only=read_only,
+    )
+
+
+def _unknown_scheme(scheme: str) -> str:
+    hint = ""
+    if scheme.split("+", 1)[0] in POSTGRES_SCHEMES:
+        hint = " (a driver suffix such as +psycopg is SQLAlchemy's: write postgresql://)"
+    return (
+        f"a journal location with the scheme {scheme!r} is not known{hint}; give a "
+        "postgresql:// URL or a data directory"
     )
 
 
@@ -177,18 +184,15 @@ def is_conninfo(text: str) -> bool:
 
 
 def holds_password(location: str) -> bool:
-    """Whether the ``postgresql://`` URL ``location`` carries a password: in its user part
-    (``user:secret@host``) or as a ``password`` or ``sslpassword`` query parameter
+    """Whether the ``postgresql://`` URL ``location`` carries a password: in its user part,
+    by the text (an ``@`` after ``://`` with a ``:`` before it: ``user:secret@host``, even
+    when the secret holds ``/``, ``?``, ``#`` or ``@``), or as a ``password`` or
+    ``sslpassword`` query parameter
     (https://www.postgresql.org/docs/current/libpq-connect.html#LIBPQ-CONNSTRING-URIS).
     ``False`` for anything else. Needs no psycopg."""
     if scheme_of(location) not in POSTGRES_SCHEMES:
         return False
-    parts = urllib.parse.urlsplit(location)
-    userinfo, at, _ = parts.netloc.rpartition("@")
-    if at and userinfo.partition(":")[2]:
-        return True
-    keys = {k for k, _ in urllib.parse.parse_qsl(parts.query, keep_blank_values=True)}
-    return bool(keys & {"password", "sslpassword"})
+    return _pg_url.holds_password(location)
 
 
 def scheme_of(text: str) -> str:
@@ -206,12 +210,12 @@ def describe_location(location: str) -> str:
             return "a libpq key=value connection string (not shown: it may hold a password)"
         return location
     if scheme_of(location) in POSTGRES_SCHEMES:
-        from ._pg_conn import describe, parse_url
+        from ._pg_conn import describe
 
-        try:
-            return describe(parse_url(location))
-        except JournalError:
-            return "a PostgreSQL journal (its URL cannot be parsed)"
+        try:  # the text's own parts, never libpq's reading of them
+            return describe(_pg_url.split_url(location).params())
+        except _pg_url.UrlError:
+            return "a PostgreSQL journal (its URL is refused: it is not shown)"
     return f"a {scheme_of(location)}:// URL"
 
 
@@ -224,8 +228,11 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
     option given), is refused with :class:`~reversi_core.errors.ConfigurationError`
     naming them, never their values: they would name two journals, and guessing which
     one was meant could write a run where nobody looks for it. So is a libpq
-    ``key=value`` string (:func:`is_conninfo`), which is not a directory, without
-    repeating it.
+    ``key=value`` string (:func:`is_conninfo`), which is not a directory, and a
+    ``postgresql://`` URL the strict reading refuses (``_pg_url.split_url``: a password
+    holding an unencoded ``/`` or ``@``, a port that is not a number, ...) or libpq
+    cannot parse or reads otherwise, without repeating either, and a URL of any other
+    scheme; the passwords such a URL may hold are registered with the redactor.
     """
     if journal and data:
         raise ConfigurationError(
@@ -243,4 +250,21 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
     location = location or str(resolve_data_dir(None))
     if not is_url(location) and is_conninfo(location):
         raise ConfigurationError(_CONNINFO_REFUSED)
+    if is_url(location):
+        if scheme_of(location) not in POSTGRES_SCHEMES:
+            raise ConfigurationError(_unknown_scheme(scheme_of(location)))
+        try:
+            _pg_url.split_url(location)
+        except _pg_url.UrlError as exc:
+            raise ConfigurationError(str(exc)) from None
+        from ._pg_conn import import_psycopg, parse_url
+
+        try:
+            import_psycopg()
+        except JournalError:
+            return location  # opening it says which extra to install (status 3)
+        try:  # libpq's reading, which must match the text's
+            parse_url(location)
+        except JournalError as exc:
+            raise ConfigurationError(str(exc)) from None
     return location

@@ -5,10 +5,14 @@ journal is opened, so that the SQLite journal needs none of it; it comes with th
 ``postgresql`` extra (``pip install 'reversi-core[postgresql]'``).
 
 A journal URL may carry a password (``postgresql://user:secret@host/db`` or
-``?password=secret``). Nothing here repeats it: the password is registered with the
-redactor as soon as the URL is read, every message names the journal by
-:func:`describe` (scheme, host, port and database, nothing else), and a URL libpq
-cannot parse is refused without quoting libpq's complaint, which may quote the URL.
+``?password=secret``). Nothing here repeats it: the URL is read strictly by its text
+first (``_pg_url.py``), which registers every password it may hold with the redactor
+and refuses a URL libpq would read otherwise than it is written (a password holding an
+unencoded ``/`` or ``@``); libpq must then read the same host, port, database, user and
+password, or the URL is refused. Every message names the journal by :func:`describe`
+(scheme, host, port and database, nothing else), a URL libpq cannot parse is refused
+without quoting libpq's complaint, and a driver's message is cleared of every piece of
+a password (:func:`reason`).
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from types import ModuleType
 from typing import Any, TypeVar
 
 from ..errors import JournalError
-from ..redact import register_secret, scrub
+from ..redact import scrub
+from ._pg_url import UrlError, mask, split_url
 
 __all__ = [
     "CONNECT_TIMEOUT",
@@ -55,11 +60,22 @@ def import_psycopg() -> ModuleType:
     return psycopg
 
 
-def parse_url(url: str) -> dict[str, Any]:
-    """The libpq parameters of ``url``; its password is registered with the redactor.
+_CHECKED = ("host", "hostaddr", "port", "dbname", "user", "password")
+"""The parameters libpq must read as the URL's text says before a message may name them."""
 
-    Raises :class:`JournalError`, without quoting the URL, when libpq cannot parse it.
+
+def parse_url(url: str) -> dict[str, Any]:
+    """The libpq parameters of ``url``, once its text was read strictly
+    (:func:`~._pg_url.split_url`, which registers its passwords with the redactor) and
+    libpq was found to read the same :data:`_CHECKED` parameters.
+
+    Raises :class:`JournalError`, without quoting the URL, when it is refused by the strict
+    reading, libpq cannot parse it, or libpq reads it otherwise.
     """
+    try:
+        written = split_url(url).params()
+    except UrlError as exc:
+        raise JournalError(str(exc)) from None
     psycopg = import_psycopg()
     try:
         params: dict[str, Any] = psycopg.conninfo.conninfo_to_dict(url)
@@ -68,7 +84,12 @@ def parse_url(url: str) -> dict[str, Any]:
             "the PostgreSQL journal URL cannot be parsed (it is not repeated here: it may "
             f"hold a password); see {_URI_DOCS}"
         ) from None
-    register_secret(params.get("password"))
+    if any(written.get(k) != (None if params.get(k) is None else str(params[k])) for k in _CHECKED):
+        raise JournalError(
+            "libpq reads the PostgreSQL journal URL otherwise than it is written (its host, "
+            "port, database, user or password), so it is not used (it is not repeated "
+            f"here: it may hold a password); percent-encode what is not a delimiter: {_URI_DOCS}"
+        )
     return params
 
 
@@ -84,10 +105,11 @@ def describe(params: dict[str, Any]) -> str:
 
 
 def reason(exc: BaseException) -> str:
-    """The first line of a driver's error, scrubbed of registered secrets."""
+    """The first line of a driver's error, scrubbed of registered secrets and of every
+    piece of a journal URL's password (:func:`~._pg_url.mask`)."""
     text = str(exc).strip().splitlines()
     first = text[0].strip() if text else type(exc).__name__
-    return scrub(first)
+    return mask(scrub(first))
 
 
 def advisory_key(*parts: str) -> int:
@@ -166,7 +188,8 @@ def pg_errors(methods: Iterable[str]) -> Callable[[_C], _C]:
                 if self._lost():
                     raise JournalError(
                         f"journal {self.location}: the connection to the server was lost "
-                        f"({reason(exc)}); the journal connects again on its next use"
+                        f"({reason(exc)}); what was not committed was not written, and the "
+                        "journal connects again on its next use"
                     ) from None
                 code = f" (SQLSTATE {exc.sqlstate})" if getattr(exc, "sqlstate", None) else ""
                 raise JournalError(

@@ -196,7 +196,7 @@ def migrate(conn: Any, where: str, *, create: bool) -> None:
         raise JournalError(
             f"journal {where}: no schema to create the journal's tables in (none of the "
             "connection's search_path exists); create one, or set search_path with "
-            "options=-csearch_path=SCHEMA in the URL"
+            "options=-csearch_path%3DSCHEMA in the URL (the = written %3D)"
         )
     key = advisory_key("migrate", schema)
     conn.execute("SELECT pg_advisory_lock(%s)", [key])

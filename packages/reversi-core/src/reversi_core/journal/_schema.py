@@ -150,7 +150,8 @@ def loads(text: str | None) -> Any:
 
 RUN_COLUMNS = (
     "r.id, r.started_at, r.status, r.scope, r.label, r.rollback_started_at, "
-    "r.rollback_finished_at, (SELECT count(*) FROM steps s WHERE s.run_id = r.id)"
+    "r.rollback_finished_at, (SELECT count(*) FROM steps s WHERE s.run_id = r.id), "
+    "r.rollback_owner"
 )
 
 
@@ -165,6 +166,7 @@ def run_from_row(row: tuple[Any, ...]) -> RunRecord:
         rollback_started_at=row[5],
         rollback_finished_at=row[6],
         step_count=row[7],
+        rollback_owner=row[8],
     )
 
 

@@ -66,7 +66,7 @@ from ._pg_conn import (
 from ._pg_operate import PgReads
 from ._pg_owners import recover
 from ._pg_rollback import PgRollbacks
-from ._pg_schema import check_version, migrate, prepare_error
+from ._pg_schema import MIGRATIONS_TABLE, PG_TABLES, check_version, migrate, prepare_error
 from ._pg_sql import (
     BEGIN_STEP,
     FINISH_STEP,
@@ -573,6 +573,31 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
                 .fetchall()
             )
         return [{"step": r[0], "at": r[1], "kind": r[2], "detail": json.loads(r[3])} for r in rows]
+
+    def check_writable(self) -> None:
+        with self._lock:
+            conn = self._c()
+            read_only = conn.execute("SELECT current_setting('transaction_read_only')").fetchone()
+            if read_only[0] == "on":
+                raise JournalError(
+                    f"journal {self.location}: the server takes no writes in this session "
+                    "(a standby, default_transaction_read_only, or a journal opened to read "
+                    "only); a gateway needs a journal it can write"
+                )
+            missing = conn.execute(
+                "SELECT t, p FROM unnest(%s::text[]) AS t, "
+                "unnest(ARRAY['SELECT', 'INSERT', 'UPDATE']) AS p "
+                "WHERE NOT has_table_privilege(format('%%I.%%I', current_schema(), t), p) "
+                "ORDER BY t, p",
+                [[*PG_TABLES, MIGRATIONS_TABLE]],
+            ).fetchall()
+        if missing:
+            lacks = ", ".join(f"{p} on {t}" for t, p in missing)
+            raise JournalError(
+                f"journal {self.location}: the journal's role may not write it (it lacks "
+                f"{lacks}); grant SELECT, INSERT and UPDATE on the journal's tables "
+                "(docs/engine.md, \"What a user sets up\")"
+            )
 
     def close(self) -> None:
         with self._lock:

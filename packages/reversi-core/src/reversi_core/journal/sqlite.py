@@ -574,6 +574,17 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             ).fetchall()
         return [{"step": r[0], "at": r[1], "kind": r[2], "detail": json.loads(r[3])} for r in rows]
 
+    def check_writable(self) -> None:
+        with self._lock:
+            try:  # takes the write lock and lets it go: nothing is written
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:
+                raise JournalError(
+                    f"journal {self.location} cannot be written ({exc}); a gateway needs a "
+                    "journal it can write"
+                ) from None
+
     def close(self) -> None:
         with self._lock:
             self.flush()

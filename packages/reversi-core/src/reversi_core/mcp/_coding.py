@@ -31,7 +31,7 @@ from ..redact import scrub
 from ._policy import UpstreamCall
 from .serve import OUTCOME_META
 
-__all__ = ["REASON_META", "RUN_META", "STEP_META", "call_tool_result"]
+__all__ = ["REASON_META", "RUN_META", "STEP_META", "call_tool_result", "unjournaled_result"]
 
 RUN_META = "reversi/run"
 """``_meta`` key of every downstream ``CallToolResult``: the run id."""
@@ -87,6 +87,23 @@ def call_tool_result(outcome: CallOutcome, call: UpstreamCall | None) -> dict[st
         if isinstance(error, JournalError)
         else f"the gateway could not serve this call: {error}",
     )
+
+
+def unjournaled_result(error: JournalError) -> dict[str, Any]:
+    """The ``CallToolResult`` of a call the gateway did not run because the session's run
+    could not be journaled (the journal refused the run): no run, no step."""
+    message = scrub(
+        f"the gateway could not start this session's run in the journal, so it did not run "
+        f"the call: {error}"
+    )
+    return {
+        "content": [{"type": "text", "text": message}],
+        "structuredContent": {
+            "error": {"type": "gateway_error", "code": "journal", "message": message}
+        },
+        "isError": True,
+        "_meta": {OUTCOME_META: "failed"},
+    }
 
 
 def _success(

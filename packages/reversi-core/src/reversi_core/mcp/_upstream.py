@@ -26,6 +26,7 @@ from mcp_types import METHOD_NOT_FOUND
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS, LATEST_HANDSHAKE_VERSION
 
 from ..__about__ import __version__
+from .._childenv import child_environment
 from .._json import loads
 from ..errors import ReversiError
 from ..redact import scrub_command
@@ -238,7 +239,10 @@ def spawn_upstream(
 ) -> subprocess.Popen[bytes]:
     """Start the upstream server with pipes on its stdin and stdout, in a session of its own.
 
-    Its stderr goes to ``errlog`` (default: this process's stderr). Raises
+    ``env`` is its whole environment (default: this process's without
+    ``$REVERSI_JOURNAL`` and ``$REVERSI_GATEWAY_TOKEN``,
+    :func:`~reversi_core._childenv.child_environment`). Its stderr goes to ``errlog``
+    (default: this process's stderr). Raises
     :class:`OSError` when the command cannot be run.
     """
     stderr: Any = None
@@ -250,7 +254,7 @@ def spawn_upstream(
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=stderr,
-        env=dict(env) if env is not None else None,
+        env=dict(env) if env is not None else child_environment(),
         start_new_session=True,
     )
 

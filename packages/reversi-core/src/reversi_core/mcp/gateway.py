@@ -49,7 +49,7 @@ from ..journal._open import is_url
 from ..manifest import Approval
 from ..registry import Registry
 from ._approval import Approvals, ConsoleQueue, client_name, declares_elicitation, modern
-from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result
+from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result, unjournaled_result
 from ._downstream import Downstream
 from ._link import Link, Supervisor, make_upstream
 from ._messages import PROG, say
@@ -69,6 +69,7 @@ __all__ = [
     "GatewayConfig",
     "UpstreamError",
     "load_manifest_dir",
+    "open_writable_journal",
     "serve_gateway",
     "spawn_upstream",
 ]
@@ -264,7 +265,12 @@ class Gateway:
         is journaled (docs/engine.md, CALL-4); any other, once its outcome is journaled.
         """
         if run is None:
-            run = self._run or self.ensure_run(client)
+            try:
+                run = self._run or self.ensure_run(client)
+            except JournalError as exc:
+                self.journal_failed(exc)
+                reply(unjournaled_result(exc))
+                return
         if self._prefix:
             name = self._prefix + name
         reason = meta.get(REASON_META)
@@ -301,23 +307,40 @@ class Gateway:
         server.middleware = []  # no tracing spans
         return server
 
+    def journal_failed(self, error: JournalError) -> None:
+        """Say, in one line on stderr, that the session's run could not be journaled."""
+        say(f"error: the run could not be started in the journal: {error}", self._errlog)
+
     async def _initialized(
         self, ctx: ServerRequestContext[Any], params: types.NotificationParams
     ) -> None:
-        self.ensure_run(client_name(ctx))
+        try:
+            self.run_for(ctx)
+        except JournalError as exc:  # a notification has no answer: the next call says it
+            self.journal_failed(exc)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
         if self._run is None:  # a 2026-07-28 client sends no notifications/initialized
-            self.ensure_run(client_name(ctx))
+            try:
+                self.ensure_run(client_name(ctx))
+            except JournalError as exc:  # the listing needs no run: a call will say it
+                self.journal_failed(exc)
         return self._listing
 
     async def _call_tool(
         self, ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
     ) -> dict[str, Any] | types.InputRequiredResult:
         """A ``tools/call`` the SDK parsed: one that may need approval, or an odd one."""
-        run = self.run_for(ctx)
+        try:
+            run = self.run_for(ctx)
+        except JournalError as exc:
+            self.journal_failed(exc)
+            result = unjournaled_result(exc)
+            if modern(ctx):
+                result["resultType"] = "complete"
+            return result
         name = self._prefix + params.name
         args = params.arguments if params.arguments is not None else {}
         meta = params.meta
@@ -406,6 +429,20 @@ async def _serve_stdio(gateway: Gateway, errlog: TextIO) -> int:
     return down.refused
 
 
+def open_writable_journal(config: GatewayConfig) -> Journal:
+    """The gateway's journal, open, once it is known it can be written
+    (:meth:`~reversi_core.journal.Journal.check_writable`): a gateway that could journal
+    nothing refuses to start. Raises :class:`~reversi_core.errors.ReversiError`
+    (:class:`~reversi_core.errors.JournalError` and its kin) saying why, in one line."""
+    journal = open_journal(config.journal, durability=config.durability)
+    try:
+        journal.check_writable()
+    except BaseException:
+        journal.close()
+        raise
+    return journal
+
+
 async def serve_gateway(
     config: GatewayConfig,
     upstream_process: subprocess.Popen[bytes] | None = None,
@@ -418,11 +455,12 @@ async def serve_gateway(
     :func:`spawn_upstream`) and reports on ``errlog`` what is served, hidden and
     drifted. Returns the exit status: 0 after a normal end (messages refused for breaking
     the framing rules are counted on ``errlog`` when the session ends), 1 when the
-    upstream cannot be started, 2 when the journal cannot be opened.
+    upstream cannot be started, 2 when the journal cannot be opened or written
+    (:func:`open_writable_journal`).
     """
     err = errlog or sys.stderr
     try:
-        journal = open_journal(config.journal, durability=config.durability)
+        journal = open_writable_journal(config)
     except ReversiError as exc:
         if upstream_process is not None:
             await stop_process(upstream_process, 0.0)

@@ -44,8 +44,7 @@ from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import Receive, Scope, Send
 
 from ..engine import Run
-from ..errors import ReversiError
-from ..journal import open_journal
+from ..errors import JournalError, ReversiError
 from ._approval import client_name, modern
 from ._http_raw import RawCalls
 from ._link import Link, make_upstream
@@ -62,7 +61,7 @@ from ._listen import (
 from ._messages import say
 from ._tools import ToolIndex
 from ._upstream import UpstreamError, stop_process
-from .gateway import Gateway, GatewayConfig, _report
+from .gateway import Gateway, GatewayConfig, _report, open_writable_journal
 
 __all__ = [
     "DEFAULT_IDLE_TIMEOUT",
@@ -207,7 +206,10 @@ class HttpGateway(Gateway):
     async def _initialized(
         self, ctx: ServerRequestContext[Any], params: types.NotificationParams
     ) -> None:
-        self.run_for(ctx)
+        try:
+            self.run_for(ctx)
+        except JournalError as exc:  # a notification has no answer: the next call says it
+            self.journal_failed(exc)
 
     async def _list_tools(
         self, ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
@@ -460,7 +462,7 @@ async def serve_gateway_http(
         say(f"error: --listen {_hostport(listen.host, listen.port)}: {exc.strerror or exc}", err)
         return 2
     try:
-        journal = open_journal(config.journal, durability=config.durability)
+        journal = open_writable_journal(config)
     except ReversiError as exc:
         sock.close()
         if upstream_process is not None:
