@@ -44,7 +44,7 @@ def sections(prog: str) -> dict[str, str]:
     parts = re.split(r"^### ", CLI_MD, flags=re.MULTILINE)
     for part in parts[1:]:
         heading = part.splitlines()[0]
-        match = re.match(rf"`{re.escape(prog)} ([a-z]+)\b", heading)
+        match = re.match(rf"`{re.escape(prog)} ([a-z][a-z-]*)\b", heading)
         if match:
             found[match.group(1)] = part
     return found
@@ -65,7 +65,12 @@ def test_every_subcommand_is_documented_and_every_documented_one_exists(prog: st
     assert set(subcommands(parser)) == set(sections(prog))
 
 
-CONNECTOR_ARGV = {"serve": ["serve", "fs"], "compensate": ["compensate"], "replay": ["replay"]}
+CONNECTOR_ARGV = {
+    "serve": ["serve", "fs"],
+    "compensate": ["compensate"],
+    "replay": ["replay"],
+    "prune-backups": ["prune-backups"],
+}
 """How each subcommand is built for the check: ``serve``, ``compensate`` and ``replay`` take
 the options their connectors declare (``--root`` and ``--backup-dir`` are fs's), so the parser
 is built as for fs, the connector docs/cli.md's headings name."""
