@@ -22,7 +22,7 @@ def test_the_hash_is_of_canonical_json_key_order_aside() -> None:
     assert args_hash({"a": "1"}) != args_hash({"a": 1})
 
 
-def test_a_request_waits_and_an_identical_call_joins_it(journal: Journal) -> None:
+def test_a_request_waits_and_an_identical_call_gets_its_own(journal: Journal) -> None:
     journal.create_run("r1", ["mem.write"], None)
     queue = approvals_of(journal)
     first = queue.request_approval(
@@ -36,9 +36,20 @@ def test_a_request_waits_and_an_identical_call_joins_it(journal: Journal) -> Non
     other = queue.request_approval(
         "r1", "mem.delete", {"key": "b"}, "tidy up", requested_by="gw", timeout=30
     )
-    assert same.id == first.id
-    assert other.id != first.id
-    assert {a.id for a in queue.list_approvals(waiting=True)} == {first.id, other.id}
+    assert len({first.id, same.id, other.id}) == 3
+    assert {a.id for a in queue.list_approvals(waiting=True)} == {first.id, same.id, other.id}
+
+
+def test_one_decision_releases_exactly_one_of_two_identical_calls(journal: Journal) -> None:
+    journal.create_run("r1", ["mem.write"], None)
+    queue = approvals_of(journal)
+    args = {"key": "a"}
+    one = queue.request_approval("r1", "mem.delete", args, None, requested_by="gw", timeout=30)
+    two = queue.request_approval("r1", "mem.delete", args, None, requested_by="gw", timeout=30)
+    queue.decide_approval(one.id, approved=True, by="ann", args_hash=one.args_hash)
+    assert queue.get_approval(one.id).state is ApprovalState.APPROVED
+    assert queue.get_approval(two.id).state is ApprovalState.WAITING  # waits for its own
+    assert [a.id for a in queue.list_approvals(waiting=True)] == [two.id]
 
 
 def test_a_decision_is_bound_to_the_arguments_it_was_shown(journal: Journal) -> None:

@@ -10,7 +10,9 @@ journal's ``approvals`` table (schema version 3 of both stores: ``_schema.py`` a
 A request is bound to the exact call: its run, its tool and the SHA-256 of the canonical
 JSON of its arguments (:func:`args_hash`). A decision names the hash it was shown and is
 refused for another, and the gateway takes a decision only for the hash of its own call,
-so a call with other arguments needs its own approval. Every request and decision is also
+so a call with other arguments needs its own approval. Each call journals its own
+request, even when an identical call (same run, tool and arguments) is waiting too: one
+decision allows exactly one execution. Every request and decision is also
 an event of the run's audit trail (``approval_requested``, ``approval_decided``,
 ``approval_expired``), with who decided and when.
 
@@ -156,8 +158,9 @@ class ApprovalStore(Protocol):
         requested_by: str,
         timeout: float,
     ) -> ApprovalRecord:
-        """Journal a waiting request for this exact call (``timeout`` seconds from now), or
-        return the one still waiting for the same run, tool and arguments."""
+        """Journal a new waiting request for this exact call (``timeout`` seconds from
+        now) and return it. Every call gets its own request, even one identical to a call
+        already waiting: one decision allows exactly one execution."""
         ...
 
     def get_approval(self, approval_id: str) -> ApprovalRecord:
@@ -241,17 +244,9 @@ class _Approvals:
     ) -> ApprovalRecord:
         digest = args_hash(args)
         now = time.time()
+        # Always a new request: one decision allows exactly one execution, so two
+        # identical calls waiting at the same moment each need their own decision.
         with self._approval_tx() as c:
-            row = c.execute(
-                self._q(
-                    f"SELECT {_COLUMNS} FROM approvals WHERE run_id = ? AND tool = ? "  # noqa: S608 - constant columns
-                    "AND args_hash = ? AND state = 'waiting' AND expires_at > ? "
-                    "ORDER BY requested_at LIMIT 1"
-                ),
-                [run_id, tool, digest, now],
-            ).fetchone()
-            if row is not None:
-                return _record(row)
             record = ApprovalRecord(
                 id=secrets.token_hex(8),
                 run_id=run_id,
