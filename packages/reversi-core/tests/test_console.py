@@ -332,6 +332,33 @@ def test_secrets_and_the_journal_password_never_reach_a_page(
     assert "[REDACTED]" in page
 
 
+def test_credentials_of_the_environment_never_reach_a_page(
+    journal: Journal, location: str, make_run: Callable[..., Run], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # only in the environment: the console registers it as `reversi export` does
+    env_secret = "ghp_console-env-secret-0123456789"
+    monkeypatch.setenv("GITHUB_TOKEN", env_secret)
+    run = make_run()
+    anyio.run(
+        lambda: run.call("mem.mkdir", {"path": env_secret}, reason=f"uses {env_secret}")
+    )
+    args = {"key": "k", "value": env_secret, "token": "by-key-name-only-0123"}
+    approvals_of(journal).request_approval(
+        run.id, "mem.guarded_put", args, f"token is {env_secret}", requested_by="gw", timeout=60
+    )
+    with console_client(journal, location) as c:
+        log_in(c)
+        pages = {
+            "timeline": c.get(f"/runs/{run.id}").text,
+            "approvals": c.get("/approvals").text,
+            "api": c.get("/api/approvals").text,
+        }
+    for name, text in pages.items():
+        assert env_secret not in text, name
+        assert "by-key-name-only-0123" not in text, name  # a credential-named key's value
+        assert "[REDACTED]" in text, name
+
+
 def test_a_journal_url_is_shown_without_its_password(sqlite_journal: Journal) -> None:
     with console_client(sqlite_journal, "postgresql://ann:pw-never-shown@db.example:5432/j") as c:
         log_in(c)

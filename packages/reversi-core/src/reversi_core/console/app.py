@@ -8,7 +8,8 @@ dry run's waves); ``/runs/RUN/rollback`` a rollback's progress;
 ``/runs/RUN/rollback``, ``/runs/RUN/steps/SEQ/resolve``, ``/approvals/ID``. JSON:
 ``/api/runs/RUN/rollback`` and ``/api/approvals``. Every page goes through the
 :class:`~._security.Guard`. Arguments and messages shown are scrubbed of registered
-secrets (:mod:`reversi_core.redact`); the journal is named without its password.
+secrets (:mod:`reversi_core.redact`), the credentials of the environment and the values
+of credential-named keys, as ``reversi export`` does (:mod:`reversi_core.audit`); the journal is named without its password.
 Starlette: https://www.starlette.io/
 """
 
@@ -38,7 +39,8 @@ from ..journal import Journal, StepState, describe_location
 from ..journal._approvals import ApprovalDecisionError, ApprovalState, approvals_of
 from ..journal._summaries import run_summaries_of
 from ..manifest import Effect, Manifest
-from ..redact import scrub, scrub_json
+from ..audit import register_environment_secrets, scrub_record
+from ..redact import scrub
 from ..registry import Registry
 from ._graph import graph_svg, step_class
 from ._rollbacks import ConsoleRollbacks
@@ -57,7 +59,7 @@ _ENV = Environment(
     autoescape=select_autoescape(default=True, default_for_string=True),
 )
 _ENV.filters["when"] = lambda ts: "" if ts is None else _when(ts)
-_ENV.filters["shown"] = lambda value: json.dumps(scrub_json(value), ensure_ascii=False)
+_ENV.filters["shown"] = lambda value: json.dumps(scrub_record(value), ensure_ascii=False)
 _ENV.filters["scrub"] = lambda text: "" if text is None else scrub(str(text))
 
 
@@ -321,12 +323,12 @@ async def rollback_json(request: Request) -> Response:
         body["status"] = _journal(request).get_run(progress.run_id).status.value
     except JournalError:
         body["status"] = None
-    return JSONResponse(body)
+    return JSONResponse(scrub_record(body))
 
 
 async def approvals_json(request: Request) -> Response:
     waiting = approvals_of(_journal(request)).list_approvals(waiting=True)
-    return JSONResponse({"waiting": [a.to_json() for a in waiting]})
+    return JSONResponse({"waiting": [scrub_record(a.to_json()) for a in waiting]})
 
 
 # -- the application -------------------------------------------------------------
@@ -339,6 +341,8 @@ def create_app(config: ConsoleConfig) -> Any:
     approval queue or :meth:`~reversi_core.journal._summaries.RunSummaryStore.run_summaries`.
     """
     approvals_of(config.journal)  # a store without the queue is refused now
+    # what `reversi export` scrubs: credentials of the environment, credential-named keys
+    register_environment_secrets()
     run_summaries_of(config.journal)  # ... or without the runs' summaries
     rollbacks = ConsoleRollbacks(
         config.journal, config.compensator, timeout=config.timeout, parallel=config.parallel
