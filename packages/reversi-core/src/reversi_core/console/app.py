@@ -143,7 +143,16 @@ def _run_or_404(request: Request) -> Any:
         return None
 
 
+def _recover_orphans(journal: Journal) -> None:
+    """Mark the pending steps of gateways that died since the console opened the journal
+    uncertain (and release their rollback locks), by the journal's own recovery."""
+    recover = getattr(journal, "recover_orphans", None)
+    if recover is not None:  # both stores have it; a journal double of a test may not
+        recover()
+
+
 async def run_page(request: Request) -> Response:
+    _recover_orphans(_journal(request))
     run = _run_or_404(request)
     if run is None:
         return _problem(request, f"no run {request.path_params['run']!r} in the journal", 404)
@@ -189,6 +198,7 @@ async def run_page(request: Request) -> Response:
 
 
 async def plan_page(request: Request) -> Response:
+    _recover_orphans(_journal(request))
     run = _run_or_404(request)
     if run is None:
         return _problem(request, f"no run {request.path_params['run']!r} in the journal", 404)
@@ -240,6 +250,7 @@ async def start_rollback(request: Request) -> Response:
     run = _run_or_404(request)
     if run is None:
         return _problem(request, f"no run {request.path_params['run']!r} in the journal", 404)
+    _recover_orphans(_journal(request))
     try:
         config_rollbacks(request).start(run.id)
     except RollbackInProgressError as exc:

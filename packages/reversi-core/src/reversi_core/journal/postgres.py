@@ -86,7 +86,7 @@ _STORE_METHODS = tuple(
 )
 
 
-@pg_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS)
+@pg_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS + ("recover_orphans",))
 class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
@@ -224,6 +224,17 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
         c = self._c()
         with c.transaction():
             recover(c, self._owner, self._event, self._append)
+
+    def recover_orphans(self) -> None:
+        """Recover what a process that is gone left behind, as an open does (JNL-1): each
+        pending step of a dead owner becomes ``uncertain`` and each rollback lock of one
+        is released, each with its event. For a handle held open for long (``reversi
+        console``), which sees other processes die after it opened the journal. Raises
+        :class:`~reversi_core.errors.JournalError` when the journal cannot be written."""
+        with self._lock:
+            if self._deferred:
+                self.flush()
+            self._recover()
 
     # -- runs --------------------------------------------------------------------
 

@@ -78,7 +78,7 @@ _STORE_METHODS = tuple(
 """The methods of the :class:`~reversi_core.journal.Journal` protocol."""
 
 
-@journal_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS)
+@journal_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS + ("recover_orphans",))
 class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     """The embedded journal (see the module docstring).
 
@@ -181,6 +181,14 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def _recover(self) -> None:
         with self._tx() as c:
             recover(c, self._event)
+
+    def recover_orphans(self) -> None:
+        """Recover what a process that is gone left behind, as an open does (JNL-1): each
+        pending step of a dead owner becomes ``uncertain`` and each rollback lock of one
+        is released, each with its event. For a handle held open for long (``reversi
+        console``), which sees other processes die after it opened the journal. Raises
+        :class:`~reversi_core.errors.JournalError` when the journal cannot be written."""
+        self._recover()
 
     # -- runs --------------------------------------------------------------------
 
