@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import select
+import signal
 import shutil
 import subprocess
 import sys
@@ -196,3 +197,12 @@ def test_a_journal_url_with_a_password_is_served_and_its_password_printed_nowher
     for text in [console.first_line, out, err, *(p.text for p in pages)]:
         assert password not in text
         assert urllib.parse.quote(password, safe="") not in text
+
+
+def test_sigint_stops_the_console_with_status_130(data: Path) -> None:
+    console = Console(["--data", str(data)], env_of())
+    console.proc.send_signal(signal.SIGINT)
+    console.proc.wait(timeout=30)
+    out, err = console.stop()
+    assert console.proc.returncode == 130, err
+    assert "interrupted" in err

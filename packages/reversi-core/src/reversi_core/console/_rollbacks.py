@@ -14,6 +14,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
+
 from ..connector import Compensator
 from ..engine import DEFAULT_PARALLEL, Run
 from ..errors import RollbackInProgressError
@@ -81,6 +83,7 @@ class ConsoleRollbacks:
         self.parallel = parallel
         self._progress: dict[str, Progress] = {}
         self._tasks: set[asyncio.Task[None]] = set()
+        self._scopes: dict[str, anyio.CancelScope] = {}
 
     def get(self, run_id: str) -> Progress | None:
         """The rollback of ``run_id`` this console started last, if any."""
@@ -102,6 +105,7 @@ class ConsoleRollbacks:
         steps = self.journal.list_steps(run_id)
         progress = Progress(run_id, len(steps))
         self._progress[run_id] = progress
+        self._scopes[run_id] = anyio.CancelScope()  # before the task runs: stop() sees it
         task = asyncio.get_running_loop().create_task(self._roll_back(progress, self.compensator))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
@@ -122,24 +126,44 @@ class ConsoleRollbacks:
                 }
             )
 
+        scope = self._scopes[progress.run_id]
         try:
-            run = Run.open(self.journal, Registry({}), progress.run_id)
-            report = await run.rollback(
-                compensate=compensator,
-                progress=decided,
-                started=started,
-                compensation_timeout=self.timeout,
-                parallel=self.parallel,
-            )
-            progress.complete = report.complete
-            progress.outstanding = len(report.outstanding)
+            # stop() cancels this scope, as SIGINT does ``reversi rollback``'s: the
+            # compensations in flight (shielded by the engine, each bounded by its
+            # timeout) finish and are journaled, no other starts
+            with scope:
+                run = Run.open(self.journal, Registry({}), progress.run_id)
+                report = await run.rollback(
+                    compensate=compensator,
+                    progress=decided,
+                    started=started,
+                    compensation_timeout=self.timeout,
+                    parallel=self.parallel,
+                )
+                progress.complete = report.complete
+                progress.outstanding = len(report.outstanding)
+            if scope.cancelled_caught:
+                progress.error = "stopped: the console was interrupted; roll back again to go on"
         except Exception as exc:
             progress.error = scrub(f"{type(exc).__name__}: {exc}")
         finally:
+            self._scopes.pop(progress.run_id, None)
             progress.running.clear()
             progress.finished_at = time.time()
 
     async def wait(self) -> None:
-        """Wait for every rollback this console runs (on shutdown)."""
+        """Wait for every rollback this console runs to end on its own."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def stop(self) -> None:
+        """Stop every rollback this console runs (on shutdown: SIGINT, SIGTERM), as
+        Ctrl-C stops ``reversi rollback``: no compensation starts any more, those running
+        finish (each bounded by ``timeout`` seconds) and their outcomes are journaled,
+        then this returns. The run stays ``rollback_incomplete``; rolling back again
+        retries what is outstanding."""
+        tasks = list(self._tasks)
+        for scope in list(self._scopes.values()):
+            scope.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)

@@ -362,7 +362,7 @@ def create_app(config: ConsoleConfig) -> Any:
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         yield
-        await rollbacks.wait()
+        await rollbacks.stop()  # no new compensation; the running ones finish
 
     app = Starlette(
         routes=[
