@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import os
 import select
-import signal
 import shutil
+import signal
 import subprocess
 import sys
 import urllib.parse
@@ -203,6 +203,6 @@ def test_sigint_stops_the_console_with_status_130(data: Path) -> None:
     console = Console(["--data", str(data)], env_of())
     console.proc.send_signal(signal.SIGINT)
     console.proc.wait(timeout=30)
-    out, err = console.stop()
+    _, err = console.stop()
     assert console.proc.returncode == 130, err
     assert "interrupted" in err

@@ -339,9 +339,7 @@ def test_credentials_of_the_environment_never_reach_a_page(
     env_secret = "ghp_console-env-secret-0123456789"
     monkeypatch.setenv("GITHUB_TOKEN", env_secret)
     run = make_run()
-    anyio.run(
-        lambda: run.call("mem.mkdir", {"path": env_secret}, reason=f"uses {env_secret}")
-    )
+    anyio.run(lambda: run.call("mem.mkdir", {"path": env_secret}, reason=f"uses {env_secret}"))
     args = {"key": "k", "value": env_secret, "token": "by-key-name-only-0123"}
     approvals_of(journal).request_approval(
         run.id, "mem.guarded_put", args, f"token is {env_secret}", requested_by="gw", timeout=60
@@ -404,3 +402,24 @@ def test_a_5000_step_run_is_paged_and_no_page_is_large(
     assert 'id="step-5000"' in last.text
     assert 'id="step-1"' not in last.text
     assert plan.status_code == 200
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("//evil.example/x", "/evil.example/x"),
+        ("///evil.example/x?a=1", "/evil.example/x?a=1"),
+        ("/%5Cevil.example/x", "/evil.example/x"),
+        ("/runs/R?page=2", "/runs/R?page=2"),
+    ],
+)
+def test_the_token_redirect_stays_on_this_site(
+    journal: Journal, location: str, path: str, expected: str
+) -> None:
+    sep = "&" if "?" in path else "?"
+    with console_client(journal, location) as c:
+        request = c.build_request("GET", "/")  # the path as sent, never read as //host
+        request.url = request.url.copy_with(raw_path=f"{path}{sep}token={TOKEN}".encode())
+        answer = c.send(request, follow_redirects=False)
+    assert answer.status_code == 303
+    assert answer.headers["location"] == expected  # never //host: another site

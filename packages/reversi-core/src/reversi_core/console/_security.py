@@ -25,7 +25,6 @@ import hmac
 import urllib.parse
 from collections.abc import Iterable
 
-from starlette.datastructures import URL
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -37,6 +36,12 @@ CSP = (
     "connect-src 'self'; form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
 )
 """The Content-Security-Policy of every answer: the console's own script and style only."""
+
+
+def _same_site(path: str) -> str:
+    """``path`` as a path of this site: never a scheme-relative address (``//host/x``,
+    ``/\\host/x``, which a browser takes for another site), percent-encoded."""
+    return "/" + urllib.parse.quote(path.lstrip("/\\"), safe="/:@!$&'()*+,;=~")
 
 
 def csrf_token(token: str) -> str:
@@ -95,10 +100,11 @@ class Guard:
                 return _unauthorized("the token in the address is not this console's")
             if request.method != "GET":
                 return _unauthorized("a token in the address is for opening the console only")
-            query = [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
-            clean = URL(scope=request.scope).replace(query=urllib.parse.urlencode(query))
+            query = urllib.parse.urlencode(
+                [(k, v) for k, v in request.query_params.multi_items() if k != "token"]
+            )
             response = RedirectResponse(
-                clean.path + (f"?{clean.query}" if clean.query else ""), 303
+                _same_site(request.scope["path"]) + (f"?{query}" if query else ""), 303
             )
             response.set_cookie(self.cookie, self.token, httponly=True, samesite="strict", path="/")
             return response

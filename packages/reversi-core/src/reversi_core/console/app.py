@@ -9,7 +9,8 @@ dry run's waves); ``/runs/RUN/rollback`` a rollback's progress;
 ``/api/runs/RUN/rollback`` and ``/api/approvals``. Every page goes through the
 :class:`~._security.Guard`. Arguments and messages shown are scrubbed of registered
 secrets (:mod:`reversi_core.redact`), the credentials of the environment and the values
-of credential-named keys, as ``reversi export`` does (:mod:`reversi_core.audit`); the journal is named without its password.
+of credential-named keys, as ``reversi export`` does (:mod:`reversi_core.audit`); the
+journal is named without its password.
 Starlette: https://www.starlette.io/
 """
 
@@ -30,6 +31,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from ..audit import register_environment_secrets, scrub_record
 from ..cli._common import CliError
 from ..cli._manifests import manifest_for
 from ..connector import Compensator
@@ -39,7 +41,6 @@ from ..journal import Journal, StepState, describe_location
 from ..journal._approvals import ApprovalDecisionError, ApprovalState, approvals_of
 from ..journal._summaries import run_summaries_of
 from ..manifest import Effect, Manifest
-from ..audit import register_environment_secrets, scrub_record
 from ..redact import scrub
 from ..registry import Registry
 from ._graph import graph_svg, step_class

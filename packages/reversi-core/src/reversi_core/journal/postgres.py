@@ -607,7 +607,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
             raise JournalError(
                 f"journal {self.location}: the journal's role may not write it (it lacks "
                 f"{lacks}); grant SELECT, INSERT and UPDATE on the journal's tables "
-                "(docs/engine.md, \"What a user sets up\")"
+                '(docs/engine.md, "What a user sets up")'
             )
 
     def close(self) -> None:
