@@ -61,13 +61,14 @@ class RunPage:
 # The outer one-row select gives ``total`` even for a page past the end (no run joined).
 _SQL = """
 SELECT t.total, p.id, p.started_at, p.status, p.scope, p.label, p.rollback_started_at,
-       p.rollback_finished_at, p.step_count, p.last_active
+       p.rollback_finished_at, p.step_count, p.rollback_owner, p.last_active
 FROM (SELECT count(*) AS total FROM runs) t
 LEFT JOIN (
     SELECT r.id AS id, r.started_at AS started_at, r.status AS status, r.scope AS scope,
            r.label AS label, r.rollback_started_at AS rollback_started_at,
            r.rollback_finished_at AS rollback_finished_at,
            (SELECT count(*) FROM steps s WHERE s.run_id = r.id) AS step_count,
+           r.rollback_owner AS rollback_owner,
            {greatest}(
                r.started_at,
                coalesce(r.rollback_started_at, r.started_at),
@@ -115,7 +116,7 @@ class _RunSummaries:
         with self._summary_read() as c:
             rows = c.execute(sql, [limit, offset]).fetchall()
         runs = [
-            RunSummary(run=run_from_row(row[1:9]), last_active=float(row[9]))
+            RunSummary(run=run_from_row(row[1:10]), last_active=float(row[10]))
             for row in rows
             if row[1] is not None
         ]
