@@ -227,7 +227,9 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
     if not args.data:  # with both, that is said first; else a URL refused for its form may hold one
         check_journal_option(args.journal)
     try:
-        args.location = resolve_location(args.journal, args.data)
+        # libpq's reading is checked when the journal opens (status 2 too): psycopg is a
+        # slow import, and the upstream starts before any (docs/performance.md)
+        args.location = resolve_location(args.journal, args.data, check_libpq=False)
     except ConfigurationError as exc:
         raise CliError(str(exc), 2) from None
     if args.tool_namespace is not None and not re.fullmatch(r"[a-z][a-z0-9]*", args.tool_namespace):

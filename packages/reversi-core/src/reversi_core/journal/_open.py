@@ -219,7 +219,12 @@ def describe_location(location: str) -> str:
     return f"a {scheme_of(location)}:// URL"
 
 
-def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | None = None) -> str:
+def resolve_location(
+    journal: str | None = None,
+    data: str | os.PathLike[str] | None = None,
+    *,
+    check_libpq: bool = True,
+) -> str:
     """The journal to open, from a command's ``--journal`` and ``--data`` and the environment.
 
     ``journal`` (a ``postgresql://`` URL or a data directory) or ``data`` (a data
@@ -233,6 +238,9 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
     holding an unencoded ``/`` or ``@``, a port that is not a number, ...) or libpq
     cannot parse or reads otherwise, without repeating either, and a URL of any other
     scheme; the passwords such a URL may hold are registered with the redactor.
+    ``check_libpq=False`` leaves libpq's reading to the open (psycopg is not imported
+    here then: ``reversi-gateway`` starts its upstream first, and reports a journal
+    that cannot be opened with the same status 2).
     """
     if journal and data:
         raise ConfigurationError(
@@ -257,6 +265,8 @@ def resolve_location(journal: str | None = None, data: str | os.PathLike[str] | 
             _pg_url.split_url(location)
         except _pg_url.UrlError as exc:
             raise ConfigurationError(str(exc)) from None
+        if not check_libpq:
+            return location
         from ._pg_conn import import_psycopg, parse_url
 
         try:
