@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,32 @@ def test_prune_refuses_a_duration_it_cannot_read(
 ) -> None:
     assert main(["prune", "--older-than", "30 days"]) == 2
     assert "is not a duration" in capsys.readouterr().err
+
+
+def test_prune_holds_backups_back_to_the_first_step_of_a_run_still_outstanding(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A resolved step whose compensation failed names no backup (it has no result): the
+    cut-off must stay before its start though nothing in the journal is pending."""
+    journal.create_run("failed", ["x:y"], None)
+    first = journal.begin_step("failed", "mem.put", "reversible", "x:y", {}, None, None, [])
+    journal.finish_step(
+        "failed",
+        first.seq,
+        StepState.UNCERTAIN,
+        result=None,
+        error="killed",
+        compensation=None,
+        compensation_error=None,
+    )
+    journal.resolve_step("failed", first.seq, True, None, None, "no result", "ops")
+    journal.start_rollback("failed")
+    journal.set_rollback_state("failed", first.seq, RollbackState.COMPENSATION_FAILED, None)
+    journal.finish_rollback("failed", False)
+    mark = "%s" if is_postgres(env) else "?"
+    started = time.time() - 600  # its call began ten minutes ago
+    sql(env, f"UPDATE steps SET started_at = {mark} WHERE run_id = 'failed'", [started])
+    assert main(["prune", "--older-than", "0s", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [k["run"] for k in plan["kept"]] == ["failed"]
+    assert plan["backups_before"] <= started - 1.0  # less the clock margin

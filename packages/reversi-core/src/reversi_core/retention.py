@@ -13,8 +13,12 @@ needed: it is never ``open`` or ``rolling_back``, and no step of it is outstandi
 :func:`needed_names` is what the connectors' retention hook
 (:meth:`~reversi_core.connector.Connector.prune_backups`) is given: every string held by
 the results and compensations of the steps that stay, and the time before which a backup
-no step names may go (the start of the oldest step whose outcome is not known: its
-backup, if it made one, is named nowhere yet). See docs/operate.md.
+no step names may go: the start of the oldest step of any kept run that still has
+outstanding work (open, rolling back, or a step outstanding), and of any step still
+``pending`` or unresolved ``uncertain``. A step that was pending when its process died
+made a backup that no record names (it has no result), and resolving it does not name
+it either, so the whole run holds the cut-off back until nothing in it is outstanding.
+See docs/operate.md.
 """
 
 from __future__ import annotations
@@ -152,11 +156,15 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def needed_names(steps: Collection[StepRecord], now: float) -> tuple[set[str], float]:
+def needed_names(
+    steps: Collection[StepRecord], now: float, holding: Collection[StepRecord] = ()
+) -> tuple[set[str], float]:
     """Every string of the steps' results and compensations, and the backup cut-off time:
-    ``now``, or the start of the oldest step still ``pending`` or unresolved ``uncertain``."""
+    ``now``, or the start of the oldest step of ``holding`` (the steps of the kept runs
+    with outstanding work) or of ``steps`` still ``pending`` or unresolved ``uncertain``.
+    """
     names: set[str] = set()
-    before = now
+    before = min([now, *(step.started_at for step in holding)])
     for step in steps:
         names.update(_strings(step.result))
         names.update(_strings(step.compensation))
@@ -186,11 +194,13 @@ def plan_prune(
     now = time.time() if now is None else now
     plan = PrunePlan(cutoff=now - older_than)
     kept_steps: list[StepRecord] = []
+    holding: list[StepRecord] = []
     for run in journal.list_runs():
         steps = journal.list_steps(run.id)
         state, why = _state_of(run, steps)
         if state is None:
             plan.kept.append((run, why or ""))
+            holding += steps
         elif state not in states:
             plan.kept.append((run, f"it is {state}, not a state given"))
         elif _last_activity(run, steps) > plan.cutoff:
@@ -199,7 +209,7 @@ def plan_prune(
             plan.remove.append((run, state))
             continue
         kept_steps += steps
-    plan.needed, plan.before = needed_names(kept_steps, now)
+    plan.needed, plan.before = needed_names(kept_steps, now, holding)
     plan.before = min(plan.before, plan.cutoff) - CLOCK_MARGIN
     return plan
 
