@@ -161,3 +161,42 @@ def test_prune_holds_backups_back_to_the_first_step_of_a_run_still_outstanding(
     plan = json.loads(capsys.readouterr().out)
     assert [k["run"] for k in plan["kept"]] == ["failed"]
     assert plan["backups_before"] <= started - 1.0  # less the clock margin
+
+
+def test_prune_refuses_a_backups_command_it_cannot_run_before_removing_anything(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    for cmd in ("/nonexistent/prog", "no-such-reversi-program-xyz", ""):
+        assert main(["prune", "--older-than", "0s", "--backups-cmd", cmd, "--json"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "--backups-cmd is empty" in captured.err if cmd == "" else cmd in captured.err
+        assert [r.id for r in journal.list_runs()] == ["gone"]  # nothing removed
+
+
+def test_prune_lists_the_runs_it_removed_when_the_backups_command_fails_after(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    assert main(["prune", "--older-than", "0s", "--backups-cmd", "false", "--json"]) == 1
+    captured = capsys.readouterr()
+    answer = json.loads(captured.out)
+    assert answer["removed"] == ["gone"]
+    assert answer["backups"] is None
+    assert "--backups-cmd false exited 1" in captured.err
+    assert journal.list_runs() == []
+    _rolled_back(journal, "next")
+    assert main(["prune", "--older-than", "0s", "--backups-cmd", "false"]) == 1
+    assert "removed run next (rolled_back, 1 steps)" in capsys.readouterr().out
+
+
+def test_prune_dry_run_json_says_would_remove_not_removed(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    assert main(["prune", "--older-than", "0s", "--dry-run", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert "removed" not in answer
+    assert answer["would_remove"] == ["gone"]
+    assert [r.id for r in journal.list_runs()] == ["gone"]
