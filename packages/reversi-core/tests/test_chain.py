@@ -201,3 +201,21 @@ def test_a_run_written_before_the_chain_gets_no_records_from_later_writes(
         assert journal.verify_run("new").status == "ok"
     count = _placeholders(location, "SELECT count(*) FROM chain WHERE run_id = ?")
     assert sql(location, count, ["old"]) == [(0,)]
+
+
+def test_who_resolved_a_step_is_chained_and_an_edit_of_it_is_reported(
+    journal: Journal, location: str
+) -> None:
+    journal.create_run("run_r", ["x:y"], None)
+    step = journal.begin_step("run_r", "mem.put", "reversible", "x:y", {}, None, None, [])
+    journal.finish_step(
+        "run_r", step.seq, StepState.UNCERTAIN, result=None, error="timed out",
+        compensation=None, compensation_error=None,
+    )  # fmt: skip
+    journal.resolve_step("run_r", step.seq, True, None, None, "no result", "ada")
+    assert journal.get_step("run_r", step.seq).resolved_by == "ada"
+    assert journal.verify_run("run_r").status == "ok"
+    _edit(location, "UPDATE steps SET resolved_by = ? WHERE run_id = 'run_r'", ["mallory"])
+    result = journal.verify_run("run_r")
+    assert (result.status, result.step) == ("tampered", step.seq)
+    assert "resolved_by differs from its latest record (resolve)" in (result.what or "")

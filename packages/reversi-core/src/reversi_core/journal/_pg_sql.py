@@ -28,8 +28,8 @@ def _chain_set(step: str, kind: str, text: str) -> str:
     """The ``SET`` of the run's row that moves its chain's head on by one record: the
     hash of ``_chain.link_hash``, computed by the server (``step``, ``kind`` and ``text``
     are SQL expressions; on the right of ``SET`` every column is its value before). A run
-written before the chain (``chained`` false) keeps its head, and each statement inserts
-its record only ``WHERE chained``: it never gets records."""
+    written before the chain (``chained`` false) keeps its head, and each statement
+    inserts its record only ``WHERE chained``: it never gets records."""
     return (
         "chain_seq = CASE WHEN chained THEN chain_seq + 1 ELSE chain_seq END, "
         "chain_prev = CASE WHEN chained THEN chain_hash ELSE chain_prev END, "

@@ -513,7 +513,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
                 ["applied" if applied else "not_applied", *values, by, run_id, seq],
             )
             if cur.rowcount == 1:
-                self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values))
+                self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values, by))
             self._event(self._conn, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
@@ -596,7 +596,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
             raise JournalError(
                 f"journal {self.location}: the journal's role may not write it (it lacks "
                 f"{lacks}); grant SELECT, INSERT and UPDATE on the journal's tables "
-                "(docs/engine.md, \"What a user sets up\")"
+                '(docs/engine.md, "What a user sets up")'
             )
 
     def close(self) -> None:
