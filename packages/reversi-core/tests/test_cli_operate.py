@@ -14,6 +14,7 @@ from _stores import is_postgres, sql
 
 from reversi_core.cli.reversi import main
 from reversi_core.journal import Journal, RollbackState, StepState
+from reversi_core.retention import parse_duration
 
 SECRET_ENV = "sk_live_9f8e7d6c5b4a39281706"
 SECRET_ARG = "hunter2-in-the-arguments"
@@ -130,8 +131,25 @@ def test_prune_never_removes_an_open_run_or_one_with_a_step_outstanding(
 def test_prune_refuses_a_duration_it_cannot_read(
     env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["prune", "--older-than", "30 days"]) == 2
-    assert "is not a duration" in capsys.readouterr().err
+    for bad in ("30 days", "nan", "inf", "nans", "1d1d", "10s5m", "1w2d", "３０d", "30", "-1d", ""):
+        assert main(["prune", f"--older-than={bad}"]) == 2, bad
+        assert "is not a duration" in capsys.readouterr().err, bad
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("45s", 45),
+        ("90m", 5400),
+        ("12h", 43200),
+        ("30d", 2592000),
+        ("2w", 1209600),
+        ("1.5d", 129600),
+        ("0s", 0),
+    ],
+)
+def test_a_duration_is_one_number_and_one_unit(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
 
 
 def test_prune_holds_backups_back_to_the_first_step_of_a_run_still_outstanding(

@@ -52,32 +52,23 @@ kernel's coarse clock, and the journal's times from the writing host's."""
 _SETTLED = (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE, RollbackState.UNRECOVERABLE)
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])", re.ASCII)
 
 
 def parse_duration(text: str) -> float:
-    """``30d``, ``12h``, ``1w2d``, ``90m``, ``45s`` (or plain seconds) as seconds.
+    """``45s``, ``90m``, ``12h``, ``30d``, ``2w`` as seconds: one ASCII number (digits,
+    optionally a fraction) and one unit, nothing else (no ``nan``, ``inf``, sign, unit
+    left out, two units, or non-ASCII digits).
 
     Raises :class:`ValueError` naming what is wrong.
     """
-    spelled = text.strip().lower()
-    try:
-        seconds = float(spelled)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for match in _DURATION.finditer(spelled):
-            if match.start() != pos:
-                break
-            seconds += float(match.group(1)) * _UNITS[match.group(2)]
-            pos = match.end()
-        if pos != len(spelled) or not spelled:
-            raise ValueError(
-                f"{text!r} is not a duration: give a number and a unit s, m, h, d or w "
-                "(such as 30d, 12h or 1w2d), or seconds"
-            ) from None
-    if seconds < 0:
-        raise ValueError(f"{text!r} is negative; give a duration of zero or more")
-    return seconds
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise ValueError(
+            f"{text!r} is not a duration: give one number and one unit s, m, h, d or w "
+            "(such as 45s, 90m, 12h, 30d or 2w)"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def outstanding(step: StepRecord) -> str | None:

@@ -61,7 +61,8 @@ def add_commands(sub: Any, common: argparse.ArgumentParser, epilog: str) -> None
         metavar="DURATION",
         type=_duration,
         required=True,
-        help="the age a run's last activity must exceed: 30d, 12h, 1w2d, 90m, 45s",
+        help="the age a run's last activity must exceed: one number and one unit s, m, h, d or w "
+        "(45s, 90m, 12h, 30d, 2w)",
     )
     p.add_argument(
         "--state",
