@@ -144,3 +144,65 @@ def test_prune_removes_pruned_runs_and_unneeded_backups_only(location: str, tmp_
     again = _reversi(location, "verify", "done")
     assert again.returncode == 2  # a pruned run is gone entirely
     assert "no run 'done'" in again.stderr
+
+
+def _hand(location: str, statement: str, params: list[Any]) -> None:
+    """Run one write on the journal's database, outside the journal (a killed process)."""
+    if location.startswith(("postgresql:", "postgres:")):
+        import psycopg
+
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute(statement.encode(), params)
+        return
+    import sqlite3
+
+    conn = sqlite3.connect(Path(location) / "journal.sqlite3")
+    try:
+        with conn:
+            conn.execute(statement.replace("%s", "?"), params)
+    finally:
+        conn.close()
+
+
+def test_prune_keeps_the_backup_of_a_resolved_step_whose_compensation_failed(
+    location: str, tmp_path: Path
+) -> None:
+    """A write left pending by a killed process made a backup no record names; recovered
+    to uncertain, resolved as applied, its compensation cannot be computed (no result) and
+    fails. The run stays (outstanding), and so must the backup, though no step is pending
+    or unresolved any more."""
+    from reversi_core.journal._owner import process_owner
+
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "w.txt").write_text("old w")
+    fs = FsConnector(root)
+    with open_journal(location) as journal:
+        journal.create_run("killed", ["fs:write"], None)
+        step = journal.begin_step(
+            "killed", "fs.write_file", "compensable", "fs:write", {"path": "w.txt"}, None, None, []
+        )
+    anyio.run(fs.call, "fs.write_file", {"path": "w.txt", "content": "new w"})
+    (backup,) = _backups(root)
+    dead = process_owner().rsplit(":", 1)[0] + ":0"  # this host, another start: gone
+    _hand(location, "UPDATE steps SET owner = %s WHERE run_id = 'killed'", [dead])
+    anyio.run(anyio.sleep, 1.5)  # the prune's cut-off would be past the backup otherwise
+    with open_journal(location) as journal:  # a writing open recovers the step
+        assert journal.get_step("killed", step.seq).state.value == "uncertain"
+    resolved = _reversi(location, "resolve", "killed", str(step.seq), "--applied")
+    assert resolved.returncode == 0, resolved.stderr
+    compensator = shlex.join([script("reversi-connectors"), "compensate", "--root", str(root)])
+    rollback = _reversi(location, "rollback", "killed", "--compensator-cmd", compensator)
+    assert rollback.returncode != 0, rollback.stdout
+    with open_journal(location) as journal:
+        assert journal.get_run("killed").status.value == "rollback_incomplete"
+        assert journal.get_step("killed", step.seq).rollback_state.value == "compensation_failed"
+
+    backups_cmd = shlex.join([script("reversi-connectors"), "prune-backups", "--root", str(root)])
+    real = _reversi(location, "prune", "--older-than", "0s", "--backups-cmd", backups_cmd, "--json")
+    assert real.returncode == 0, real.stderr
+    answer = json.loads(real.stdout)
+    assert answer["removed"] == []
+    assert answer["backups"] == {"fs": []}
+    assert answer["backups_before"] < step.started_at
+    assert _backups(root) == {backup}  # the one copy of the old w.txt stays

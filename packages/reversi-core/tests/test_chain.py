@@ -19,40 +19,45 @@ def _placeholders(location: str, statement: str) -> str:
     return statement.replace("?", "%s") if is_postgres(location) else statement
 
 
-def _busy_run(journal: Journal) -> None:
+def _busy_run(journal: Journal, run: str = "run_a", create: bool = True) -> None:
     """A run that went through every kind of write that changes a step."""
-    journal.create_run("run_a", ["x:y"], "label")
-    one = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {"key": "a"}, "why", None, [])
+    if create:
+        journal.create_run(run, ["x:y"], "label")
+    _writes(journal, run)
+
+
+def _writes(journal: Journal, run_a: str) -> None:
+    one = journal.begin_step(run_a, "mem.put", "reversible", "x:y", {"key": "a"}, "why", None, [])
     journal.finish_step(
-        "run_a", one.seq, StepState.SUCCEEDED, result={"old": None},
+        run_a, one.seq, StepState.SUCCEEDED, result={"old": None},
         error=None, compensation={"tool": "mem.delete", "args": {"key": "a"}}, compensation_error=None,
     )  # fmt: skip
     journal.record_rejected(
-        "run_a", "mem.put", "reversible", "x:y", {"key": "b"}, None, "denied", None
+        run_a, "mem.put", "reversible", "x:y", {"key": "b"}, None, "denied", None
     )
     two = journal.begin_step(
-        "run_a", "mem.put", "reversible", "x:y", {"key": "c"}, None, None, [one.seq]
+        run_a, "mem.put", "reversible", "x:y", {"key": "c"}, None, None, [one.seq]
     )
     journal.finish_step(
-        "run_a", two.seq, StepState.UNCERTAIN, result=None, error="timed out",
+        run_a, two.seq, StepState.UNCERTAIN, result=None, error="timed out",
         compensation=None, compensation_error=None,
     )  # fmt: skip
-    journal.resolve_step("run_a", two.seq, True, {"old": 1}, {"tool": "mem.put", "args": {}}, None)
-    seq = journal.reserve_step("run_a")
-    read = journal.get_step("run_a", one.seq)
+    journal.resolve_step(run_a, two.seq, True, {"old": 1}, {"tool": "mem.put", "args": {}}, None)
+    seq = journal.reserve_step(run_a)
+    read = journal.get_step(run_a, one.seq)
     from dataclasses import replace
 
     journal.defer_step(
-        replace(read, seq=seq, tool="mem.get", effect="read_only", idempotency_key=f"reversi-run_a-{seq}",
+        replace(read, seq=seq, tool="mem.get", effect="read_only", idempotency_key=f"reversi-{run_a}-{seq}",
                 args={"key": "a"}, result={"value": 1}, owner=None, compensation=None, requires=[]),
         lambda step, error: None,
     )  # fmt: skip
     journal.flush()
-    journal.allow_overwrite("run_a", one.seq, {"by": "ada", "at": 1.0})
-    journal.start_rollback("run_a")
-    journal.set_rollback_state("run_a", two.seq, RollbackState.COMPENSATED, None)
-    journal.set_rollback_state("run_a", one.seq, RollbackState.COMPENSATED, None)
-    journal.finish_rollback("run_a", True)
+    journal.allow_overwrite(run_a, one.seq, {"by": "ada", "at": 1.0})
+    journal.start_rollback(run_a)
+    journal.set_rollback_state(run_a, two.seq, RollbackState.COMPENSATED, None)
+    journal.set_rollback_state(run_a, one.seq, RollbackState.COMPENSATED, None)
+    journal.finish_rollback(run_a, True)
 
 
 @pytest.fixture
@@ -173,3 +178,44 @@ def test_a_run_written_before_the_chain_verifies_as_not_chained(location: str) -
         journal.create_run("new", [], None)
         journal.begin_step("new", "mem.put", "reversible", "x:y", {}, None, None, [])
         assert journal.verify_run("new").status == "ok"
+
+
+def test_a_run_written_before_the_chain_gets_no_records_from_later_writes(
+    location: str,
+) -> None:
+    """An open run from before the chain's migration, written on afterwards (steps, a
+    refusal, a resolution, a deferred read, an overwrite decision, a rollback): it stays
+    unchained, with no records, not "marked as written before the chain, yet has chain
+    records" (which verify reports as tampering)."""
+    open_journal(location).close()
+    make_version_1(location)
+    sql(
+        location, "INSERT INTO runs (id, started_at, status, scope) VALUES ('old', 1, 'open', '[]')"
+    )
+    with open_journal(location, create=False) as journal:  # migrates it
+        _busy_run(journal, "old", create=False)
+        _busy_run(journal, "new")  # a chained run written alongside is chained still
+        result = journal.verify_run("old")
+        assert (result.status, result.ok) == ("unchained", True), result.describe()
+        assert journal.run_chain("old") == []
+        assert journal.verify_run("new").status == "ok"
+    count = _placeholders(location, "SELECT count(*) FROM chain WHERE run_id = ?")
+    assert sql(location, count, ["old"]) == [(0,)]
+
+
+def test_who_resolved_a_step_is_chained_and_an_edit_of_it_is_reported(
+    journal: Journal, location: str
+) -> None:
+    journal.create_run("run_r", ["x:y"], None)
+    step = journal.begin_step("run_r", "mem.put", "reversible", "x:y", {}, None, None, [])
+    journal.finish_step(
+        "run_r", step.seq, StepState.UNCERTAIN, result=None, error="timed out",
+        compensation=None, compensation_error=None,
+    )  # fmt: skip
+    journal.resolve_step("run_r", step.seq, True, None, None, "no result", "ada")
+    assert journal.get_step("run_r", step.seq).resolved_by == "ada"
+    assert journal.verify_run("run_r").status == "ok"
+    _edit(location, "UPDATE steps SET resolved_by = ? WHERE run_id = 'run_r'", ["mallory"])
+    result = journal.verify_run("run_r")
+    assert (result.status, result.step) == ("tampered", step.seq)
+    assert "resolved_by differs from its latest record (resolve)" in (result.what or "")

@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from _stores import is_postgres, sql
 
 from reversi_core.cli.reversi import main
 from reversi_core.journal import Journal, RollbackState, StepState
+from reversi_core.retention import parse_duration
 
 SECRET_ENV = "sk_live_9f8e7d6c5b4a39281706"
 SECRET_ARG = "hunter2-in-the-arguments"
@@ -129,5 +131,90 @@ def test_prune_never_removes_an_open_run_or_one_with_a_step_outstanding(
 def test_prune_refuses_a_duration_it_cannot_read(
     env: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(["prune", "--older-than", "30 days"]) == 2
-    assert "is not a duration" in capsys.readouterr().err
+    for bad in ("30 days", "nan", "inf", "nans", "1d1d", "10s5m", "1w2d", "３０d", "30", "-1d", ""):
+        assert main(["prune", f"--older-than={bad}"]) == 2, bad
+        assert "is not a duration" in capsys.readouterr().err, bad
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("45s", 45),
+        ("90m", 5400),
+        ("12h", 43200),
+        ("30d", 2592000),
+        ("2w", 1209600),
+        ("1.5d", 129600),
+        ("0s", 0),
+    ],
+)
+def test_a_duration_is_one_number_and_one_unit(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+def test_prune_holds_backups_back_to_the_first_step_of_a_run_still_outstanding(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A resolved step whose compensation failed names no backup (it has no result): the
+    cut-off must stay before its start though nothing in the journal is pending."""
+    journal.create_run("failed", ["x:y"], None)
+    first = journal.begin_step("failed", "mem.put", "reversible", "x:y", {}, None, None, [])
+    journal.finish_step(
+        "failed",
+        first.seq,
+        StepState.UNCERTAIN,
+        result=None,
+        error="killed",
+        compensation=None,
+        compensation_error=None,
+    )
+    journal.resolve_step("failed", first.seq, True, None, None, "no result", "ops")
+    journal.start_rollback("failed")
+    journal.set_rollback_state("failed", first.seq, RollbackState.COMPENSATION_FAILED, None)
+    journal.finish_rollback("failed", False)
+    mark = "%s" if is_postgres(env) else "?"
+    started = time.time() - 600  # its call began ten minutes ago
+    sql(env, f"UPDATE steps SET started_at = {mark} WHERE run_id = 'failed'", [started])
+    assert main(["prune", "--older-than", "0s", "--dry-run", "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)
+    assert [k["run"] for k in plan["kept"]] == ["failed"]
+    assert plan["backups_before"] <= started - 1.0  # less the clock margin
+
+
+def test_prune_refuses_a_backups_command_it_cannot_run_before_removing_anything(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    for cmd in ("/nonexistent/prog", "no-such-reversi-program-xyz", ""):
+        assert main(["prune", "--older-than", "0s", "--backups-cmd", cmd, "--json"]) == 2
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert "--backups-cmd is empty" in captured.err if cmd == "" else cmd in captured.err
+        assert [r.id for r in journal.list_runs()] == ["gone"]  # nothing removed
+
+
+def test_prune_lists_the_runs_it_removed_when_the_backups_command_fails_after(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    assert main(["prune", "--older-than", "0s", "--backups-cmd", "false", "--json"]) == 1
+    captured = capsys.readouterr()
+    answer = json.loads(captured.out)
+    assert answer["removed"] == ["gone"]
+    assert answer["backups"] is None
+    assert "--backups-cmd false exited 1" in captured.err
+    assert journal.list_runs() == []
+    _rolled_back(journal, "next")
+    assert main(["prune", "--older-than", "0s", "--backups-cmd", "false"]) == 1
+    assert "removed run next (rolled_back, 1 steps)" in capsys.readouterr().out
+
+
+def test_prune_dry_run_json_says_would_remove_not_removed(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _rolled_back(journal, "gone")
+    assert main(["prune", "--older-than", "0s", "--dry-run", "--json"]) == 0
+    answer = json.loads(capsys.readouterr().out)
+    assert "removed" not in answer
+    assert answer["would_remove"] == ["gone"]
+    assert [r.id for r in journal.list_runs()] == ["gone"]

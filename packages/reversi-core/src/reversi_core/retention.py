@@ -13,8 +13,12 @@ needed: it is never ``open`` or ``rolling_back``, and no step of it is outstandi
 :func:`needed_names` is what the connectors' retention hook
 (:meth:`~reversi_core.connector.Connector.prune_backups`) is given: every string held by
 the results and compensations of the steps that stay, and the time before which a backup
-no step names may go (the start of the oldest step whose outcome is not known: its
-backup, if it made one, is named nowhere yet). See docs/operate.md.
+no step names may go: the start of the oldest step of any kept run that still has
+outstanding work (open, rolling back, or a step outstanding), and of any step still
+``pending`` or unresolved ``uncertain``. A step that was pending when its process died
+made a backup that no record names (it has no result), and resolving it does not name
+it either, so the whole run holds the cut-off back until nothing in it is outstanding.
+See docs/operate.md.
 """
 
 from __future__ import annotations
@@ -48,32 +52,23 @@ kernel's coarse clock, and the journal's times from the writing host's."""
 _SETTLED = (RollbackState.COMPENSATED, RollbackState.NOT_APPLICABLE, RollbackState.UNRECOVERABLE)
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_DURATION = re.compile(r"(\d+(?:\.\d+)?)([smhdw])")
+_DURATION = re.compile(r"([0-9]+(?:\.[0-9]+)?)([smhdw])", re.ASCII)
 
 
 def parse_duration(text: str) -> float:
-    """``30d``, ``12h``, ``1w2d``, ``90m``, ``45s`` (or plain seconds) as seconds.
+    """``45s``, ``90m``, ``12h``, ``30d``, ``2w`` as seconds: one ASCII number (digits,
+    optionally a fraction) and one unit, nothing else (no ``nan``, ``inf``, sign, unit
+    left out, two units, or non-ASCII digits).
 
     Raises :class:`ValueError` naming what is wrong.
     """
-    spelled = text.strip().lower()
-    try:
-        seconds = float(spelled)
-    except ValueError:
-        pos, seconds = 0, 0.0
-        for match in _DURATION.finditer(spelled):
-            if match.start() != pos:
-                break
-            seconds += float(match.group(1)) * _UNITS[match.group(2)]
-            pos = match.end()
-        if pos != len(spelled) or not spelled:
-            raise ValueError(
-                f"{text!r} is not a duration: give a number and a unit s, m, h, d or w "
-                "(such as 30d, 12h or 1w2d), or seconds"
-            ) from None
-    if seconds < 0:
-        raise ValueError(f"{text!r} is negative; give a duration of zero or more")
-    return seconds
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise ValueError(
+            f"{text!r} is not a duration: give one number and one unit s, m, h, d or w "
+            "(such as 45s, 90m, 12h, 30d or 2w)"
+        )
+    return float(match.group(1)) * _UNITS[match.group(2)]
 
 
 def outstanding(step: StepRecord) -> str | None:
@@ -152,11 +147,15 @@ def _strings(value: Any) -> Iterator[str]:
             yield from _strings(v)
 
 
-def needed_names(steps: Collection[StepRecord], now: float) -> tuple[set[str], float]:
+def needed_names(
+    steps: Collection[StepRecord], now: float, holding: Collection[StepRecord] = ()
+) -> tuple[set[str], float]:
     """Every string of the steps' results and compensations, and the backup cut-off time:
-    ``now``, or the start of the oldest step still ``pending`` or unresolved ``uncertain``."""
+    ``now``, or the start of the oldest step of ``holding`` (the steps of the kept runs
+    with outstanding work) or of ``steps`` still ``pending`` or unresolved ``uncertain``.
+    """
     names: set[str] = set()
-    before = now
+    before = min([now, *(step.started_at for step in holding)])
     for step in steps:
         names.update(_strings(step.result))
         names.update(_strings(step.compensation))
@@ -186,11 +185,13 @@ def plan_prune(
     now = time.time() if now is None else now
     plan = PrunePlan(cutoff=now - older_than)
     kept_steps: list[StepRecord] = []
+    holding: list[StepRecord] = []
     for run in journal.list_runs():
         steps = journal.list_steps(run.id)
         state, why = _state_of(run, steps)
         if state is None:
             plan.kept.append((run, why or ""))
+            holding += steps
         elif state not in states:
             plan.kept.append((run, f"it is {state}, not a state given"))
         elif _last_activity(run, steps) > plan.cutoff:
@@ -199,7 +200,7 @@ def plan_prune(
             plan.remove.append((run, state))
             continue
         kept_steps += steps
-    plan.needed, plan.before = needed_names(kept_steps, now)
+    plan.needed, plan.before = needed_names(kept_steps, now, holding)
     plan.before = min(plan.before, plan.cutoff) - CLOCK_MARGIN
     return plan
 

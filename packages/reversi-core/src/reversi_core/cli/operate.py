@@ -24,7 +24,7 @@ from rich.markup import escape
 from ..audit import export_records, register_environment_secrets
 from ..redact import scrub, scrub_command
 from ..retention import PRUNE_STATES, PrunePlan, parse_duration, plan_prune, prune
-from ._common import CliError
+from ._common import CliError, check_command
 from ._journal import EXIT_INCOMPLETE, EXIT_OK, EXIT_USAGE, _get_run, _open_journal
 from ._render import print_json
 
@@ -61,7 +61,8 @@ def add_commands(sub: Any, common: argparse.ArgumentParser, epilog: str) -> None
         metavar="DURATION",
         type=_duration,
         required=True,
-        help="the age a run's last activity must exceed: 30d, 12h, 1w2d, 90m, 45s",
+        help="the age a run's last activity must exceed: one number and one unit s, m, h, d or w "
+        "(45s, 90m, 12h, 30d, 2w)",
     )
     p.add_argument(
         "--state",
@@ -160,15 +161,35 @@ def _run_backups_cmd(cmd: str, plan: PrunePlan, dry_run: bool) -> dict[str, list
 
 
 def _cmd_prune(args: argparse.Namespace, out: Console, err: Console) -> int:
+    if args.backups_cmd is not None:  # before anything goes: a program that is not there
+        check_command(args.backups_cmd, "--backups-cmd", "backups")
     with _open_journal(args, read_only=args.dry_run) as journal:
         plan = plan_prune(journal, args.older_than, args.state or PRUNE_STATES, time.time())
         removed = [r.id for r, _ in plan.remove] if args.dry_run else prune(journal, plan)
-    backups = _run_backups_cmd(args.backups_cmd, plan, args.dry_run) if args.backups_cmd else None
+    backups: dict[str, list[str]] | None = None
+    failed: CliError | None = None
+    if args.backups_cmd is not None:
+        try:
+            backups = _run_backups_cmd(args.backups_cmd, plan, args.dry_run)
+        except CliError as exc:  # the runs are gone already: say which, then fail
+            failed = exc
+    _print_prune(args, out, plan, removed, backups)
+    if failed is not None:
+        raise failed
+    return EXIT_OK
+
+
+def _print_prune(
+    args: argparse.Namespace,
+    out: Console,
+    plan: PrunePlan,
+    removed: list[str],
+    backups: dict[str, list[str]] | None,
+) -> None:
     if args.json:
-        print_json(
-            {"dry_run": args.dry_run, **plan.to_json(), "removed": removed, "backups": backups}
-        )
-        return EXIT_OK
+        done = "would_remove" if args.dry_run else "removed"
+        print_json({"dry_run": args.dry_run, **plan.to_json(), done: removed, "backups": backups})
+        return
     verb = "would remove" if args.dry_run else "removed"
     for run, state in plan.remove:
         if run.id in removed:
@@ -182,7 +203,6 @@ def _cmd_prune(args: argparse.Namespace, out: Console, err: Console) -> int:
             + "".join(f"\n  {escape(g)}" for g in gone)
         )
     out.print(f"{verb} {len(removed)} of {len(plan.remove) + len(plan.kept)} runs")
-    return EXIT_OK
 
 
 # -- verify --------------------------------------------------------------------------------

@@ -81,6 +81,7 @@ STEP_FIELDS = (
     "compensation_error",
     "approval",
     "resolution",
+    "resolved_by",
     "rollback_state",
     "rollback_reason",
     "overwrite",
@@ -443,13 +444,19 @@ def recovered_content(now: float, error: str) -> str:
 
 
 def resolve_content(
-    applied: bool, result: str | None, compensation: str | None, compensation_error: str | None
+    applied: bool,
+    result: str | None,
+    compensation: str | None,
+    compensation_error: str | None,
+    resolved_by: str | None = None,
 ) -> str:
-    """``resolve``: a person's resolution (a ``None`` result keeps the step's result)."""
+    """``resolve``: a person's resolution (a ``None`` result keeps the step's result) and
+    who made it (``resolved_by`` as stored: scrubbed, ``None`` when not said)."""
     encoded = {"compensation": compensation} | ({"result": result} if result is not None else {})
     return content(
         {
             "resolution": "applied" if applied else "not_applied",
+            "resolved_by": resolved_by,
             "compensation_error": compensation_error,
             "rollback_state": None,
             "rollback_reason": None,

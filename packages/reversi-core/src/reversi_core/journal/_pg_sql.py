@@ -27,11 +27,16 @@ __all__ = [
 def _chain_set(step: str, kind: str, text: str) -> str:
     """The ``SET`` of the run's row that moves its chain's head on by one record: the
     hash of ``_chain.link_hash``, computed by the server (``step``, ``kind`` and ``text``
-    are SQL expressions; on the right of ``SET`` every column is its value before)."""
+    are SQL expressions; on the right of ``SET`` every column is its value before). A run
+    written before the chain (``chained`` false) keeps its head, and each statement
+    inserts its record only ``WHERE chained``: it never gets records."""
     return (
-        "chain_seq = chain_seq + 1, chain_prev = chain_hash, "
-        "chain_hash = encode(sha256(convert_to(chain_hash || '|' || (chain_seq + 1)::text || "
-        f"'|' || {step} || '|' || {kind} || '|' || {text}, 'UTF8')), 'hex')"
+        "chain_seq = CASE WHEN chained THEN chain_seq + 1 ELSE chain_seq END, "
+        "chain_prev = CASE WHEN chained THEN chain_hash ELSE chain_prev END, "
+        "chain_hash = CASE WHEN chained THEN "
+        "encode(sha256(convert_to(chain_hash || '|' || (chain_seq + 1)::text || "
+        f"'|' || {step} || '|' || {kind} || '|' || {text}, 'UTF8')), 'hex') "
+        "ELSE chain_hash END"
     )
 
 
@@ -42,9 +47,10 @@ _CHAIN_INSERT = "INSERT INTO chain (run_id, seq, step, kind, content, prev_hash,
 CHAIN_APPEND = (
     "WITH h AS (UPDATE runs SET "  # noqa: S608 - constant SQL fragments
     + _chain_set("%(step)s::text", "%(kind)s::text", "%(content)s::text")
-    + " WHERE id = %(run)s RETURNING chain_seq, chain_prev, chain_hash) "
+    + " WHERE id = %(run)s RETURNING chained, chain_seq, chain_prev, chain_hash) "
     + _CHAIN_INSERT
-    + "SELECT %(run)s, chain_seq, %(step)s, %(kind)s, %(content)s, chain_prev, chain_hash FROM h"
+    + "SELECT %(run)s, chain_seq, %(step)s, %(kind)s, %(content)s, chain_prev, chain_hash FROM h "
+    "WHERE chained"
 )
 
 _STEP_VALUES = (
@@ -64,9 +70,10 @@ INSERT_FINISHED = (
     "h AS (UPDATE runs SET "
     + _chain_set("s.seq::text", "'recorded'", "c.content").replace("{", "{{").replace("}", "}}")
     + " FROM s, c WHERE runs.id = s.run_id "
-    "RETURNING runs.id, runs.chain_seq, runs.chain_prev, runs.chain_hash, s.seq, c.content), "
+    "RETURNING runs.id, runs.chained, runs.chain_seq, runs.chain_prev, runs.chain_hash, s.seq, "
+    "c.content), "
     "k AS (" + _CHAIN_INSERT + "SELECT id, chain_seq, seq, 'recorded', content, chain_prev, "
-    "chain_hash FROM h) "
+    "chain_hash FROM h WHERE chained) "
     "SELECT seq FROM s"
 )
 INSERT_STRICT = INSERT_FINISHED.format(conflict="")
@@ -78,7 +85,7 @@ BEGIN_STEP = (
     "WITH r AS (UPDATE runs SET last_seq = last_seq + 1, "  # noqa: S608 - constant SQL fragments
     + _chain_set("(last_seq + 1)::text", "'begin'", "%(content)s::text")
     + " WHERE id = %(run)s AND status = 'open' "
-    "RETURNING last_seq, chain_seq, chain_prev, chain_hash), "
+    "RETURNING last_seq, chained, chain_seq, chain_prev, chain_hash), "
     "s AS (INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
     "idempotency_key, owner, started_at, approval) "
     "SELECT %(run)s, r.last_seq, %(tool)s, %(effect)s, %(permission)s, %(args)s, %(reason)s, "
@@ -87,21 +94,21 @@ BEGIN_STEP = (
     "e AS (INSERT INTO edges (run_id, seq, requires_seq) "
     "SELECT %(run)s, s.seq, q FROM s, unnest(%(edges)s::integer[]) AS q), "
     "k AS (" + _CHAIN_INSERT + "SELECT %(run)s, chain_seq, last_seq, 'begin', %(content)s, "
-    "chain_prev, chain_hash FROM r) "
+    "chain_prev, chain_hash FROM r WHERE chained) "
     "SELECT seq FROM s"
 )
 
 RECORD_REJECTED = (
     "WITH r AS (UPDATE runs SET last_seq = last_seq + 1, "  # noqa: S608 - constant SQL fragments
     + _chain_set("(last_seq + 1)::text", "'rejected'", "%(content)s::text")
-    + " WHERE id = %(run)s RETURNING last_seq, chain_seq, chain_prev, chain_hash), "
+    + " WHERE id = %(run)s RETURNING last_seq, chained, chain_seq, chain_prev, chain_hash), "
     "s AS (INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
     "idempotency_key, started_at, finished_at, error, approval) "
     "SELECT %(run)s, r.last_seq, %(tool)s, %(effect)s, %(permission)s, %(args)s, %(reason)s, "
     "'rejected', 'reversi-' || %(run)s || '-' || r.last_seq, %(now)s, %(now)s, %(error)s, "
     "%(approval)s FROM r RETURNING seq), "
     "k AS (" + _CHAIN_INSERT + "SELECT %(run)s, chain_seq, last_seq, 'rejected', %(content)s, "
-    "chain_prev, chain_hash FROM r) "
+    "chain_prev, chain_hash FROM r WHERE chained) "
     "SELECT seq FROM s"
 )
 
@@ -114,9 +121,9 @@ FINISH_STEP = (
     "h AS (UPDATE runs SET "
     + _chain_set("%(seq)s::text", "'finish'", "%(content)s::text")
     + " WHERE id = %(run)s AND EXISTS (SELECT 1 FROM u) "
-    "RETURNING chain_seq, chain_prev, chain_hash), "
+    "RETURNING chained, chain_seq, chain_prev, chain_hash), "
     "k AS (" + _CHAIN_INSERT + "SELECT %(run)s, chain_seq, %(seq)s, 'finish', %(content)s, "
-    "chain_prev, chain_hash FROM h) "
+    "chain_prev, chain_hash FROM h WHERE chained) "
     "INSERT INTO events (run_id, seq, at, kind, detail) "
     "SELECT %(run)s, %(seq)s, %(now)s, 'late_outcome', %(detail)s WHERE NOT EXISTS (SELECT 1 FROM u)"
 )

@@ -53,12 +53,15 @@ def key_range(num: int | None) -> tuple[int, int]:
     return (base, base | SEQ_MASK)
 
 
-def _head(c: sqlite3.Connection, run_id: str) -> tuple[int, str]:
+def _head(c: sqlite3.Connection, run_id: str) -> tuple[int, str] | None:
     """The run's last key and hash as stored (the key before its first record and ``""``
-    when it has none); raises :class:`JournalError` for an unknown run."""
-    row = c.execute("SELECT num FROM runs WHERE id = ?", (run_id,)).fetchone()
+    when it has none), or ``None`` for a run written before the chain (``chained = 0``:
+    it never gets records). Raises :class:`JournalError` for an unknown run."""
+    row = c.execute("SELECT num, chained FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
         raise JournalError(f"no run {run_id!r} to append a chain record to")
+    if not row[1]:
+        return None
     if row[0] is None:
         raise JournalError(
             f"run {run_id!r} has no number (runs.num): it was not made by the journal"
@@ -82,7 +85,8 @@ def sqlite_append(
     """Append a record to ``run_id``'s chain inside the caller's write transaction
     (``BEGIN IMMEDIATE``: no other writer runs between the check of the head and the
     insert). ``heads``: the handle's cache (see the module docstring), or ``None`` to read
-    the head. Raises :class:`JournalError` for an unknown run or a chain of 2**32 records."""
+    the head. Appends nothing to a run written before the chain (``runs.chained`` false).
+    Raises :class:`JournalError` for an unknown run or a chain of 2**32 records."""
     cached = heads.get(run_id) if heads is not None else None
     if cached is not None:
         key, prev = cached
@@ -98,7 +102,10 @@ def sqlite_append(
             if done == 1:
                 heads.put(run_id, key + 1, digest)  # type: ignore[union-attr]
                 return
-    key, prev = _head(c, run_id)
+    head = _head(c, run_id)
+    if head is None:  # written before the chain: a record would make it look tampered
+        return
+    key, prev = head
     seq = (key & SEQ_MASK) + 1
     if seq > SEQ_MASK:
         raise JournalError(f"run {run_id!r} has {SEQ_MASK} chain records, the most it can hold")

@@ -524,7 +524,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
                 ["applied" if applied else "not_applied", *values, by, run_id, seq],
             )
             if cur.rowcount == 1:
-                self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values))
+                self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values, by))
             self._event(self._conn, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:

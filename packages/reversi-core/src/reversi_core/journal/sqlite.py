@@ -477,7 +477,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 ("applied" if applied else "not_applied", *values, by, run_id, seq),
             )
             if cur.rowcount == 1:
-                text = chain.resolve_content(applied, *values)
+                text = chain.resolve_content(applied, *values, by)
                 sqlite_append(c, run_id, seq, "resolve", text, self._heads)
             self._event(c, run_id, seq, "resolved", {"applied": applied, "by": by})
 
