@@ -201,6 +201,9 @@ def test_a_journal_url_with_a_password_is_served_and_its_password_printed_nowher
 
 def test_sigint_stops_the_console_with_status_130(data: Path) -> None:
     console = Console(["--data", str(data)], env_of())
+    # serving (its address is printed just before uvicorn starts and takes over the signals)
+    first = httpx.get(console.url, timeout=30, follow_redirects=False)
+    assert first.status_code == 303, first.text
     console.proc.send_signal(signal.SIGINT)
     console.proc.wait(timeout=30)
     _, err = console.stop()
