@@ -991,7 +991,7 @@ async def check_timeout(subject: Subject) -> str:
             "the connector with long defaults and see it honour a call's shorter limit"
         )
     for tool, manifest in sorted(manifests.items()):
-        async with scenario(subject, f"timeout-{tool}") as scene:
+        async with scenario(subject, f"timeout-{tool}", default_timeout=limit) as scene:
             await _gives_up(
                 subject, scene, tool, manifest, patience(limit), f"its declared limit is {limit} s"
             )

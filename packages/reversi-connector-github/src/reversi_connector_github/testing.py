@@ -92,6 +92,7 @@ __all__ = [
     "NEW_LABELS_STAY_DEFINED",
     "NO_ISSUES_REPO",
     "OWNER",
+    "PATIENCE",
     "REPO",
     "RESTORES_NOTHING",
     "SEEDED_COMMENT_ID",
@@ -130,7 +131,11 @@ SHA_FEATURE = commit_sha(OWNER, REPO, "feature-commit")
 SEEDED_COMMENT_BODY = "Seen it too."
 """The body of the comment :func:`seed_example` puts on issue #1."""
 LIMIT = 0.5
-"""Seconds the connectors built by the certification fixture wait for an answer."""
+"""Seconds the timeout check gives the connector to give up on a silent backend
+(``call_timeout``: it builds the connector with ``build_with_timeout(server, LIMIT)``)."""
+PATIENCE = 10.0
+"""Seconds the connector built for every other check waits for an answer: they never
+silence the backend, so this only has to outlast a slow request on a loaded machine."""
 
 
 def seed_example(fake: FakeGitHub) -> None:
@@ -399,7 +404,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=github_backend,
         seed=lambda server: seed_example(_fake(server)),
-        build=lambda server: _build_with_timeout(server, LIMIT),
+        build=lambda server: _build_with_timeout(server, PATIENCE),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,

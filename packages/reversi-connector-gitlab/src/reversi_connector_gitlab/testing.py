@@ -67,6 +67,7 @@ __all__ = [
     "LIVE",
     "NESTED",
     "NOTE_ID",
+    "PATIENCE",
     "PROJECT",
     "PROJECT_ID",
     "RESTORES_NOTHING",
@@ -90,7 +91,11 @@ CERTIFICATION_TOKEN = "glpat-reversiCertification000000001"  # noqa: S105 - made
 """The token the certification fixture gives the fake and the connector."""
 
 LIMIT = 0.5
-"""Seconds the connectors built by the certification fixture wait for an answer."""
+"""Seconds the timeout check gives the connector to give up on a silent backend
+(``call_timeout``: it builds the connector with ``build_with_timeout(server, LIMIT)``)."""
+PATIENCE = 10.0
+"""Seconds the connector built for every other check waits for an answer: they never
+silence the backend, so this only has to outlast a slow request on a loaded machine."""
 
 PROJECT_ID = 42
 PROJECT = "acme/backend"
@@ -325,7 +330,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=gitlab_backend,
         seed=lambda server: seed_example(_fake(server)),
-        build=lambda server: _build_with_timeout(server, LIMIT),
+        build=lambda server: _build_with_timeout(server, PATIENCE),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,

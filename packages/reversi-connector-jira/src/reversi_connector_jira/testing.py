@@ -64,6 +64,7 @@ __all__ = [
     "FAILURES",
     "LIMIT",
     "LIVE",
+    "PATIENCE",
     "RESTORES_NOTHING",
     "STATUSES",
     "TRANSITIONS",
@@ -83,7 +84,11 @@ CERTIFICATION_TOKEN = "ATATT3xReversiCertification0000000001"  # noqa: S105 - ma
 """The API token the certification fixture gives the fake and the connector."""
 
 LIMIT = 0.5
-"""Seconds the connectors built by the certification fixture wait for an answer."""
+"""Seconds the timeout check gives the connector to give up on a silent backend
+(``call_timeout``: it builds the connector with ``build_with_timeout(server, LIMIT)``)."""
+PATIENCE = 10.0
+"""Seconds the connector built for every other check waits for an answer: they never
+silence the backend, so this only has to outlast a slow request on a loaded machine."""
 
 TO_DO, IN_PROGRESS, IN_REVIEW, DONE, ARCHIVED = "10000", "3", "10001", "10002", "10003"
 
@@ -371,7 +376,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=jira_backend,
         seed=lambda server: seed_example(_fake(server)),
-        build=lambda server: _build_with_timeout(server, LIMIT),
+        build=lambda server: _build_with_timeout(server, PATIENCE),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,

@@ -79,6 +79,7 @@ __all__ = [
     "LIVE",
     "MAX_DISTINCT_REACTIONS",
     "NOT_A_MEMBER",
+    "PATIENCE",
     "PRIVATE",
     "READ_SCOPES",
     "RESTORES_NOTHING",
@@ -96,7 +97,11 @@ CERTIFICATION_TOKEN = "xoxb-1111111111-2222222222-reversiCertification"  # noqa:
 """The token the certification fixture gives the fake and the connector."""
 
 LIMIT = 0.5
-"""Seconds the connectors built by the certification fixture wait for an answer."""
+"""Seconds the timeout check gives the connector to give up on a silent backend
+(``call_timeout``: it builds the connector with ``build_with_timeout(server, LIMIT)``)."""
+PATIENCE = 10.0
+"""Seconds the connector built for every other check waits for an answer: they never
+silence the backend, so this only has to outlast a slow request on a loaded machine."""
 
 GENERAL = "C0GENERAL01"
 """#general: the bot is a member; it holds :data:`HUMAN_MESSAGE_TS` and :data:`BOT_MESSAGE_TS`."""
@@ -307,7 +312,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=slack_backend,
         seed=lambda server: seed_example(_fake(server)),
-        build=lambda server: _build_with_timeout(server, LIMIT),
+        build=lambda server: _build_with_timeout(server, PATIENCE),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,

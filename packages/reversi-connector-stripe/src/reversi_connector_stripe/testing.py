@@ -74,6 +74,7 @@ __all__ = [
     "OPEN_INTENT",
     "PAID_CHARGE",
     "PAID_INTENT",
+    "PATIENCE",
     "REFUNDED_CHARGE",
     "REFUNDED_INTENT",
     "REPLAY_KEY",
@@ -101,7 +102,11 @@ REFUNDED_INTENT = "pi_SeededRefunded001"
 REFUNDED_CHARGE = "ch_SeededRefunded001"
 """The charge of :data:`REFUNDED_INTENT`."""
 LIMIT = 0.5
-"""Seconds the connectors built by the certification fixture wait for an answer."""
+"""Seconds the timeout check gives the connector to give up on a silent backend
+(``call_timeout``: it builds the connector with ``build_with_timeout(server, LIMIT)``)."""
+PATIENCE = 10.0
+"""Seconds the connector built for every other check waits for an answer: they never
+silence the backend, so this only has to outlast a slow request on a loaded machine."""
 
 
 def seed_example(fake: FakeStripe) -> None:
@@ -313,7 +318,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=stripe_backend,
         seed=lambda server: seed_example(_fake(server)),
-        build=lambda server: _build_with_timeout(server, LIMIT),
+        build=lambda server: _build_with_timeout(server, PATIENCE),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,

@@ -85,6 +85,7 @@ __all__ = [
     "LIVE",
     "MESSAGE_IDS_START",
     "MESSAGE_STAYS_SOFT_DELETED",
+    "PATIENCE",
     "RANDOM",
     "RELEASES",
     "SANDBOX_CHANNEL",
@@ -118,7 +119,11 @@ SANDBOX_CHANNEL = "19:5a4b3c2d1e0f49a8b7c6d5e4f3a2b1c0@thread.tacv2"
 UNKNOWN_TEAM = "00000000-0000-0000-0000-000000000000"
 """A team id the fake does not know."""
 LIMIT = 0.5
-"""Seconds the connectors built by the certification fixture wait for an answer."""
+"""Seconds the timeout check gives the connector to give up on a silent backend
+(``call_timeout``: it builds the connector with ``build_with_timeout(server, LIMIT)``)."""
+PATIENCE = 10.0
+"""Seconds the connector built for every other check waits for an answer: they never
+silence the backend, so this only has to outlast a slow request on a loaded machine."""
 PAGE_SIZE = 2
 """Channels per page in the certification backend, so that listing follows a next link."""
 
@@ -294,7 +299,7 @@ def certification_fixture() -> CertificationFixture[FakeServer]:
         ),
         backend=graph_backend,
         seed=_seed,
-        build=lambda server: _build_with_timeout(server, LIMIT),
+        build=lambda server: _build_with_timeout(server, PATIENCE),
         build_with_timeout=_build_with_timeout,
         fingerprint=lambda server: _fake(server).snapshot(),
         examples=EXAMPLES,

@@ -363,13 +363,15 @@ class CertificationFixture(Generic[H]):
     ``backend(directory)`` starts a fresh backend for one scenario and yields its handle;
     ``seed(handle)``, if given, puts the initial state in; ``build(handle)`` returns the
     connector configured against it with :attr:`credential` (``None`` when the
-    connector holds none) and with timeouts short enough that a silent backend is given
-    up on within :attr:`call_timeout` seconds. ``build_with_timeout(handle, seconds)``
-    returns the same connector with every default time limit of its own set to
-    ``seconds`` (the timeout check builds it with long defaults and gives each call a
-    short limit of its own through ``CallContext.timeout``; it requires this builder
-    whenever it runs). ``fingerprint(handle)`` returns the backend state as JSON-able
-    data; two equal fingerprints mean an equal state. ``outside(handle)``, if given,
+    connector holds none) and time limits roomy enough for a loaded CI machine (every
+    check but the timeout check uses it; none of them silences the backend).
+    ``build_with_timeout(handle, seconds)`` returns the same connector with every default
+    time limit of its own set to ``seconds``: the timeout check builds it with
+    :attr:`call_timeout` and sees a silent backend given up on within about that long,
+    then with long defaults and a short limit of the call's own through
+    ``CallContext.timeout`` (it requires this builder whenever it runs).
+    ``fingerprint(handle)`` returns the backend state as JSON-able data; two equal
+    fingerprints mean an equal state. ``outside(handle)``, if given,
     fingerprints what surrounds the backend and no call may change (for a connector
     confined to a directory, the tree beside it): every scenario of every check ends
     with it unchanged.
