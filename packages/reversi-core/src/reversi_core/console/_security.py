@@ -27,7 +27,7 @@ from collections.abc import Iterable
 
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, RedirectResponse, Response
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["CSP", "Guard", "csrf_token"]
 
@@ -80,7 +80,7 @@ class Guard:
             await _secured(refusal)(scope, receive, send)
             return
 
-        async def send_secured(message: dict) -> None:  # type: ignore[type-arg]
+        async def send_secured(message: Message) -> None:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", []))
                 headers.extend(_HEADERS)
@@ -88,7 +88,7 @@ class Guard:
             await send(message)
 
         scope.setdefault("state", {})["csrf"] = self.csrf
-        await self.app(scope, receive, send_secured)  # type: ignore[arg-type]
+        await self.app(scope, receive, send_secured)
 
     def _refusal(self, request: Request) -> Response | None:
         host = (request.headers.get("host") or "").rsplit(":", 1)[0].strip("[]").lower()
