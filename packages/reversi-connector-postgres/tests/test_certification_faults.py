@@ -207,7 +207,7 @@ async def test_422_is_an_error_the_server_itself_raises_at_the_tools_statement(
     assert scratch.proxy is not None
     assert scratch.proxy.statements[-2:] == [
         'INSERT INTO "items" AS "_reversi_row" ("name") VALUES ($1) '
-        'RETURNING "_reversi_row"."id", to_jsonb("_reversi_row".*)::text',
+        'RETURNING "_reversi_row"."id", to_jsonb("_reversi_row".*)::text, "_reversi_row"."id"::text',
         "ROLLBACK",
     ]
 

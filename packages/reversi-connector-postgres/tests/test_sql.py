@@ -42,7 +42,7 @@ def test_insert_row_sql_and_params() -> None:
     st = _sql.insert_row("items", None, {"name": "fig", "qty": 7}, "id")
     assert st.text() == (
         f'INSERT INTO "items" AS {ROW} ("name", "qty") VALUES (%s, %s) '
-        f'RETURNING {ROW}."id", to_jsonb({ROW}.*)::text'
+        f'RETURNING {ROW}."id", to_jsonb({ROW}.*)::text, {ROW}."id"::text'
     )
     assert st.params == ("fig", 7)
 
@@ -51,7 +51,7 @@ def test_insert_row_schema_qualified_and_defaults() -> None:
     st = _sql.insert_row("items", "shop", {}, "item_id")
     assert st.text() == (
         f'INSERT INTO "shop"."items" AS {ROW} DEFAULT VALUES '
-        f'RETURNING {ROW}."item_id", to_jsonb({ROW}.*)::text'
+        f'RETURNING {ROW}."item_id", to_jsonb({ROW}.*)::text, {ROW}."item_id"::text'
     )
     assert st.params == ()
 

@@ -29,8 +29,14 @@ async def test_insert_row_returns_the_key_and_sends_exactly_this(db: Db) -> None
         ("BEGIN", ()),
         (
             'INSERT INTO "items" AS "_reversi_row" ("name", "qty") VALUES (%s, %s) '
-            'RETURNING "_reversi_row"."id", to_jsonb("_reversi_row".*)::text',
+            'RETURNING "_reversi_row"."id", to_jsonb("_reversi_row".*)::text, '
+            '"_reversi_row"."id"::text',
             ("fig", 7),
+        ),
+        (
+            'SELECT to_jsonb("_reversi_row".*)::text FROM "items" AS "_reversi_row" '
+            'WHERE "_reversi_row"."id" = %s',
+            (3,),
         ),
         ("COMMIT", ()),
     ]
@@ -68,7 +74,8 @@ async def test_insert_row_with_schema_defaults_and_another_key_column(db: Db) ->
     assert made["key"].startswith("c-")
     assert db.statements[1] == (
         'INSERT INTO "shop"."codes" AS "_reversi_row" DEFAULT VALUES '
-        'RETURNING "_reversi_row"."code", to_jsonb("_reversi_row".*)::text',
+        'RETURNING "_reversi_row"."code", to_jsonb("_reversi_row".*)::text, '
+        '"_reversi_row"."code"::text',
         (),
     )
     gone = await pg.call(
@@ -112,6 +119,74 @@ async def test_insert_row_with_a_null_key_inserts_nothing(db: Db) -> None:
     assert caught.value.code == "no_key"
     assert db.statements[-1] == ("ROLLBACK", ())
     assert db.one("SELECT count(*) FROM notes") == 0
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "text"),
+    [
+        ("double precision", 1.5, "1.5"),
+        ("boolean", True, "true"),
+        ("numeric(6,2)", "12.50", "12.50"),
+        ("jsonb", {"k": [1, 2]}, '{"k": [1, 2]}'),
+        ("date", "2026-12-02", "2026-12-02"),
+    ],
+)
+async def test_insert_row_with_a_key_of_another_type_is_undone_by_its_delete(
+    db: Db, column: str, value: object, text: str
+) -> None:
+    """A key that is not an integer comes back in PostgreSQL's text form, which delete_row
+    (the undo, whose key is an integer or a string) finds the row by."""
+    db.grant(
+        f"CREATE TABLE odd (k {column} PRIMARY KEY, body text)",
+        "GRANT SELECT, INSERT, DELETE ON odd TO {agent}",
+    )
+    pg = db.connector()
+    made = await pg.call(
+        "postgres.insert_row",
+        {"table": "odd", "key_column": "k", "values": {"k": value, "body": "b"}},
+    )
+    assert made["key"] == text
+    gone = await pg.call(
+        "postgres.delete_row",
+        {"table": "odd", "key_column": "k", "key": made["key"], "inserted": made["inserted"]},
+    )
+    assert gone["deleted"] == 1
+    assert db.one("SELECT count(*) FROM odd") == 0
+
+
+async def test_insert_row_keyed_by_a_column_without_equality_inserts_nothing(db: Db) -> None:
+    db.grant(
+        "CREATE TABLE docs (doc json NOT NULL, body text)", "GRANT SELECT, INSERT ON docs TO {agent}"
+    )
+    pg = db.connector()
+    with pytest.raises(ToolError) as caught:
+        await pg.call(
+            "postgres.insert_row",
+            {"table": "docs", "key_column": "doc", "values": {"doc": {"a": 1}, "body": "b"}},
+        )
+    assert caught.value.code == "no_key"
+    assert "nothing was inserted" in str(caught.value)
+    assert db.statements[-1] == ("ROLLBACK", ())
+    assert db.one("SELECT count(*) FROM docs") == 0
+
+
+async def test_insert_row_keyed_by_a_column_other_rows_share_inserts_nothing(db: Db) -> None:
+    """Its undo would delete every row with that key: the insert is refused instead."""
+    db.grant(
+        "CREATE TABLE tasks (id serial PRIMARY KEY, status text)",
+        "INSERT INTO tasks (status) VALUES ('open')",
+        "GRANT SELECT, INSERT ON tasks TO {agent}",
+        "GRANT USAGE ON SEQUENCE tasks_id_seq TO {agent}",
+    )
+    pg = db.connector()
+    with pytest.raises(ToolError) as caught:
+        await pg.call(
+            "postgres.insert_row",
+            {"table": "tasks", "key_column": "status", "values": {"status": "open"}},
+        )
+    assert caught.value.code == "key_not_unique"
+    assert db.statements[-1] == ("ROLLBACK", ())
+    assert db.one("SELECT count(*) FROM tasks") == 1
 
 
 # -- update_row and restore_row --------------------------------------------------------------

@@ -112,17 +112,18 @@ def _whole_row() -> sql.Composable:
 def insert_row(
     table: str, schema: str | None, values: Mapping[str, Any], key_column: str
 ) -> Statement:
-    """``INSERT INTO "t" AS r ("a") VALUES (%s) RETURNING r."id", to_jsonb(r.*)::text``.
+    """``INSERT INTO "t" AS r ("a") VALUES (%s) RETURNING r."id", to_jsonb(r.*)::text, r."id"::text``.
 
     ``DEFAULT VALUES`` when ``values`` is empty. The second value returned is the whole
     row as the insert left it, defaults and triggers included, in jsonb's text form
     (https://www.postgresql.org/docs/current/functions-json.html): what
-    :func:`delete_row` compares before it deletes.
+    :func:`delete_row` compares before it deletes. The third is the key in PostgreSQL's
+    text form, which the column's input function reads back whatever its type.
     """
     target = table_name(table, schema)
     alias = sql.Identifier(ROW_ALIAS)
     key = sql.SQL("{}.{}").format(alias, sql.Identifier(check_identifier(key_column, "key column")))
-    returning = sql.SQL("RETURNING {}, {}::text").format(key, _whole_row())
+    returning = sql.SQL("RETURNING {}, {}::text, {}::text").format(key, _whole_row(), key)
     if not values:
         query = sql.SQL("INSERT INTO {} AS {} DEFAULT VALUES {}").format(target, alias, returning)
         return Statement(query)

@@ -63,7 +63,6 @@ from reversi_core.redact import register_secret
 from . import _sql
 from ._session import PERCENT_ENCODING, Session, StatementLog, url_problem
 from ._sql import IDENTIFIER_PATTERN
-from ._values import to_json
 
 __all__ = [
     "DEFAULT_TIMEOUT",
@@ -254,9 +253,10 @@ class _RowResult(_Result):
 class InsertRowResult(_RowResult):
     """Result of postgres.insert_row."""
 
-    key: Any = Field(
-        description="The new row's key_column value, from RETURNING, as JSON (an integer or a "
-        "string for the usual key types; never null)."
+    key: Key = Field(
+        description="The new row's key_column value, from RETURNING: an integer for an integer "
+        "column, else PostgreSQL's text form of the value (which the column reads back); never "
+        "null."
     )
     inserted: str = Field(
         description="The whole row as the insert left it, defaults and triggers included: "
@@ -456,9 +456,12 @@ class PostgresConnector(Connector):
         ``COMMIT`` (the statement also returns ``to_jsonb`` of the whole row). Returns
         ``{"table", "schema", "key_column", "key", "inserted"}``, ``inserted`` being the
         row as the insert left it (jsonb text); undone by postgres.delete_row with that key,
-        which deletes only a row that is still exactly ``inserted``. Raises ``ToolError`` with the SQLSTATE (23505
+        which deletes only a row that is still exactly ``inserted``. Before ``COMMIT`` the
+        key is looked up as the undo will look it up; unless it finds just this row, nothing
+        is inserted. Raises ``ToolError`` with the SQLSTATE (23505
         for a duplicate key, 42501 without INSERT privilege...), code ``no_key`` when the
-        key column came back null (nothing is inserted then), ``connect``,
+        key column came back null or cannot be compared with ``=`` (``json``, ``point``),
+        ``key_not_unique`` when other rows have the same key (nothing is inserted then), ``connect``,
         ``connection_lost`` or ``timeout``; ``EffectUncertainError`` when the connection
         is lost after ``COMMIT`` was sent. See
         https://www.postgresql.org/docs/current/sql-insert.html.
@@ -475,8 +478,9 @@ class PostgresConnector(Connector):
                         "nothing was inserted (give key_column a column that identifies the row)",
                         code="no_key",
                     )
-                key = to_json(rows[0][0])
-                inserted = str(rows[0][1])
+                value, inserted, text = rows[0]
+                key: int | str = value if type(value) is int else str(text)
+                await self._undo_finds(s, args, key)
                 await s.commit()
             except BaseException:
                 await s.rollback()
@@ -486,8 +490,33 @@ class PostgresConnector(Connector):
             "schema": args.schema_,
             "key_column": args.key_column,
             "key": key,
-            "inserted": inserted,
+            "inserted": str(inserted),
         }
+
+    async def _undo_finds(self, s: Session, args: InsertRowArgs, key: int | str) -> None:
+        """Inside the insert's transaction: the key finds exactly the row inserted, as the undo
+        (postgres.delete_row) will look it up, else ``ToolError`` (``no_key`` when the column's
+        type has no ``=``, e.g. ``json``; ``key_not_unique`` when other rows share the key) and
+        the caller rolls the insert back: an insert that could not be undone is not made."""
+        where = f"{args.schema_ + '.' if args.schema_ else ''}{args.table}"
+        try:
+            found = await s.fetchall(
+                await s.execute(_sql.row_now(args.table, args.schema_, args.key_column, key))
+            )
+        except ToolError as exc:
+            raise ToolError(
+                f"the rollback of this insert could not find the row by {args.key_column!r} "
+                f"(looking it up failed: {exc}); nothing was inserted (give key_column a "
+                "column that identifies the row)",
+                code="no_key",
+            ) from None
+        if len(found) != 1:
+            raise ToolError(
+                f"{len(found)} rows of {where} have {args.key_column} = {key!r} after the insert: "
+                "key_column must identify one row, or the rollback would delete others; "
+                "nothing was inserted",
+                code="key_not_unique",
+            )
 
     @tool(
         effect=Effect.REVERSIBLE,
