@@ -423,3 +423,26 @@ def test_the_token_redirect_stays_on_this_site(
         answer = c.send(request, follow_redirects=False)
     assert answer.status_code == 303
     assert answer.headers["location"] == expected  # never //host: another site
+
+
+def test_a_journal_that_cannot_be_read_gets_a_503_page_and_the_console_goes_on(
+    journal: Journal, location: str, played: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A journal outage (its database gone, its file locked) is the journal's own error:
+    a 503 naming it, not a bare 500; once it is back, the same page is served."""
+    from reversi_core.errors import JournalError
+
+    def down(*args: object, **kwargs: object) -> None:
+        raise JournalError("database is locked")
+
+    with console_client(journal, location) as c:
+        log_in(c)
+        with monkeypatch.context() as m:
+            m.setattr(type(journal), "get_run", down)
+            m.setattr(type(journal), "list_runs", down)
+            m.setattr(type(journal), "run_summaries", down, raising=False)
+            answer = c.get("/")
+            assert answer.status_code == 503
+            assert "the journal cannot be read now: database is locked" in answer.text
+        assert c.get("/").status_code == 200
+        assert played.id in c.get("/").text

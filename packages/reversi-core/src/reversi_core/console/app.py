@@ -117,6 +117,15 @@ async def _form(request: Request) -> dict[str, str] | None:
     return fields if check_csrf(request, fields.get("csrf")) else None
 
 
+async def _journal_unavailable(request: Request, exc: Exception) -> HTMLResponse:
+    """A journal that cannot be read now (its database went away, its file is locked):
+    503 with the journal's own message (scrubbed), not a bare 500; the console keeps
+    serving and the next request tries again."""
+    return _problem(
+        request, f"the journal cannot be read now: {exc}; try again once it is back", 503
+    )
+
+
 def _journal(request: Request) -> Journal:
     config: ConsoleConfig = request.app.state.config
     return config.journal
@@ -380,6 +389,7 @@ def create_app(config: ConsoleConfig) -> Any:
             Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         ],
         lifespan=lifespan,
+        exception_handlers={JournalError: _journal_unavailable},
     )
     app.state.config = config
     app.state.rollbacks = rollbacks
