@@ -17,7 +17,13 @@ What the upstream client needs of an HTTP client, and nothing else:
 * errors in two kinds: :class:`NotSent` (the connection could not be opened, so
   nothing reached the upstream) and :class:`Broken` (the connection failed once the
   request may have left). A kept connection the upstream closed while idle is found
-  before it is reused (readable while idle, as httpcore does) and replaced.
+  before it is reused (anything received while idle, as httpcore checks) and replaced.
+
+Each connection is an :class:`asyncio.Protocol` on the event loop's own transport
+(TLS by asyncio's ``SSLProtocol``), not an anyio stream: a receive is one wait on a
+future and a send one ``write``, without the stream's checkpoints and its
+``pause_reading``/``resume_reading`` around every receive (docs/performance.md, "The
+gateway over HTTP"). The gateway runs on asyncio (uvicorn), and so must its callers.
 
 A connection is reused only when its exchange ended cleanly (h11 back to idle on both
 sides); one whose request was cancelled, or whose answer was not read to its end, is
@@ -26,22 +32,24 @@ closed.
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import re
-import select
 import socket
 import ssl
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
+from contextlib import suppress
 from typing import Any
 
 import anyio
-import anyio.abc
 import h11
 
 __all__ = ["Broken", "NotSent", "Pool", "Response"]
 
-_READ = 65536
+_HELD = 1 << 20
+"""Bytes of an answer held unread before the connection stops reading (flow control)."""
 _EOL = re.compile("\r\n|\r|\n")
 
 
@@ -53,25 +61,110 @@ class Broken(Exception):
     """The connection failed after the request may have left (its answer is lost)."""
 
 
-class _Conn:
-    __slots__ = ("h11", "idle_since", "sock", "stream")
+class _Wire(asyncio.Protocol):
+    """One connection's bytes, on asyncio's transport directly (no stream layer: a
+    receive is one wait on a future, a send one ``write``; docs/performance.md)."""
 
-    def __init__(self, stream: anyio.abc.ByteStream, sock: socket.socket | None) -> None:
-        self.stream = stream
-        self.sock = sock
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.ended = False
+        self.error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+        self._drained: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > _HELD and self.transport is not None:
+            self.transport.pause_reading()  # read on when the answer's reader catches up
+            self._paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.ended = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.ended = True
+        self.error = exc
+        self._wake()
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drained is None:
+            self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def send(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.ended:
+            raise Broken("the connection is closed")
+        transport.write(data)
+        if self._drained is not None:  # past the transport's high-water mark
+            await self._drained
+
+    async def receive(self) -> bytes:
+        """What arrived (all of it, joined), or ``b""`` at the end of the stream."""
+        if not self.chunks and not self.ended:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        if self.chunks:
+            data = self.chunks.popleft() if len(self.chunks) == 1 else b"".join(self.chunks)
+            self.chunks.clear()
+            self.size = 0
+            if self._paused and self.transport is not None:
+                self._paused = False
+                self.transport.resume_reading()
+            return data
+        if self.error is not None:
+            raise Broken(_why(self.error, "the connection broke"))
+        return b""
+
+
+class _Conn:
+    __slots__ = ("h11", "idle_since", "wire")
+
+    def __init__(self, wire: _Wire) -> None:
+        self.wire = wire
         self.h11 = h11.Connection(our_role=h11.CLIENT)
         self.idle_since = 0.0
 
     def stale(self, expiry: float) -> bool:
-        """Expired, or readable while idle (the upstream closed it, or sent what it
-        should not have): not to be reused."""
-        if time.monotonic() - self.idle_since > expiry or self.sock is None:
-            return True
-        try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        """Expired, or anything happened while idle (the upstream closed it, or sent
+        what it should not have): not to be reused."""
+        wire = self.wire
+        return (
+            time.monotonic() - self.idle_since > expiry
+            or wire.ended
+            or bool(wire.chunks)
+            or wire.transport is None
+            or wire.transport.is_closing()
+        )
+
+    def close(self) -> None:
+        if self.wire.transport is not None:
+            self.wire.transport.abort()
 
 
 class Response:
@@ -193,8 +286,8 @@ class Pool:
             except h11.LocalProtocolError as exc:
                 raise NotSent(f"the request could not be encoded: {exc}") from None
             try:
-                await conn.stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                await conn.wire.send(data)
+            except OSError as exc:
                 raise Broken(_why(exc, "the connection broke while sending")) from None
             while True:
                 event = await self._next_event(conn)
@@ -217,12 +310,7 @@ class Pool:
                 if event is h11.PAUSED or type(event) is h11.ConnectionClosed:
                     raise Broken("the upstream closed the connection")
                 return event
-            try:
-                data = await conn.stream.receive(_READ)
-            except (anyio.EndOfStream, anyio.IncompleteRead):
-                data = b""
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                raise Broken(_why(exc, "the connection broke")) from None
+            data = await conn.wire.receive()
             if not data and conn.h11.their_state is h11.SEND_RESPONSE:
                 raise Broken("the upstream closed the connection without answering")
             conn.h11.receive_data(data)
@@ -235,34 +323,32 @@ class Pool:
             await _drop(conn)
         if self._closed:
             raise NotSent("the HTTP client is closed")
+        loop = asyncio.get_running_loop()
+        wire = _Wire()
+        tls = self._tls
         try:
             with anyio.fail_after(self._connect_timeout):
-                tcp = await anyio.connect_tcp(self._host, self._port)
+                await loop.create_connection(
+                    lambda: wire,
+                    self._host,
+                    self._port,
+                    ssl=tls,
+                    server_hostname=self._host if tls is not None else None,
+                    ssl_handshake_timeout=self._connect_timeout if tls is not None else None,
+                )
         except TimeoutError:
-            raise NotSent(f"no connection within {self._connect_timeout:g} s") from None
+            what = "TLS handshake" if tls is not None else "connection"
+            raise NotSent(f"no {what} within {self._connect_timeout:g} s") from None
+        except ssl.SSLError as exc:
+            raise NotSent(_why(exc, "TLS failed")) from None
         except OSError as exc:
             raise NotSent(_why(exc, "no connection")) from None
-        sock = tcp.extra(anyio.abc.SocketAttribute.raw_socket, None)  # noqa: S610 - anyio, not Django
-        stream: anyio.abc.ByteStream = tcp
-        if self._tls is not None:
-            from anyio.streams.tls import TLSStream
-
-            try:
-                with anyio.fail_after(self._connect_timeout):
-                    stream = await TLSStream.wrap(
-                        tcp,
-                        server_side=False,
-                        hostname=self._host,
-                        ssl_context=self._tls,
-                        standard_compatible=False,
-                    )
-            except TimeoutError:
-                await anyio.aclose_forcefully(tcp)
-                raise NotSent(f"no TLS handshake within {self._connect_timeout:g} s") from None
-            except (ssl.SSLError, OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-                await anyio.aclose_forcefully(tcp)
-                raise NotSent(_why(exc, "TLS failed")) from None
-        return _Conn(stream, sock)
+        if wire.transport is not None:
+            sock = wire.transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                with suppress(OSError):  # as asyncio does for the sockets it accepts
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return _Conn(wire)
 
     async def _release(self, conn: _Conn, *, clean: bool) -> None:
         state = conn.h11
@@ -288,7 +374,7 @@ class Pool:
 
 
 async def _drop(conn: _Conn) -> None:
-    await anyio.aclose_forcefully(conn.stream)
+    conn.close()
 
 
 def _why(exc: BaseException, what: str) -> str:
