@@ -298,3 +298,43 @@ def test_an_answers_head_and_body_leave_in_one_write_and_close_writes_what_is_he
     assert first == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
     assert after == [*first, b"last"]
     assert peer == ("127.0.0.1", 1)  # everything else is the transport's
+
+
+def test_a_stateless_raw_call_is_cancelled_when_its_client_leaves(
+    gateway: GatewayProcess, box: Box
+) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    marker = box.tmp / "hang.json"
+    marker.unlink(missing_ok=True)
+    body = json.dumps(call(41, "box.write", {"name": "l.txt", "text": "!hang"}, ENVELOPE))
+    headers = {**modern_headers("box.write"), **gateway.headers}
+    parts = urlsplit(gateway.url)
+    head = f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    head += f"Content-Length: {len(body.encode())}\r\n\r\n"
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(head.encode() + body.encode())
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the upstream never got the call"
+            time.sleep(0.05)
+    # the client left before its answer: the call is cancelled, the write uncertain
+    with httpx.Client(timeout=60) as http:
+        read = http.post(
+            gateway.url,
+            json=call(42, "box.read", {"name": "s.txt"}, ENVELOPE),
+            headers={**modern_headers("box.read"), **gateway.headers},
+        )
+    run_id = answer_of(read)["result"]["_meta"]["reversi/run"]
+    deadline = time.monotonic() + 30
+    while True:
+        with SQLiteJournal.open(box.data, create=False) as journal:
+            steps = [s for s in journal.list_steps(run_id) if s.tool == "box.write"]
+        left = [s for s in steps if s.args.get("name") == "l.txt"]
+        if left and left[-1].state is not StepState.PENDING:
+            break
+        assert time.monotonic() < deadline, f"the left call's step stayed {left}"
+        time.sleep(0.1)
+    assert left[-1].state is StepState.UNCERTAIN  # a write cut short may have happened
