@@ -13,6 +13,10 @@ transport), is called by the MCP SDK's HTTP client in one run:
 * through ``reversi-gateway --listen 127.0.0.1:0 --upstream-url <it>`` (``--durability
   process``, the default), the client sending the gateway's bearer token;
 
+* with ``--reference``, through the two relays of ``http_reference_relay.py`` in front
+  of the same upstream (``copy``: bytes copied both ways; ``journal``: the least a
+  journaling HTTP proxy does), to show what any Python HTTP proxy costs on the machine;
+
 for ``fs.read_file`` (4 KiB) and ``fs.write_file`` (1 KiB, cycling over 10 files), each
 with a client of the handshake era (2025-11-25, a session) and one of 2026-07-28
 (stateless). The gateway itself speaks 2026-07-28 to the upstream (it offers it). The
@@ -61,6 +65,7 @@ READ_PATH = "bench/read.txt"
 READ_BYTES = 4096
 WRITE_BYTES = 1024
 MODES = ("legacy", "2026-07-28")
+RELAYS = ("copy", "journal")
 
 
 def executable(name: str) -> str:
@@ -234,7 +239,56 @@ def report(targets: list[Target], args: argparse.Namespace) -> dict[str, Any]:
                 f"{gc['client']:.2f}+{gc['gateway']:.2f}+{gc['upstream']:.2f} ms  "
                 f"{'PASS' if row['pass'] else 'MISS'} (<= {TARGET}x)"
             )
+    relays = [r for r in RELAYS if (r, MODES[0]) in by]
+    if relays:
+        print(
+            "reference relays (http_reference_relay.py), same run: median / direct, relay CPU/call"
+        )
+    for relay in relays:
+        for mode in MODES:
+            direct, through = by[("direct", mode)], by[(relay, mode)]
+            for tool in ("fs.read_file", "fs.write_file"):
+                d = statistics.median(direct.latency[tool])
+                r = statistics.median(through.latency[tool])
+                cpu = through.cpu_ms[tool]
+                figures["rows"].append(
+                    {
+                        "client": mode,
+                        "tool": tool,
+                        "relay": relay,
+                        "direct_median_ms": d * 1e3,
+                        "relay_median_ms": r * 1e3,
+                        "ratio": r / d,
+                        "relay_cpu_ms": cpu,
+                    }
+                )
+                print(
+                    f"{relay + ' relay':<14} {mode:<11} {tool:<14} {d * 1e3:>6.2f}ms "
+                    f"{r * 1e3:>6.2f}ms {r / d:>5.2f}x  relay CPU {cpu['gateway']:.2f} ms"
+                )
     return figures
+
+
+def start_relays(
+    base: Path, up_url: str, procs: list[subprocess.Popen[bytes]]
+) -> dict[str, tuple[str, int]]:
+    """The reference relays in front of the upstream: their URLs and process ids."""
+    started = {}
+    for relay in RELAYS:
+        url_file = base / f"{relay}.url"
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                str(HERE / "http_reference_relay.py"),
+                *(relay, up_url, str(url_file)),
+                *("--manifests", str(base / "manifests"), "--data", str(base / f"{relay}-data")),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=(base / f"{relay}.err").open("wb"),
+        )
+        procs.append(proc)
+        started[relay] = (wait_for(url_file, proc, f"the {relay} relay"), proc.pid)
+    return started
 
 
 def start_servers(base: Path, procs: list[subprocess.Popen[bytes]]) -> tuple[str, str, str]:
@@ -292,12 +346,16 @@ def main() -> int:
     parser.add_argument("--write-files", type=int, default=10)
     parser.add_argument("--json", metavar="PATH")
     parser.add_argument("--keep", action="store_true")
+    parser.add_argument(
+        "--reference", action="store_true", help="also time the relays of http_reference_relay.py"
+    )
     args = parser.parse_args()
     base = Path(tempfile.mkdtemp(prefix="reversi-http-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
     try:
         up_url, gw_url, token = start_servers(base, procs)
         upstream, gateway = procs
+        relays = start_relays(base, up_url, procs) if args.reference else {}
         targets = []
         for mode in MODES:
             targets.append(Target(f"direct {mode}", up_url, mode, {}, (None, upstream.pid)))
@@ -305,6 +363,8 @@ def main() -> int:
             targets.append(
                 Target(f"gateway {mode}", gw_url, mode, bearer, (gateway.pid, upstream.pid))
             )
+            for relay, (url, pid) in relays.items():
+                targets.append(Target(f"{relay} {mode}", url, mode, {}, (pid, upstream.pid)))
         anyio.run(measure, targets, args.calls, args.warmup, args.write_files)
         figures = report(targets, args)
         if args.json:
@@ -312,7 +372,7 @@ def main() -> int:
         return 0
     except Exception as exc:
         print(f"error: {exc}", file=sys.stderr)
-        for log in (base / "servers.err", base / "gateway.err"):
+        for log in (base / "servers.err", base / "gateway.err", *base.glob("*.err")):
             if log.exists():
                 print(log.read_text()[-3000:], file=sys.stderr)
         return 1

@@ -249,3 +249,92 @@ def test_a_raw_call_is_cancelled_by_its_clients_notification(
         steps = journal.list_steps(run_id)
     cancelled = next(s for s in steps if s.tool == "box.write")
     assert cancelled.state is StepState.UNCERTAIN  # a write cut short may have happened
+
+
+def test_an_answers_head_and_body_leave_in_one_write_and_close_writes_what_is_held() -> None:
+    """uvicorn writes an answer's head and its body apart; the gateway's transport
+    (``http_gateway._JoinedWrites``) joins the writes of one turn of the event loop
+    into one, so the client gets one TCP segment and wakes up once."""
+    import asyncio
+
+    from reversi_core.mcp.http_gateway import _JoinedWrites
+
+    class Transport:
+        def __init__(self) -> None:
+            self.writes: list[bytes] = []
+            self.closed = False
+
+        def write(self, data: bytes) -> None:
+            self.writes.append(data)
+
+        def is_closing(self) -> bool:
+            return self.closed
+
+        def close(self) -> None:
+            self.closed = True
+
+        def get_write_buffer_size(self) -> int:
+            return 0
+
+        def get_extra_info(self, name: str) -> Any:
+            return ("127.0.0.1", 1) if name == "peername" else None
+
+    async def scenario() -> tuple[list[bytes], list[bytes], list[bytes], Any]:
+        real = Transport()
+        joined = _JoinedWrites(real, asyncio.get_running_loop())
+        joined.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n")
+        joined.write(b"")  # h11's end of a content-length body
+        joined.write(b"{}")
+        held = list(real.writes)  # nothing left yet
+        assert joined.get_write_buffer_size() == 40
+        await asyncio.sleep(0)
+        first = list(real.writes)
+        joined.write(b"last")
+        joined.close()  # what is held leaves before the close
+        return held, first, real.writes, joined.get_extra_info("peername")
+
+    held, first, after, peer = asyncio.run(scenario())
+    assert held == []
+    assert first == [b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\n{}"]
+    assert after == [*first, b"last"]
+    assert peer == ("127.0.0.1", 1)  # everything else is the transport's
+
+
+def test_a_stateless_raw_call_is_cancelled_when_its_client_leaves(
+    gateway: GatewayProcess, box: Box
+) -> None:
+    import socket
+    from urllib.parse import urlsplit
+
+    marker = box.tmp / "hang.json"
+    marker.unlink(missing_ok=True)
+    body = json.dumps(call(41, "box.write", {"name": "l.txt", "text": "!hang"}, ENVELOPE))
+    headers = {**modern_headers("box.write"), **gateway.headers}
+    parts = urlsplit(gateway.url)
+    head = f"POST {parts.path} HTTP/1.1\r\nHost: {parts.netloc}\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+    head += f"Content-Length: {len(body.encode())}\r\n\r\n"
+    with socket.create_connection((parts.hostname, parts.port), timeout=30) as sock:
+        sock.sendall(head.encode() + body.encode())
+        deadline = time.monotonic() + 30
+        while not marker.exists():
+            assert time.monotonic() < deadline, "the upstream never got the call"
+            time.sleep(0.05)
+    # the client left before its answer: the call is cancelled, the write uncertain
+    with httpx.Client(timeout=60) as http:
+        read = http.post(
+            gateway.url,
+            json=call(42, "box.read", {"name": "s.txt"}, ENVELOPE),
+            headers={**modern_headers("box.read"), **gateway.headers},
+        )
+    run_id = answer_of(read)["result"]["_meta"]["reversi/run"]
+    deadline = time.monotonic() + 30
+    while True:
+        with SQLiteJournal.open(box.data, create=False) as journal:
+            steps = [s for s in journal.list_steps(run_id) if s.tool == "box.write"]
+        left = [s for s in steps if s.args.get("name") == "l.txt"]
+        if left and left[-1].state is not StepState.PENDING:
+            break
+        assert time.monotonic() < deadline, f"the left call's step stayed {left}"
+        time.sleep(0.1)
+    assert left[-1].state is StepState.UNCERTAIN  # a write cut short may have happened

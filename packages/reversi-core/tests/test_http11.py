@@ -167,3 +167,76 @@ async def test_event_stream_lines_split_at_cr_lf_only_and_utf8_across_chunks() -
         await response.aclose()
         await client.aclose()
     assert lines == ["event: message", "data: " + data.decode(), "", "id: 7"]
+
+
+@asynccontextmanager
+async def raw_server(answer: bytes, *, close: bool) -> AsyncIterator[tuple[int, list[int]]]:
+    """A server that reads one request's head and sends ``answer`` as it is, then
+    closes the connection (``close``) or keeps it open and answers the same again."""
+    accepted: list[int] = []
+    listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+    port = listener.extra(anyio.abc.SocketAttribute.local_port)
+
+    async def serve(stream: anyio.abc.SocketStream) -> None:
+        accepted.append(1)
+        async with stream:
+            while True:
+                got = b""
+                while b"\r\n\r\n" not in got:
+                    try:
+                        got += await stream.receive()
+                    except (anyio.EndOfStream, anyio.BrokenResourceError):
+                        return
+                await stream.send(answer)
+                if close:
+                    return
+
+    async with listener, anyio.create_task_group() as tg:
+        tg.start_soon(listener.serve, serve)
+        try:
+            yield port, accepted
+        finally:
+            tg.cancel_scope.cancel()
+
+
+async def test_an_answer_after_a_1xx_and_one_that_ends_with_its_connection_are_read() -> None:
+    after_continue = (
+        b"HTTP/1.1 100 Continue\r\n\r\n"
+        b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}"
+    )
+    async with raw_server(after_continue, close=False) as (port, accepted):
+        client = pool(port)
+        for _ in range(2):
+            response = await client.request("POST", "/mcp", {}, b"{}")
+            assert response.status_code == 200
+            assert response.headers["content-type"] == "application/json"
+            assert await response.aread() == b"{}"
+            await response.aclose()
+        await client.aclose()
+    assert len(accepted) == 1  # kept for the second request
+    until_close = b"HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\n\r\nall of it"
+    async with raw_server(until_close, close=True) as (port, accepted):
+        client = pool(port)
+        for _ in range(2):
+            response = await client.request("POST", "/mcp", {}, b"{}")
+            assert await response.aread() == b"all of it"
+            await response.aclose()
+        await client.aclose()
+    assert len(accepted) == 2  # a body that ended with its connection: not reused
+
+
+async def test_a_header_that_would_break_the_request_is_refused_before_anything_is_sent() -> None:
+    async with raw_server(b"HTTP/1.1 204 No Content\r\n\r\n", close=False) as (port, accepted):
+        client = pool(port)
+        with pytest.raises(NotSent, match="bad header 'X-Evil'"):
+            await client.request("POST", "/mcp", {"X-Evil": "a\r\nInjected: yes"}, b"{}")
+        with pytest.raises(NotSent, match="bad header 'Bad Name'"):
+            await client.request("POST", "/mcp", {"Bad Name": "v"}, b"{}")
+        bad_credentials = pool(port, Authorization="Bearer a\nb")
+        with pytest.raises(NotSent, match="bad header 'Authorization'"):
+            await bad_credentials.request("POST", "/mcp", {}, b"{}")
+        response = await client.request("POST", "/mcp", {"X-Fine": "v\twith a tab"}, b"{}")
+        assert response.status_code == 204
+        await response.aclose()
+        await client.aclose()
+    assert len(accepted) == 1  # the refused requests sent nothing

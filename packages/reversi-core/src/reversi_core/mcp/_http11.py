@@ -1,11 +1,14 @@
-"""A lean HTTP/1.1 client for the upstream: keep-alive connections, h11 for the protocol.
+"""A lean HTTP/1.1 client for the upstream: keep-alive connections, httptools' parser.
 
 The gateway sends every ``tools/call`` to an ``--upstream-url`` upstream as one POST,
 so the client's cost is on every call's path (docs/performance.md, "The gateway over
 HTTP"). :class:`Pool` keeps up to ``keep`` idle keep-alive connections to the one
-origin and opens another when all are busy; each request is encoded by `h11
-<https://h11.readthedocs.io/>`_ (which also parses the answer) and written in one
-``send``: head and body in one TCP segment, where httpx/httpcore write them apart.
+origin and opens another when all are busy; each request's head is formatted here
+(each header checked: a token for a name, no CR, LF or other control in a value) and
+written with its body in one ``send``: one TCP segment, where httpx/httpcore write them
+apart. Each answer is parsed by `httptools <https://github.com/MagicStack/httptools>`_
+(llhttp, the C parser of Node.js, which uvicorn uses too): its head, a body of a
+``Content-Length``, of chunks, or up to the connection's end.
 What the upstream client needs of an HTTP client, and nothing else:
 
 * TLS verified with the context it is given (``ssl.create_default_context`` or
@@ -17,31 +20,42 @@ What the upstream client needs of an HTTP client, and nothing else:
 * errors in two kinds: :class:`NotSent` (the connection could not be opened, so
   nothing reached the upstream) and :class:`Broken` (the connection failed once the
   request may have left). A kept connection the upstream closed while idle is found
-  before it is reused (readable while idle, as httpcore does) and replaced.
+  before it is reused (anything received while idle, as httpcore checks) and replaced.
 
-A connection is reused only when its exchange ended cleanly (h11 back to idle on both
-sides); one whose request was cancelled, or whose answer was not read to its end, is
-closed.
+Each connection is an :class:`asyncio.Protocol` on the event loop's own transport
+(TLS by asyncio's ``SSLProtocol``), not an anyio stream: a receive is one wait on a
+future and a send one ``write``, without the stream's checkpoints and its
+``pause_reading``/``resume_reading`` around every receive (docs/performance.md, "The
+gateway over HTTP"). The gateway runs on asyncio (uvicorn), and so must its callers.
+
+A connection is reused only when its exchange ended cleanly (the answer read to its
+end, keep-alive, nothing after it); one whose request was cancelled, or whose answer
+was not read to its end, is closed.
 """
 
 from __future__ import annotations
 
+import asyncio
 import codecs
 import re
-import select
 import socket
 import ssl
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from contextlib import suppress
 
 import anyio
-import anyio.abc
-import h11
+import httptools
 
 __all__ = ["Broken", "NotSent", "Pool", "Response"]
 
-_READ = 65536
+_TOKEN = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
+"""A header name (RFC 9110, 5.6.2)."""
+_BAD_FIELD = re.compile(rb"[\x00-\x08\x0a-\x1f\x7f]")
+"""What a header value may not hold (RFC 9110, 5.5: no CR, LF, NUL or other controls)."""
+_HELD = 1 << 20
+"""Bytes of an answer held unread before the connection stops reading (flow control)."""
 _EOL = re.compile("\r\n|\r|\n")
 
 
@@ -53,55 +67,202 @@ class Broken(Exception):
     """The connection failed after the request may have left (its answer is lost)."""
 
 
-class _Conn:
-    __slots__ = ("h11", "idle_since", "sock", "stream")
+class _Wire(asyncio.Protocol):
+    """One connection's bytes, on asyncio's transport directly (no stream layer: a
+    receive is one wait on a future, a send one ``write``; docs/performance.md)."""
 
-    def __init__(self, stream: anyio.abc.ByteStream, sock: socket.socket | None) -> None:
-        self.stream = stream
-        self.sock = sock
-        self.h11 = h11.Connection(our_role=h11.CLIENT)
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.chunks: deque[bytes] = deque()
+        self.size = 0
+        self.ended = False
+        self.error: BaseException | None = None
+        self._waiter: asyncio.Future[None] | None = None
+        self._paused = False
+        self._drained: asyncio.Future[None] | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.chunks.append(data)
+        self.size += len(data)
+        if self.size > _HELD and self.transport is not None:
+            self.transport.pause_reading()  # read on when the answer's reader catches up
+            self._paused = True
+        self._wake()
+
+    def eof_received(self) -> bool:
+        self.ended = True
+        self._wake()
+        return False  # close the transport
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self.ended = True
+        self.error = exc
+        self._wake()
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def pause_writing(self) -> None:
+        if self._drained is None:
+            self._drained = asyncio.get_running_loop().create_future()
+
+    def resume_writing(self) -> None:
+        drained, self._drained = self._drained, None
+        if drained is not None and not drained.done():
+            drained.set_result(None)
+
+    def _wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    async def send(self, data: bytes) -> None:
+        transport = self.transport
+        if transport is None or transport.is_closing() or self.ended:
+            raise Broken("the connection is closed")
+        transport.write(data)
+        if self._drained is not None:  # past the transport's high-water mark
+            await self._drained
+
+    async def receive(self) -> bytes:
+        """What arrived (all of it, joined), or ``b""`` at the end of the stream."""
+        if not self.chunks and not self.ended:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        if self.chunks:
+            data = self.chunks.popleft() if len(self.chunks) == 1 else b"".join(self.chunks)
+            self.chunks.clear()
+            self.size = 0
+            if self._paused and self.transport is not None:
+                self._paused = False
+                self.transport.resume_reading()
+            return data
+        if self.error is not None:
+            raise Broken(_why(self.error, "the connection broke"))
+        return b""
+
+
+class _Answer:
+    """What httptools parsed of one answer: its head, body chunks not yet read, and
+    whether it ended."""
+
+    __slots__ = (
+        "body",
+        "complete",
+        "extra",
+        "head_done",
+        "headers",
+        "keep_alive",
+        "parser",
+        "status",
+    )
+
+    def __init__(self) -> None:
+        self.headers: list[tuple[bytes, bytes]] = []
+        self.body: deque[bytes] = deque()
+        self.head_done = False
+        self.complete = False
+        self.extra = False
+        """Something came after the answer: the connection is not to be reused."""
+        self.keep_alive = False
+        self.status = 0
+        self.parser = httptools.HttpResponseParser(self)
+
+    def on_message_begin(self) -> None:
+        if self.complete:
+            self.extra = True
+            return
+        self.headers = []  # an answer after a 1xx: start over
+        self.head_done = False
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        if not self.complete:
+            self.headers.append((name.lower(), value))
+
+    def on_headers_complete(self) -> None:
+        if self.complete:
+            return
+        self.status = self.parser.get_status_code()
+        if self.status >= 200 or self.status == 101:
+            self.head_done = True
+
+    def on_body(self, body: bytes) -> None:
+        if not self.complete:
+            self.body.append(body)
+
+    def on_message_complete(self) -> None:
+        if self.head_done and not self.complete:
+            self.complete = True
+            self.keep_alive = self.parser.should_keep_alive()  # (only known here)
+
+    def ends_at_close(self) -> bool:
+        """The body has neither a length nor chunks: it ends when the connection does."""
+        names = {name for name, _ in self.headers}
+        return b"content-length" not in names and b"transfer-encoding" not in names
+
+
+class _Conn:
+    __slots__ = ("answer", "idle_since", "wire")
+
+    def __init__(self, wire: _Wire) -> None:
+        self.wire = wire
+        self.answer: _Answer | None = None
         self.idle_since = 0.0
 
     def stale(self, expiry: float) -> bool:
-        """Expired, or readable while idle (the upstream closed it, or sent what it
-        should not have): not to be reused."""
-        if time.monotonic() - self.idle_since > expiry or self.sock is None:
-            return True
-        try:
-            readable, _, _ = select.select([self.sock], [], [], 0)
-        except (OSError, ValueError):
-            return True
-        return bool(readable)
+        """Expired, or anything happened while idle (the upstream closed it, or sent
+        what it should not have): not to be reused."""
+        wire = self.wire
+        return (
+            time.monotonic() - self.idle_since > expiry
+            or wire.ended
+            or bool(wire.chunks)
+            or wire.transport is None
+            or wire.transport.is_closing()
+        )
+
+    def close(self) -> None:
+        if self.wire.transport is not None:
+            self.wire.transport.abort()
 
 
 class Response:
     """One answer: ``status_code``, ``headers`` (lowercase names), its body read with
     :meth:`aread` or :meth:`aiter_lines`; :meth:`aclose` gives the connection back."""
 
-    def __init__(self, pool: Pool, conn: _Conn, head: h11.Response) -> None:
-        self.status_code = head.status_code
+    def __init__(self, pool: Pool, conn: _Conn, answer: _Answer) -> None:
+        self.status_code = answer.status
         self.headers: dict[str, str] = {}
-        for name, value in head.headers:
+        for name, value in answer.headers:
             key = name.decode("latin-1")
             if key not in self.headers:
                 self.headers[key] = value.decode("latin-1")
         self._pool = pool
         self._conn: _Conn | None = conn
+        self._answer = answer
         self._ended = False
 
     async def _chunks(self) -> AsyncIterator[bytes]:
         conn = self._conn
+        answer = self._answer
         if conn is None or self._ended:
             return
         while True:
-            event = await self._pool._next_event(conn)
-            if type(event) is h11.Data:
-                yield bytes(event.data)
-            elif type(event) is h11.EndOfMessage:
+            while answer.body:
+                yield answer.body.popleft()
+            if answer.complete:
                 self._ended = True
                 return
-            else:
-                raise Broken(f"unexpected {type(event).__name__} in the answer's body")
+            if not await _feed(conn, answer):  # the connection ended the body
+                self._ended = True
+                conn.wire.ended = True  # not to be reused
+                return
 
     async def aread(self) -> bytes:
         """The whole body."""
@@ -161,8 +322,16 @@ class Pool:
         name = host if host.isascii() else host.encode("idna").decode("ascii")
         name = f"[{name}]" if ":" in name else name
         authority = name if port == default else f"{name}:{port}"
-        self._headers = [(b"host", authority.encode("ascii"))]
-        self._headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()]
+        fixed = {"host": authority, **headers}
+        self._unsendable = next(  # then every request is NotSent, naming the header
+            (
+                key
+                for key, value in fixed.items()
+                if not _TOKEN.fullmatch(key) or _BAD_FIELD.search(value.encode("latin-1"))
+            ),
+            None,
+        )
+        self._head = "".join(f"{k}: {v}\r\n" for k, v in fixed.items()).encode("latin-1")
         self._connect_timeout = connect_timeout
         self._keep = keep
         self._expiry = expiry
@@ -176,56 +345,35 @@ class Pool:
 
         Raises :class:`NotSent` or :class:`Broken` (see the module docstring).
         """
+        if self._unsendable is not None:
+            raise NotSent(f"the request could not be encoded: bad header {self._unsendable!r}")
+        lines = [f"{method} {target} HTTP/1.1\r\n".encode("ascii"), self._head]
+        for name, value in headers.items():
+            line = f"{name}: {value}\r\n".encode("latin-1")
+            if _BAD_FIELD.search(line, 0, len(line) - 2) or not _TOKEN.fullmatch(name):
+                raise NotSent(f"the request could not be encoded: bad header {name!r}")
+            lines.append(line)
+        lines.append(b"content-length: %d\r\n\r\n" % len(body))
+        lines.append(body)
+        data = b"".join(lines)  # one write, one segment
         conn = await self._acquire()
-        head = [
-            *self._headers,
-            *((k.encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()),
-        ]
-        head.append((b"content-length", str(len(body)).encode()))
         done = False
         try:
             try:
-                parts = [conn.h11.send(h11.Request(method=method, target=target, headers=head))]
-                if body:
-                    parts.append(conn.h11.send(h11.Data(data=body)))
-                parts.append(conn.h11.send(h11.EndOfMessage()))
-                data = b"".join(part for part in parts if part)  # one write, one segment
-            except h11.LocalProtocolError as exc:
-                raise NotSent(f"the request could not be encoded: {exc}") from None
-            try:
-                await conn.stream.send(data)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
+                await conn.wire.send(data)
+            except OSError as exc:
                 raise Broken(_why(exc, "the connection broke while sending")) from None
-            while True:
-                event = await self._next_event(conn)
-                if type(event) is h11.Response:
-                    done = True
-                    return Response(self, conn, event)
-                if type(event) is not h11.InformationalResponse:
-                    raise Broken(f"unexpected {type(event).__name__} before the answer")
+            answer = conn.answer = _Answer()
+            while not answer.head_done:
+                if not await _feed(conn, answer):
+                    raise Broken("the upstream closed the connection without answering")
+            if answer.status == 101:
+                raise Broken("the upstream switched protocols")
+            done = True
+            return Response(self, conn, answer)
         finally:
             if not done:
                 await _drop(conn)
-
-    async def _next_event(self, conn: _Conn) -> Any:
-        while True:
-            try:
-                event = conn.h11.next_event()
-            except h11.RemoteProtocolError as exc:
-                raise Broken(f"the upstream broke the HTTP protocol: {exc}") from None
-            if event is not h11.NEED_DATA:
-                if event is h11.PAUSED or type(event) is h11.ConnectionClosed:
-                    raise Broken("the upstream closed the connection")
-                return event
-            try:
-                data = await conn.stream.receive(_READ)
-            except (anyio.EndOfStream, anyio.IncompleteRead):
-                data = b""
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError) as exc:
-                raise Broken(_why(exc, "the connection broke")) from None
-            if not data and conn.h11.their_state is h11.SEND_RESPONSE:
-                raise Broken("the upstream closed the connection without answering")
-            conn.h11.receive_data(data)
 
     async def _acquire(self) -> _Conn:
         while self._idle:
@@ -235,45 +383,47 @@ class Pool:
             await _drop(conn)
         if self._closed:
             raise NotSent("the HTTP client is closed")
+        loop = asyncio.get_running_loop()
+        wire = _Wire()
+        tls = self._tls
         try:
             with anyio.fail_after(self._connect_timeout):
-                tcp = await anyio.connect_tcp(self._host, self._port)
+                await loop.create_connection(
+                    lambda: wire,
+                    self._host,
+                    self._port,
+                    ssl=tls,
+                    server_hostname=self._host if tls is not None else None,
+                    ssl_handshake_timeout=self._connect_timeout if tls is not None else None,
+                )
         except TimeoutError:
-            raise NotSent(f"no connection within {self._connect_timeout:g} s") from None
+            what = "TLS handshake" if tls is not None else "connection"
+            raise NotSent(f"no {what} within {self._connect_timeout:g} s") from None
+        except ssl.SSLError as exc:
+            raise NotSent(_why(exc, "TLS failed")) from None
         except OSError as exc:
             raise NotSent(_why(exc, "no connection")) from None
-        sock = tcp.extra(anyio.abc.SocketAttribute.raw_socket, None)  # noqa: S610 - anyio, not Django
-        stream: anyio.abc.ByteStream = tcp
-        if self._tls is not None:
-            from anyio.streams.tls import TLSStream
-
-            try:
-                with anyio.fail_after(self._connect_timeout):
-                    stream = await TLSStream.wrap(
-                        tcp,
-                        server_side=False,
-                        hostname=self._host,
-                        ssl_context=self._tls,
-                        standard_compatible=False,
-                    )
-            except TimeoutError:
-                await anyio.aclose_forcefully(tcp)
-                raise NotSent(f"no TLS handshake within {self._connect_timeout:g} s") from None
-            except (ssl.SSLError, OSError, anyio.BrokenResourceError, anyio.EndOfStream) as exc:
-                await anyio.aclose_forcefully(tcp)
-                raise NotSent(_why(exc, "TLS failed")) from None
-        return _Conn(stream, sock)
+        if wire.transport is not None:
+            sock = wire.transport.get_extra_info("socket")
+            if sock is not None and sock.family in (socket.AF_INET, socket.AF_INET6):
+                with suppress(OSError):  # as asyncio does for the sockets it accepts
+                    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return _Conn(wire)
 
     async def _release(self, conn: _Conn, *, clean: bool) -> None:
-        state = conn.h11
+        answer = conn.answer
         if (
             clean
             and not self._closed
-            and state.our_state is h11.DONE
-            and state.their_state is h11.DONE
+            and answer is not None
+            and answer.complete
+            and not answer.extra
+            and answer.keep_alive
+            and not conn.wire.chunks
+            and not conn.wire.ended
             and len(self._idle) < self._keep
         ):
-            state.start_next_cycle()
+            conn.answer = None
             conn.idle_since = time.monotonic()
             self._idle.append(conn)
             return
@@ -287,8 +437,27 @@ class Pool:
             await _drop(conn)
 
 
+async def _feed(conn: _Conn, answer: _Answer) -> bool:
+    """Parse what arrives next; False when the connection ended first (where the body
+    of an answer without a length ends; anywhere else :class:`Broken`)."""
+    data = await conn.wire.receive()
+    if not data:
+        if not answer.head_done:
+            raise Broken("the upstream closed the connection without answering")
+        if answer.ends_at_close():
+            return False
+        raise Broken("the upstream closed the connection")
+    try:
+        answer.parser.feed_data(data)
+    except httptools.HttpParserUpgrade:
+        raise Broken("the upstream switched protocols") from None
+    except httptools.HttpParserError as exc:
+        raise Broken(f"the upstream broke the HTTP protocol: {exc}") from None
+    return True
+
+
 async def _drop(conn: _Conn) -> None:
-    await anyio.aclose_forcefully(conn.stream)
+    conn.close()
 
 
 def _why(exc: BaseException, what: str) -> str:

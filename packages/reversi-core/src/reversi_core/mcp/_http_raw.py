@@ -37,6 +37,7 @@ odd) is the SDK's. See docs/gateway.md, "Over HTTP".
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -314,7 +315,7 @@ class RawCalls:
         rid, name, args, meta, client, run = call
         answer: list[dict[str, Any]] = []
         relaying = anyio.CancelScope()
-        watching = anyio.CancelScope()
+        watcher: asyncio.Task[None] | None = None
         stamp = self._stamp
 
         def reply(result: dict[str, Any]) -> None:
@@ -322,7 +323,8 @@ class RawCalls:
                 result["resultType"] = "complete"
                 result["_meta"][SERVER_INFO_META_KEY] = stamp
             answer.append({"jsonrpc": "2.0", "id": rid, "result": result})
-            watching.cancel()  # once answered, leaving ends nothing
+            if watcher is not None:
+                watcher.cancel()  # once answered, leaving ends nothing
 
         async def relay() -> None:
             with relaying:
@@ -334,17 +336,20 @@ class RawCalls:
                         answer.append(_error(rid, INTERNAL_ERROR, "Internal server error"))
 
         async def watch() -> None:
-            with watching:
-                while (await receive())["type"] != "http.disconnect":
-                    pass
-                relaying.cancel()  # the client left before its answer
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            relaying.cancel()  # the client left before its answer
 
         self.served += 1
         if session is None:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch)
+            # a plain asyncio task, not an anyio task group: it only waits for the
+            # client to leave, and is cancelled once the call is answered (the server
+            # is uvicorn's, so the loop is asyncio's)
+            watcher = asyncio.get_running_loop().create_task(watch())
+            try:
                 await relay()
-                watching.cancel()
+            finally:
+                watcher.cancel()
             if answer:  # else the client is gone
                 error = answer[0].get("error")
                 status = ERROR_CODE_HTTP_STATUS.get(error["code"], 200) if error else 200

@@ -10,7 +10,7 @@ handshake (the newest handshake version the SDK knows; a session id). Then every
 ``tools/list``, read into SDK models once, and one POST per request, whose answer is a
 JSON body or an SSE stream (its ``ping`` requests answered, other requests refused, its
 notifications ignored), on the keep-alive connections of a lean HTTP/1.1 client
-(:class:`~._http11.Pool`, h11), which verifies the server's certificate with httpx's
+(:class:`~._http11.Pool`, httptools), which verifies the server's certificate with httpx's
 default CA bundle (certifi's) or ``REVERSI_UPSTREAM_CA_FILE``'s, and takes nothing from
 the environment (no proxy, ``.netrc`` or CA bundle variable).
 
