@@ -134,6 +134,9 @@ class ChainRecord:
     content: str
     prev_hash: str
     hash: str
+    linked: bool = False
+    """A link of a step's row (SQLite, schema 5): its ``content`` computed from the row,
+    its ``prev_hash`` the previous record's hash (``_sqlite_chain.py``); not exported."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"run_id", "seq", "step", "kind", "content", "prev_hash", "hash"}``; ``content`` parsed."""
@@ -288,7 +291,10 @@ def verify_chain(
                 last_head,
                 rec.seq,
                 rec.step,
-                "its hash does not match its content (the record was edited)",
+                "its hash does not match the step's row as stored (the row or its link was "
+                "edited)"
+                if rec.linked
+                else "its hash does not match its content (the record was edited)",
             )
         prev = last_head = rec.hash
         if rec.step is None:

@@ -19,7 +19,15 @@ from ..errors import JournalError
 from ._base import StepRecord
 from ._chain import ChainRecord, Verification, verify_chain
 from ._schema import STEP_COLUMNS, step_from_row
-from ._sqlite_chain import SEQ_MASK, chain_rows, key_range
+from ._sqlite_chain import (
+    LINK_COLUMNS,
+    SEQ_MASK,
+    assemble,
+    chain_rows,
+    key_range,
+    row_records,
+    run_edges,
+)
 
 __all__ = ["RUN_TABLES", "SQLiteReads"]
 
@@ -73,14 +81,18 @@ class SQLiteReads:
             raise JournalError(f"run {run_id!r} has no step {seq}")
         return step_from_row(row, reqs)
 
-    def _chain(self, run_id: str) -> tuple[bool, list[ChainRecord], str | None]:
-        """``(chained, records, misplaced)``: the records of the run's range of keys
-        (``_sqlite_chain.py``), and what is wrong with the first whose ``run_id`` or
-        ``seq`` does not agree with its key (``None`` when all do)."""
-        found = chain_rows(self._conn, run_id)
+    def _chain(
+        self, run_id: str
+    ) -> tuple[bool, tuple[int, str], list[ChainRecord], str | None]:
+        """``(chained, head, records, misplaced)``: the run's chain, from the records of its
+        range of keys in ``chain`` and the links of its step rows (``_sqlite_chain.py``),
+        the head its row keeps, and what is wrong with the first record whose ``run_id``
+        or ``seq`` does not agree with its key, or link that is malformed (``None``)."""
+        c = self._conn
+        found = chain_rows(c, run_id)
         if found is None:
             raise JournalError(f"no run {run_id!r} in {self.path}")
-        chained, rows = found
+        chained, head, rows = found
         misplaced = None
         for r in rows:
             if r[0] != run_id or r[1] != r[7] & SEQ_MASK:
@@ -89,23 +101,37 @@ class SQLiteReads:
                     f"of run {r[0]!r} (moved behind the journal)"
                 )
                 break
-        return chained, [ChainRecord(*r[:7]) for r in rows], misplaced
+        linked, bad = row_records(
+            run_id,
+            c.execute(
+                f"SELECT {LINK_COLUMNS} FROM steps WHERE run_id = ? AND links IS NOT NULL "  # noqa: S608 - constant columns
+                "ORDER BY seq",
+                (run_id,),
+            ).fetchall(),
+            run_edges(c, run_id),
+        )
+        records, twice = assemble(run_id, [ChainRecord(*r[:7]) for r in rows], linked)
+        return chained, head, records, misplaced or bad or twice
 
     def run_chain(self, run_id: str) -> list[ChainRecord]:
         with self._reading():
-            return self._chain(run_id)[1]
+            self._conn.execute("BEGIN")  # one snapshot for the chain table and the rows
+            try:
+                return self._chain(run_id)[2]
+            finally:
+                self._conn.execute("COMMIT")
 
     def verify_run(self, run_id: str) -> Verification:
         with self._reading():
             self._conn.execute("BEGIN")  # one snapshot for the chain and the steps
             try:
-                chained, records, misplaced = self._chain(run_id)
+                chained, head, records, misplaced = self._chain(run_id)
                 steps = self._steps(run_id)
             finally:
                 self._conn.execute("COMMIT")
         if misplaced is not None:
             return Verification(run_id, "tampered", records=len(records), what=misplaced)
-        return verify_chain(run_id, chained, records, steps)
+        return verify_chain(run_id, chained, records, steps, head if chained else None)
 
     def delete_run(self, run_id: str, statuses: Collection[str]) -> bool:
         with self._tx() as c:

@@ -56,7 +56,7 @@ from ._schema import (
     dumps,
     run_from_row,
 )
-from ._sqlite_chain import ChainHeads, sqlite_append
+from ._sqlite_chain import ChainHeads, PendingLink, move_links, sqlite_append
 from ._sqlite_file import (
     JOURNAL_FILENAME,
     Transaction,
@@ -71,6 +71,9 @@ from ._sqlite_owners import check_rollback, recover, take_rollback
 from ._summaries import SUMMARY_METHODS, SQLiteRunSummaries
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
+
+_RESOLVE_MOVES = frozenset({"finish", "recorded"})
+"""The records of a step's row whose content a resolution changes (``_sqlite_chain.py``)."""
 
 _STORE_METHODS = tuple(
     name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
@@ -250,10 +253,14 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             # past every number this handle handed out, a read's in flight included
             seq = max(self._seq_hint.get(run_id, 0), self._next_seq(c, run_id))
             args_json, approval_json, error = dumps(args), dumps(approval), scrub(error)
+            text = chain.rejected_content(
+                tool, effect, permission, args_json, reason, now, error, approval_json
+            )
+            link = PendingLink(c, run_id, seq, "rejected", text, self._heads)
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
-                "idempotency_key, started_at, finished_at, error, approval) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?)",
+                "idempotency_key, started_at, finished_at, error, approval, links) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     seq,
@@ -267,12 +274,10 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                     now,
                     error,
                     approval_json,
+                    link.link,
                 ),
             )
-            text = chain.rejected_content(
-                tool, effect, permission, args_json, reason, now, error, approval_json
-            )
-            sqlite_append(c, run_id, seq, "rejected", text, self._heads)
+            link.commit(c, self._heads)
             self._seq_hint[run_id] = seq + 1
         return seq
 
@@ -292,17 +297,21 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         approval_json = dumps(approval)
         edges = sorted(set(requires))
         light = self._is_light(effect)
+        text = chain.begin_content(
+            tool, effect, permission, args_json, reason, self._owner, now, approval_json, edges
+        )
         with self._lock:
             with self._tx(light=light) as c:
                 for _attempt in range(2):
                     seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
                     key = self.forward_key(run_id, seq)
+                    link = PendingLink(c, run_id, seq, "begin", text, self._heads)
                     try:
                         # one statement: insert only if the run exists and is open
                         cur = c.execute(
                             "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, "
-                            "state, idempotency_key, owner, started_at, approval) "
-                            "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ? "
+                            "state, idempotency_key, owner, started_at, approval, links) "
+                            "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ? "
                             "WHERE (SELECT status FROM runs WHERE id = ?) = 'open'",
                             (
                                 run_id,
@@ -316,6 +325,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                                 self._owner,
                                 now,
                                 approval_json,
+                                link.link,
                                 run_id,
                             ),
                         )
@@ -337,11 +347,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                         "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
                         [(run_id, seq, r) for r in edges],
                     )
-                text = chain.begin_content(
-                    tool, effect, permission, args_json, reason, self._owner, now,
-                    approval_json, edges,
-                )  # fmt: skip
-                sqlite_append(c, run_id, seq, "begin", text, self._heads)
+                link.commit(c, self._heads)
             # only once committed (a failed COMMIT leaves no gap in the numbers, no stale
             # entry), and under the lock still (the RLock: _tx takes it again)
             self._seq_hint[run_id] = seq + 1
@@ -392,14 +398,17 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             dumps(compensation),
             scrub(compensation_error) if compensation_error else None,
         )
+        text = chain.finish_content(*values)
         with self._tx(light=light) as c:
+            link = PendingLink(c, run_id, seq, "finish", text, self._heads)
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
-                "compensation = ?, compensation_error = ? WHERE run_id = ? AND seq = ? AND state = 'pending'",
-                (*values, run_id, seq),
+                "compensation = ?, compensation_error = ?, links = ltrim(coalesce(links, '') "
+                "|| ' ' || ?) WHERE run_id = ? AND seq = ? AND state = 'pending'",
+                (*values, link.link, run_id, seq),
             )
             if cur.rowcount == 1:
-                sqlite_append(c, run_id, seq, "finish", chain.finish_content(*values), self._heads)
+                link.commit(c, self._heads)
             else:
                 # Another process decided this step was orphaned: keep the late outcome as
                 # an event, do not overwrite what a person may already have resolved.
@@ -470,6 +479,8 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         )
         by = scrub(decided_by) if decided_by else None
         with self._tx() as c:
+            # the fields it changes are held by the step's finish (or recorded) record
+            move_links(c, run_id, seq, _RESOLVE_MOVES)
             cur = c.execute(
                 "UPDATE steps SET resolution = ?, result = coalesce(?, result), compensation = ?, "
                 "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL, "
