@@ -32,6 +32,14 @@ def _keys(path: Path) -> list[tuple[int, str, int]]:
         conn.close()
 
 
+def _links(path: Path) -> list[tuple[str, int, str]]:
+    conn = sqlite3.connect(path / "journal.sqlite3")
+    try:
+        return conn.execute("SELECT run_id, seq, links FROM steps ORDER BY run_id, seq").fetchall()
+    finally:
+        conn.close()
+
+
 def test_two_handles_appending_in_turn_keep_one_dense_chain(tmp_path: Path) -> None:
     one = SQLiteJournal.open(tmp_path)
     two = SQLiteJournal.open(tmp_path)
@@ -47,17 +55,39 @@ def test_two_handles_appending_in_turn_keep_one_dense_chain(tmp_path: Path) -> N
         two.close()
 
 
-def test_runs_are_numbered_and_each_holds_its_own_range_of_keys(tmp_path: Path) -> None:
+def test_a_steps_own_records_are_links_of_its_row_and_nothing_else(tmp_path: Path) -> None:
+    """Schema 5: a step's begin and finish are links ``seq:kind:hash`` of its own row (no
+    ``chain`` table row: one B-tree less per commit), each run's head in its row."""
     with SQLiteJournal.open(tmp_path) as journal:
         journal.create_run("run_a", [], None)
         journal.create_run("run_b", [], None)
         _write(journal, "run_b", "b")
         _write(journal, "run_a", "a")
         _write(journal, "run_b", "c")
+        records = {r: journal.run_chain(r) for r in ("run_a", "run_b")}
+    assert _keys(tmp_path) == []
+    for run_id, seq, links in _links(tmp_path):
+        mine = [r for r in records[run_id] if r.step == seq]
+        assert links == " ".join(f"{r.seq}:{r.kind}:{r.hash}" for r in mine)
+        assert [r.kind for r in mine] == ["begin", "finish"]
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    heads = conn.execute("SELECT id, chain_seq, chain_hash FROM runs ORDER BY id").fetchall()
+    conn.close()
+    assert heads == [(r, len(records[r]), records[r][-1].hash) for r in ("run_a", "run_b")]
+
+
+def test_runs_are_numbered_and_each_holds_its_own_range_of_keys(tmp_path: Path) -> None:
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", [], None)
+        journal.create_run("run_b", [], None)
+        for run_id in ("run_b", "run_a", "run_b"):  # records the chain table keeps whole
+            seq = _write(journal, run_id, run_id)
+            journal.allow_overwrite(run_id, seq, {"by": "ada"})
+            journal.allow_overwrite(run_id, seq, {"by": "bob"})
     rows = _keys(tmp_path)
     a, b = key_range(1), key_range(2)
-    assert [(i - a[0], s) for i, r, s in rows if r == "run_a"] == [(1, 1), (2, 2)]
-    assert [(i - b[0], s) for i, r, s in rows if r == "run_b"] == [(1, 1), (2, 2), (3, 3), (4, 4)]
+    assert [(i - a[0], s) for i, r, s in rows if r == "run_a"] == [(3, 3), (4, 4)]
+    assert [(i - b[0], s) for i, r, s in rows if r == "run_b"] == [(3, 3), (4, 4), (7, 7), (8, 8)]
     assert a[1] < b[0]
     assert b[0] == 2 << SEQ_BITS
 
@@ -89,19 +119,21 @@ def test_a_run_deleted_and_made_again_is_chained_from_its_first_record(tmp_path:
         journal.finish_rollback("run_a", True)
         assert journal.delete_run("run_a", {"rolled_back"})
         journal.create_run("run_a", ["x:y"], None)
-        _write(journal, "run_a", "b")
-        assert [r.seq for r in journal.run_chain("run_a")] == [1, 2]
+        seq = _write(journal, "run_a", "b")
+        journal.allow_overwrite("run_a", seq, {"by": "ada"})
+        assert [r.seq for r in journal.run_chain("run_a")] == [1, 2, 3]
         assert journal.verify_run("run_a").status == "ok"
-    assert [r for _, r, _ in _keys(tmp_path)] == ["run_a", "run_a"]  # nothing left of the first
+    assert [s for _, _, s in _keys(tmp_path)] == [3]  # nothing left of the first
 
 
 def test_a_record_moved_to_another_run_or_seq_is_reported(tmp_path: Path) -> None:
     with SQLiteJournal.open(tmp_path) as journal:
         journal.create_run("run_a", ["x:y"], None)
-        _write(journal, "run_a", "a")
+        seq = _write(journal, "run_a", "a")
+        journal.allow_overwrite("run_a", seq, {"by": "ada"})  # record 3, in the chain table
     conn = sqlite3.connect(tmp_path / "journal.sqlite3")
     with conn:
-        conn.execute("UPDATE chain SET seq = 7 WHERE run_id = 'run_a' AND seq = 2")
+        conn.execute("UPDATE chain SET seq = 7 WHERE run_id = 'run_a' AND seq = 3")
     conn.close()
     with SQLiteJournal.open(tmp_path) as journal:
         result = journal.verify_run("run_a")
@@ -120,3 +152,24 @@ def test_content_is_the_same_text_with_or_without_orjson_fragments(
     assert fast.startswith('{"args":{"k":1,"s":"\\ud800"},"at":1.5,')
     # a lone surrogate in a plain value is spelled in ASCII, as the journal stores it
     assert chain.content({"reason": "x\udc80"}) == '{"reason":"x\\udc80"}'
+
+
+def test_a_link_moved_to_another_seq_or_garbled_is_reported(tmp_path: Path) -> None:
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", ["x:y"], None)
+        _write(journal, "run_a", "a")
+        _write(journal, "run_a", "b")
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    with conn:
+        conn.execute("UPDATE steps SET links = replace(links, '2:finish:', '7:finish:') WHERE seq = 1")
+    with SQLiteJournal.open(tmp_path) as journal:
+        result = journal.verify_run("run_a")
+    assert (result.status, result.seq) == ("tampered", 2)
+    assert "record 2 is missing" in (result.what or "")
+    with conn:
+        conn.execute("UPDATE steps SET links = 'garbled' WHERE seq = 2")
+    conn.close()
+    with SQLiteJournal.open(tmp_path) as journal:
+        result = journal.verify_run("run_a")
+    assert result.status == "tampered"
+    assert "step 2's links are not the journal's" in (result.what or "")
