@@ -107,7 +107,7 @@ def test_a_step_argument_edited_behind_the_journal_is_reported(
     assert (result.status, result.step) == ("tampered", 1)
     if _linked(location):  # the begin record's content is the row's: record 1 no longer matches
         assert result.seq == 1
-        assert "does not match the step's row" in (result.what or "")
+        assert "row no longer matches its begin record" in (result.what or "")
         return
     assert "args differs from its latest record" in (result.what or "")
     # the latest record of step 1 is its rollback state (record 10, the chain's last)
@@ -128,7 +128,7 @@ def test_a_chain_record_edited_is_reported(busy: Journal, location: str) -> None
         _edit(location, "UPDATE steps SET result = ? WHERE run_id = 'run_a' AND seq = 1", ['{"old":"forged"}'])
         result = busy.verify_run("run_a")
         assert (result.status, result.seq, result.step) == ("tampered", 2, 1)
-        assert "hash does not match the step's row" in (result.what or "")
+        assert "row no longer matches its finish record" in (result.what or "")
         return
     content = busy.run_chain("run_a")[1].content.replace('"old":null', '"old":"forged"')
     _edit(location, "UPDATE chain SET content = ? WHERE run_id = 'run_a' AND seq = 2", [content])
@@ -151,7 +151,7 @@ def test_a_chain_record_edited_with_its_hash_breaks_the_next_link(
         )  # fmt: skip
         result = busy.verify_run("run_a")
         assert (result.status, result.seq) == ("tampered", 3)  # record 3 links to the old hash
-        assert "hash does not match the step's row" in (result.what or "")
+        assert "row no longer matches its rejected record" in (result.what or "")
         return
     _edit(
         location, "UPDATE chain SET content = ?, hash = ? WHERE run_id = 'run_a' AND seq = 2",

@@ -291,8 +291,8 @@ def verify_chain(
                 last_head,
                 rec.seq,
                 rec.step,
-                "its hash does not match the step's row as stored (the row or its link was "
-                "edited)"
+                f"the step's row no longer matches its {rec.kind} record (a field that record "
+                "holds, or its link, was edited)"
                 if rec.linked
                 else "its hash does not match its content (the record was edited)",
             )
