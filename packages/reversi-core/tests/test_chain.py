@@ -22,7 +22,9 @@ def _linked(location: str) -> bool:
 
 
 def _links(location: str, run: str, seq: int) -> str:
-    return str(sql(location, "SELECT links FROM steps WHERE run_id = ? AND seq = ?", [run, seq])[0][0])
+    return str(
+        sql(location, "SELECT links FROM steps WHERE run_id = ? AND seq = ?", [run, seq])[0][0]
+    )
 
 
 def _placeholders(location: str, statement: str) -> str:
@@ -125,7 +127,11 @@ def test_a_rollback_state_edited_behind_the_journal_is_reported(
 
 def test_a_chain_record_edited_is_reported(busy: Journal, location: str) -> None:
     if _linked(location):  # record 2 (step 1's finish) is held by step 1's row: edit that
-        _edit(location, "UPDATE steps SET result = ? WHERE run_id = 'run_a' AND seq = 1", ['{"old":"forged"}'])
+        _edit(
+            location,
+            "UPDATE steps SET result = ? WHERE run_id = 'run_a' AND seq = 1",
+            ['{"old":"forged"}'],
+        )
         result = busy.verify_run("run_a")
         assert (result.status, result.seq, result.step) == ("tampered", 2, 1)
         assert "row no longer matches its finish record" in (result.what or "")

@@ -161,7 +161,9 @@ def test_a_link_moved_to_another_seq_or_garbled_is_reported(tmp_path: Path) -> N
         _write(journal, "run_a", "b")
     conn = sqlite3.connect(tmp_path / "journal.sqlite3")
     with conn:
-        conn.execute("UPDATE steps SET links = replace(links, '2:finish:', '7:finish:') WHERE seq = 1")
+        conn.execute(
+            "UPDATE steps SET links = replace(links, '2:finish:', '7:finish:') WHERE seq = 1"
+        )
     with SQLiteJournal.open(tmp_path) as journal:
         result = journal.verify_run("run_a")
     assert (result.status, result.seq) == ("tampered", 2)
@@ -173,3 +175,113 @@ def test_a_link_moved_to_another_seq_or_garbled_is_reported(tmp_path: Path) -> N
         result = journal.verify_run("run_a")
     assert result.status == "tampered"
     assert "step 2's links are not the journal's" in (result.what or "")
+
+
+def _schema_4_journal(path: Path) -> list[str]:
+    """A journal as schema 4 wrote it (every record whole in the ``chain`` table, no
+    links, no head in the run's row): one run of two finished steps. Returns the hashes."""
+    from reversi_core.journal._schema import MIGRATIONS
+
+    path.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path / "journal.sqlite3")
+    for script in MIGRATIONS[:4]:
+        conn.executescript(script)
+    conn.execute("PRAGMA user_version = 4")
+    conn.execute(
+        "INSERT INTO runs (id, started_at, status, scope, label, chained, num) "
+        "VALUES ('old', 1.0, 'open', '[\"x:y\"]', NULL, 1, 1)"
+    )
+    records = []
+    for seq in (1, 2):
+        args, result, comp = f'{{"key":"k{seq}"}}', '{"old":null}', '{"tool":"mem.delete"}'
+        conn.execute(
+            "INSERT INTO steps (run_id, seq, tool, effect, permission, args, state, "
+            "idempotency_key, owner, started_at, finished_at, result, compensation) VALUES "
+            "('old', ?, 'mem.put', 'reversible', 'x:y', ?, 'succeeded', ?, 'h:1:1', 2.0, 3.0, ?, ?)",
+            (seq, args, f"reversi-old-{seq}", result, comp),
+        )
+        records.append(
+            (
+                seq,
+                "begin",
+                chain.begin_content(
+                    "mem.put", "reversible", "x:y", args, None, "h:1:1", 2.0, None, []
+                ),
+            )
+        )
+        records.append(
+            (seq, "finish", chain.finish_content("succeeded", 3.0, result, None, comp, None))
+        )
+    prev, hashes = "", []
+    for n, (step, kind, text) in enumerate(records, start=1):
+        digest = chain.link_hash(prev, n, step, kind, text)
+        conn.execute(
+            "INSERT INTO chain (id, run_id, seq, step, kind, content, prev_hash, hash) "
+            "VALUES (?, 'old', ?, ?, ?, ?, ?, ?)",
+            ((1 << SEQ_BITS) | n, n, step, kind, text, prev, digest),
+        )
+        prev = digest
+        hashes.append(digest)
+    conn.commit()
+    conn.close()
+    return hashes
+
+
+def test_a_journal_of_schema_4_migrated_still_verifies_and_is_chained_on(tmp_path: Path) -> None:
+    hashes = _schema_4_journal(tmp_path)
+    with SQLiteJournal.open(tmp_path) as journal:  # migrates it to schema 5
+        assert journal.verify_run("old").status == "ok"
+        assert journal.verify_run("old").head == hashes[-1]
+        seq = _write(journal, "old", "new")  # a step after the migration: links of its row
+        result = journal.verify_run("old")
+        assert (result.status, result.records) == ("ok", 6), result.describe()
+        records = journal.run_chain("old")
+    assert records[4].prev_hash == hashes[-1]  # the new records carry on the old chain
+    assert [(r.step, r.kind) for r in records[4:]] == [(seq, "begin"), (seq, "finish")]
+    assert [s for _, _, s in _keys(tmp_path)] == [1, 2, 3, 4]  # the old records, whole
+
+
+def test_a_record_of_schema_4_tampered_is_reported_after_the_migration(tmp_path: Path) -> None:
+    _schema_4_journal(tmp_path)
+    with SQLiteJournal.open(tmp_path) as journal:
+        _write(journal, "old", "new")
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    with conn:  # an old record's content, edited
+        conn.execute("UPDATE chain SET content = replace(content, 'k2', 'k9') WHERE seq = 3")
+    with SQLiteJournal.open(tmp_path) as journal:
+        result = journal.verify_run("old")
+    assert (result.status, result.seq, result.step) == ("tampered", 3, 2)
+    assert "hash does not match its content" in (result.what or "")
+    with conn:  # put back; the old step's row edited instead
+        conn.execute("UPDATE chain SET content = replace(content, 'k9', 'k2') WHERE seq = 3")
+        conn.execute("UPDATE steps SET args = '{\"key\":\"k9\"}' WHERE run_id = 'old' AND seq = 2")
+    conn.close()
+    with SQLiteJournal.open(tmp_path) as journal:
+        result = journal.verify_run("old")
+    assert (result.status, result.step) == ("tampered", 2)
+    assert "args differs from its latest record (finish)" in (result.what or "")
+
+
+def test_a_resolution_moves_the_finish_record_whole_into_the_chain_table(tmp_path: Path) -> None:
+    """A resolution changes fields the step's finish record holds: the record is first
+    kept whole in ``chain`` (as the row gave it), so that it still verifies after."""
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", ["x:y"], None)
+        step = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        journal.finish_step(
+            "run_a", step.seq, StepState.UNCERTAIN, result=None, error="timed out",
+            compensation=None, compensation_error=None,
+        )  # fmt: skip
+        finish = journal.run_chain("run_a")[1]
+        journal.resolve_step("run_a", step.seq, True, {"old": 1}, {"tool": "mem.put"}, None)
+        records = journal.run_chain("run_a")
+        assert journal.verify_run("run_a").status == "ok"
+    assert [s for _, _, s in _keys(tmp_path)] == [2, 3]  # the finish, moved; the resolution
+    assert (records[1].kind, records[1].content, records[1].hash) == (
+        "finish",
+        finish.content,
+        finish.hash,
+    )
+    assert not records[1].linked
+    assert records[1].prev_hash == records[0].hash
+    assert [links.split(":")[1] for _, _, links in _links(tmp_path)] == ["begin"]

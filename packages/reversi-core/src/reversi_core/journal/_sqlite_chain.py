@@ -304,12 +304,15 @@ def chain_rows(c: Any, run_id: str) -> tuple[bool, tuple[int, str], list[tuple[A
     return bool(row[0]), (int(row[2]), str(row[3])), rows
 
 
-def linked_rows(c: Any, run_id: str, seq: int | None = None) -> list[tuple[int, int, str, str, str]]:
+def linked_rows(
+    c: Any, run_id: str, seq: int | None = None
+) -> list[tuple[int, int, str, str, str]]:
     """The records kept as links in the run's rows (of step ``seq`` alone if given), as
     :func:`row_records` makes them; a malformed link is left out (verification reports it)."""
     where = "run_id = ? AND links IS NOT NULL" + ("" if seq is None else " AND seq = ?")
     params: tuple[Any, ...] = (run_id,) if seq is None else (run_id, seq)
-    rows = c.execute(f"SELECT {LINK_COLUMNS} FROM steps WHERE {where} ORDER BY seq", params).fetchall()  # noqa: S608 - constant columns
+    query = f"SELECT {LINK_COLUMNS} FROM steps WHERE {where} ORDER BY seq"  # noqa: S608 - constant columns
+    rows = c.execute(query, params).fetchall()
     return row_records(run_id, rows, run_edges(c, run_id))[0]
 
 

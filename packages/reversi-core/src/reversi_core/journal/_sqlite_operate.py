@@ -81,9 +81,7 @@ class SQLiteReads:
             raise JournalError(f"run {run_id!r} has no step {seq}")
         return step_from_row(row, reqs)
 
-    def _chain(
-        self, run_id: str
-    ) -> tuple[bool, tuple[int, str], list[ChainRecord], str | None]:
+    def _chain(self, run_id: str) -> tuple[bool, tuple[int, str], list[ChainRecord], str | None]:
         """``(chained, head, records, misplaced)``: the run's chain, from the records of its
         range of keys in ``chain`` and the links of its step rows (``_sqlite_chain.py``),
         the head its row keeps, and what is wrong with the first record whose ``run_id``
