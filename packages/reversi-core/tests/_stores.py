@@ -68,8 +68,7 @@ def make_version_1(location: str) -> None:
     ``runs`` and SQLite's run numbers), then ``steps.overwrite``."""
     if not is_postgres(location):  # schema 5: a step's links, the run's chain head
         sql(location, "ALTER TABLE steps DROP COLUMN links")
-        sql(location, "ALTER TABLE runs DROP COLUMN chain_seq")
-        sql(location, "ALTER TABLE runs DROP COLUMN chain_hash")
+        sql(location, "ALTER TABLE steps DROP COLUMN head")
     sql(location, "DROP TABLE approvals")
     sql(location, "ALTER TABLE steps DROP COLUMN resolved_by")
     sql(location, "DROP TABLE chain")

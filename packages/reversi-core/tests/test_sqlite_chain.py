@@ -57,7 +57,7 @@ def test_two_handles_appending_in_turn_keep_one_dense_chain(tmp_path: Path) -> N
 
 def test_a_steps_own_records_are_links_of_its_row_and_nothing_else(tmp_path: Path) -> None:
     """Schema 5: a step's begin and finish are links ``seq:kind:hash`` of its own row (no
-    ``chain`` table row: one B-tree less per commit), each run's head in its row."""
+    ``chain`` table row, no other row: one B-tree and one page less per commit)."""
     with SQLiteJournal.open(tmp_path) as journal:
         journal.create_run("run_a", [], None)
         journal.create_run("run_b", [], None)
@@ -71,9 +71,9 @@ def test_a_steps_own_records_are_links_of_its_row_and_nothing_else(tmp_path: Pat
         assert links == " ".join(f"{r.seq}:{r.kind}:{r.hash}" for r in mine)
         assert [r.kind for r in mine] == ["begin", "finish"]
     conn = sqlite3.connect(tmp_path / "journal.sqlite3")
-    heads = conn.execute("SELECT id, chain_seq, chain_hash FROM runs ORDER BY id").fetchall()
+    heads = conn.execute("SELECT run_id, seq, head FROM steps WHERE head IS NOT NULL").fetchall()
     conn.close()
-    assert heads == [(r, len(records[r]), records[r][-1].hash) for r in ("run_a", "run_b")]
+    assert heads == []  # each run's tail row holds its head as its own last link
 
 
 def test_runs_are_numbered_and_each_holds_its_own_range_of_keys(tmp_path: Path) -> None:
@@ -285,3 +285,35 @@ def test_a_resolution_moves_the_finish_record_whole_into_the_chain_table(tmp_pat
     assert not records[1].linked
     assert records[1].prev_hash == records[0].hash
     assert [links.split(":")[1] for _, _, links in _links(tmp_path)] == ["begin"]
+
+
+def test_the_tail_row_names_a_head_kept_elsewhere_and_a_cut_chain_is_reported(
+    tmp_path: Path,
+) -> None:
+    """Records appended for an older step (its finish, a decision) after a later step
+    began: the tail row (the step numbered highest) names the head, and removing the
+    chain's last record is reported by the head it names."""
+    with SQLiteJournal.open(tmp_path) as journal:
+        journal.create_run("run_a", ["x:y"], None)
+        one = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        two = journal.begin_step("run_a", "mem.put", "reversible", "x:y", {}, None, None, [])
+        journal.finish_step(
+            "run_a", one.seq, StepState.SUCCEEDED, result={}, error=None,
+            compensation=None, compensation_error=None,
+        )  # fmt: skip
+        journal.allow_overwrite("run_a", one.seq, {"by": "ada"})
+        records = journal.run_chain("run_a")
+        assert [(r.step, r.kind) for r in records] == [
+            (one.seq, "begin"), (two.seq, "begin"), (one.seq, "finish"), (one.seq, "overwrite")
+        ]  # fmt: skip
+        assert journal.verify_run("run_a").status == "ok"
+    conn = sqlite3.connect(tmp_path / "journal.sqlite3")
+    tail = conn.execute("SELECT seq, head FROM steps WHERE head IS NOT NULL").fetchall()
+    assert tail == [(two.seq, f"4:{records[3].hash}")]
+    with conn:
+        conn.execute("DELETE FROM chain WHERE seq = 4")
+    conn.close()
+    with SQLiteJournal.open(tmp_path) as journal:
+        result = journal.verify_run("run_a")
+        assert result.status == "tampered"
+        assert "chain head names record 4" in (result.what or "")

@@ -119,18 +119,18 @@ MIGRATIONS: list[str] = [
     CREATE INDEX approvals_call ON approvals(run_id, tool, args_hash);
     """,
     # 5: a step's own records (begin, finish, rejected, recorded) kept as links in its row,
-    # their content computed from it (_sqlite_chain.py), the run's chain head in its row;
-    # the records already in the chain table stay there, whole, and verify as before
+    # their content computed from it, and the run's chain head named by its tail row (the
+    # step numbered highest: its head, else its last link) (_sqlite_chain.py); the records
+    # already in the chain table stay there, whole, and verify as before
     """
     ALTER TABLE steps ADD COLUMN links TEXT;
-    ALTER TABLE runs ADD COLUMN chain_seq INTEGER NOT NULL DEFAULT 0;
-    ALTER TABLE runs ADD COLUMN chain_hash TEXT NOT NULL DEFAULT '';
-    UPDATE runs SET
-        chain_seq = coalesce((SELECT c.seq FROM chain c WHERE c.id BETWEEN (runs.num << 32)
-            AND ((runs.num << 32) | 4294967295) ORDER BY c.id DESC LIMIT 1), 0),
-        chain_hash = coalesce((SELECT c.hash FROM chain c WHERE c.id BETWEEN (runs.num << 32)
-            AND ((runs.num << 32) | 4294967295) ORDER BY c.id DESC LIMIT 1), '')
-    WHERE chained AND num IS NOT NULL;
+    ALTER TABLE steps ADD COLUMN head TEXT;
+    UPDATE steps SET head = (
+        SELECT c.seq || ':' || c.hash FROM chain c, runs r WHERE r.id = steps.run_id
+        AND c.id BETWEEN (r.num << 32) AND ((r.num << 32) | 4294967295)
+        ORDER BY c.id DESC LIMIT 1)
+    WHERE seq = (SELECT max(t.seq) FROM steps t WHERE t.run_id = steps.run_id)
+    AND run_id IN (SELECT id FROM runs WHERE chained AND num IS NOT NULL);
     """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)

@@ -45,6 +45,7 @@ __all__ = [
     "chain_rows",
     "key_range",
     "link_row",
+    "parse_head",
     "move_links",
     "row_records",
     "sqlite_append",
@@ -57,13 +58,6 @@ SEQ_MASK = (1 << SEQ_BITS) - 1
 _INSERT = (
     "INSERT INTO chain (id, run_id, seq, step, kind, content, prev_hash, hash) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
-)
-_MOVE_HEAD = (
-    "UPDATE runs SET chain_seq = ?, chain_hash = ? "
-    "WHERE id = ? AND chain_seq = ? AND chain_hash = ? AND chained"
-)
-_FIX_LINK = (
-    "UPDATE steps SET links = nullif(trim(replace(links, ?, ?)), '') WHERE run_id = ? AND seq = ?"
 )
 
 LINK_COLUMNS = (
@@ -83,24 +77,59 @@ def key_range(num: int | None) -> tuple[int, int]:
     return (base, base | SEQ_MASK)
 
 
-def _head(c: sqlite3.Connection, run_id: str) -> tuple[int, int, str] | None:
-    """``(num, chain_seq, chain_hash)`` of the run as stored, or ``None`` for a run written
+_HEAD = (
+    "SELECT r.chained, r.num, t.seq, t.links, t.head FROM runs r LEFT JOIN "
+    "(SELECT seq, links, head FROM steps WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1) t "
+    "WHERE r.id = ?1"
+)
+"""The run's ``chained`` and ``num``, and its tail row (the step numbered highest):
+``seq``, ``links``, ``head``."""
+
+
+def parse_head(links: str | None, head: str | None) -> tuple[int, str]:
+    """The run's head from its tail row: its ``head`` (``seq:hash``) when set, else its
+    last link, else ``(0, "")`` (no record yet). Raises :class:`ValueError` when malformed."""
+    if head:
+        seq, digest = head.split(":")
+        return int(seq), digest
+    if links:
+        seq, _, digest = links.rsplit(" ", 1)[-1].split(":")
+        return int(seq), digest
+    return 0, ""
+
+
+def _head(c: sqlite3.Connection, run_id: str) -> tuple[int, int, int, str] | None:
+    """``(num, tail, seq, hash)``: the run's number, its tail row's step number (0: no
+    step) and its head, read in the caller's transaction; ``None`` for a run written
     before the chain (``chained = 0``: it never gets records). Raises
-    :class:`JournalError` for an unknown run or one with no number."""
-    row = c.execute(
-        "SELECT num, chained, chain_seq, chain_hash FROM runs WHERE id = ?", (run_id,)
-    ).fetchone()
+    :class:`JournalError` for an unknown run, one with no number, a malformed head, or a
+    chain of 2**32 records."""
+    row = c.execute(_HEAD, (run_id,)).fetchone()
     if row is None:
         raise JournalError(f"no run {run_id!r} to append a chain record to")
-    if not row[1]:
+    if not row[0]:
         return None
-    if row[0] is None:
+    if row[1] is None:
         raise JournalError(
             f"run {run_id!r} has no number (runs.num): it was not made by the journal"
         )
-    if row[2] >= SEQ_MASK:
+    try:
+        seq, digest = parse_head(row[3], row[4])
+    except ValueError:
+        raise JournalError(
+            f"run {run_id!r}: its chain head (step {row[2]}) is not the journal's; "
+            "run reversi verify"
+        ) from None
+    if seq >= SEQ_MASK:
         raise JournalError(f"run {run_id!r} has {SEQ_MASK} chain records, the most it can hold")
-    return int(row[0]), int(row[2]), str(row[3])
+    return int(row[1]), int(row[2] or 0), seq, digest
+
+
+def _move_head(c: sqlite3.Connection, run_id: str, tail: int, seq: int, digest: str) -> None:
+    """Make the tail row name the head ``seq:digest`` (a record kept elsewhere)."""
+    c.execute(
+        "UPDATE steps SET head = ? WHERE run_id = ? AND seq = ?", (f"{seq}:{digest}", run_id, tail)
+    )
 
 
 def sqlite_append(
@@ -111,27 +140,29 @@ def sqlite_append(
     text: str,
     heads: ChainHeads | None = None,
 ) -> None:
-    """Append a record, whole, to the ``chain`` table and move the run's head on, inside
-    the caller's write transaction (for the rarer records: a step's own records are links
-    in its row, :class:`PendingLink`). Appends nothing to a run written before the chain.
-    Raises :class:`JournalError` for an unknown run or a chain of 2**32 records."""
+    """Append a record, whole, to the ``chain`` table and make the run's tail row name it
+    as the head, inside the caller's write transaction (for the rarer records: a step's
+    own records are links of its row, :class:`PendingLink`). Appends nothing to a run
+    written before the chain. ``heads`` is not used (kept for the callers' signatures).
+    Raises :class:`JournalError` as :func:`_head` does."""
     head = _head(c, run_id)
     if head is None:  # written before the chain: a record would make it look tampered
         return
-    num, seq, prev = head
+    num, tail, seq, prev = head
     seq += 1
     digest = link_hash(prev, seq, step, kind, text)
     c.execute(_INSERT, ((num << SEQ_BITS) | seq, run_id, seq, step, kind, text, prev, digest))
-    c.execute("UPDATE runs SET chain_seq = ?, chain_hash = ? WHERE id = ?", (seq, digest, run_id))
-    if heads is not None:
-        heads.put(run_id, seq, digest)
+    _move_head(c, run_id, tail, seq, digest)
 
 
 class PendingLink:
-    """A step's record as a link of its row, computed before the row's write from the
-    handle's cached head, and made good by :meth:`commit` after it."""
+    """A step's own record as a link of its row: computed from the run's head (read in
+    the caller's write transaction: no other writer runs until it commits) before the
+    row's write, which stores :attr:`link` (``None`` for a run written before the chain:
+    no link); :meth:`commit` after it makes the tail row name it when the step's row is
+    not the tail (:attr:`tail` is true when it is: its last link is the head)."""
 
-    __slots__ = ("_after", "digest", "kind", "link", "prev", "run_id", "seq", "step", "text")
+    __slots__ = ("_tail_seq", "link", "run_id", "step", "tail")
 
     def __init__(
         self,
@@ -140,72 +171,41 @@ class PendingLink:
         step: int,
         kind: str,
         text: str,
-        heads: ChainHeads | None,
+        heads: ChainHeads | None = None,
     ) -> None:
-        self.run_id, self.step, self.kind, self.text = run_id, step, kind, text
-        cached = heads.get(run_id) if heads is not None else None
-        if cached is None:
-            head = _head(c, run_id)
-            cached = (head[1], head[2]) if head is not None else (0, "")
-        self._after, self.prev = cached
-        self.seq = self._after + 1
-        self.digest = link_hash(self.prev, self.seq, step, kind, text)
-        self.link = f"{self.seq}:{kind}:{self.digest}"
+        self.run_id, self.step = run_id, step
+        head = _head(c, run_id)
+        if head is None:
+            self.link: str | None = None
+            self.tail, self._tail_seq = True, 0
+            return
+        _, self._tail_seq, seq, prev = head
+        self.tail = step >= self._tail_seq
+        seq += 1
+        self.link = f"{seq}:{kind}:{link_hash(prev, seq, step, kind, text)}"
 
-    def commit(self, c: sqlite3.Connection, heads: ChainHeads | None) -> None:
-        """Move the run's head on to this link, once the row holding :attr:`link` is
-        written; if the head was not the one the link was computed from, compute it again
-        from the stored head and replace it in the row (or remove it: a run written before
-        the chain gets none). Raises :class:`JournalError` as :func:`sqlite_append` does."""
-        moved = c.execute(
-            _MOVE_HEAD, (self.seq, self.digest, self.run_id, self._after, self.prev)
-        ).rowcount
-        if moved != 1:
-            head = _head(c, self.run_id)
-            if head is None:
-                c.execute(_FIX_LINK, (self.link, "", self.run_id, self.step))
-                return
-            _, after, prev = head
-            seq = after + 1
-            digest = link_hash(prev, seq, self.step, self.kind, self.text)
-            link = f"{seq}:{self.kind}:{digest}"
-            c.execute(_FIX_LINK, (self.link, link, self.run_id, self.step))
-            c.execute(
-                "UPDATE runs SET chain_seq = ?, chain_hash = ? WHERE id = ?",
-                (seq, digest, self.run_id),
-            )
-            self.seq, self.digest, self.link = seq, digest, link
-        if heads is not None:
-            heads.put(self.run_id, self.seq, self.digest)
+    def commit(self, c: sqlite3.Connection, heads: ChainHeads | None = None) -> None:
+        """Once the step's row holds :attr:`link`: when that row is not the run's tail,
+        make the tail row name it as the head."""
+        if self.link is not None and not self.tail:
+            seq, _, digest = self.link.split(":")
+            _move_head(c, self.run_id, self._tail_seq, int(seq), digest)
 
 
-def link_row(row: Sequence[Any], link: str) -> tuple[Any, ...]:
+def link_row(row: Sequence[Any], link: str | None) -> tuple[Any, ...]:
     """``_deferred.step_row`` values with the row's ``links`` added last."""
     return (*row, link)
 
 
 class ChainHeads:
-    """Each run's chain head as one journal handle last appended it: ``run_id -> (seq,
-    hash)``. A hint, checked by every append (:meth:`PendingLink.commit`), never trusted;
-    not thread-safe (the journal's lock guards it). Holds at most :attr:`LIMIT` runs."""
+    """Kept for the journal's and ``_deferred``'s signatures; holds nothing since schema 5
+    (the head is read from the run's tail row in each write transaction, a point read of
+    the page the write changes anyway)."""
 
-    LIMIT = 1024
-    __slots__ = ("_heads",)
-
-    def __init__(self) -> None:
-        self._heads: dict[str, tuple[int, str]] = {}
-
-    def get(self, run_id: str) -> tuple[int, str] | None:
-        return self._heads.get(run_id)
-
-    def put(self, run_id: str, seq: int, digest: str) -> None:
-        heads = self._heads
-        if run_id not in heads and len(heads) >= self.LIMIT:
-            heads.clear()  # a long-lived handle over many runs: start again, it is a hint
-        heads[run_id] = (seq, digest)
+    __slots__ = ()
 
     def forget(self, run_id: str) -> None:
-        self._heads.pop(run_id, None)
+        """Nothing to forget."""
 
 
 # -- reading the chain back -------------------------------------------------------------
@@ -290,18 +290,20 @@ def chain_rows(c: Any, run_id: str) -> tuple[bool, tuple[int, str], list[tuple[A
     """``(chained, head, rows)``: the run's ``chain`` table records, oldest first, as
     ``(run_id, seq, step, kind, content, prev_hash, hash, id)``, and its head as the run's
     row keeps it; ``None`` for an unknown run."""
-    row = c.execute(
-        "SELECT chained, num, chain_seq, chain_hash FROM runs WHERE id = ?", (run_id,)
-    ).fetchone()
+    row = c.execute(_HEAD, (run_id,)).fetchone()
     if row is None:
         return None
+    try:
+        head = parse_head(row[3], row[4])
+    except ValueError:
+        head = (-1, "")  # verification reports the malformed link or head
     first, last = key_range(row[1])
     rows = c.execute(
         "SELECT run_id, seq, step, kind, content, prev_hash, hash, id FROM chain "
         "WHERE id BETWEEN ? AND ? ORDER BY id",
         (first, last),
     ).fetchall()
-    return bool(row[0]), (int(row[2]), str(row[3])), rows
+    return bool(row[0]), head, rows
 
 
 def linked_rows(
@@ -336,7 +338,10 @@ def move_links(c: sqlite3.Connection, run_id: str, seq: int, kinds: frozenset[st
     ).fetchone()
     if row is None or not row[0] or not any(f":{k}:" in row[0] for k in kinds):
         return
-    num = c.execute("SELECT num FROM runs WHERE id = ?", (run_id,)).fetchone()[0]
+    head = _head(c, run_id)
+    if head is None:
+        return
+    num, tail, head_seq, head_hash = head
     found = chain_rows(c, run_id)
     stored = [ChainRecord(*r[:7]) for r in found[2]] if found else []
     records, _ = assemble(run_id, stored, linked_rows(c, run_id))
@@ -356,3 +361,4 @@ def move_links(c: sqlite3.Connection, run_id: str, seq: int, kinds: frozenset[st
         "UPDATE steps SET links = nullif(trim(?), '') WHERE run_id = ? AND seq = ?",
         (" ".join(keep.split()), run_id, seq),
     )
+    _move_head(c, run_id, tail, head_seq, head_hash)  # the head may have been a moved link

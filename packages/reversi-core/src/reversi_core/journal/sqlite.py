@@ -403,9 +403,11 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             link = PendingLink(c, run_id, seq, "finish", text, self._heads)
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
-                "compensation = ?, compensation_error = ?, links = ltrim(coalesce(links, '') "
-                "|| ' ' || ?) WHERE run_id = ? AND seq = ? AND state = 'pending'",
-                (*values, link.link, run_id, seq),
+                "compensation = ?, compensation_error = ?, "
+                "links = nullif(trim(coalesce(links, '') || ' ' || coalesce(?, '')), ''), "
+                "head = CASE WHEN ? THEN NULL ELSE head END "
+                "WHERE run_id = ? AND seq = ? AND state = 'pending'",
+                (*values, link.link, link.tail, run_id, seq),
             )
             if cur.rowcount == 1:
                 link.commit(c, self._heads)
