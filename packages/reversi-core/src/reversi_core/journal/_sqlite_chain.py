@@ -78,10 +78,9 @@ def key_range(num: int | None) -> tuple[int, int]:
 
 
 _HEAD = (
-    "SELECT r.chained, r.num, t.seq, t.links, t.head FROM runs r LEFT JOIN "
-    "(SELECT seq, links, head FROM steps WHERE run_id = ?1 ORDER BY seq DESC LIMIT 1) t "
-    "WHERE r.id = ?1"
-)
+    "SELECT r.chained, r.num, s.seq, s.links, s.head FROM runs r "
+    "LEFT JOIN steps s ON s.run_id = r.id WHERE r.id = ? ORDER BY s.seq DESC LIMIT 1"
+)  # the steps' primary key in reverse: one descent, no sort, nothing materialised
 """The run's ``chained`` and ``num``, and its tail row (the step numbered highest):
 ``seq``, ``links``, ``head``."""
 
