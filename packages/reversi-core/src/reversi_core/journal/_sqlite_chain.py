@@ -45,8 +45,8 @@ __all__ = [
     "chain_rows",
     "key_range",
     "link_row",
-    "parse_head",
     "move_links",
+    "parse_head",
     "row_records",
     "sqlite_append",
 ]

@@ -1,5 +1,6 @@
-"""What an operator asks of the SQLite journal: reading steps, verifying a run's chain,
-reading the chain for an export, deleting a run that retention let go.
+"""What an operator asks of the SQLite journal: reading steps and events, verifying a
+run's chain, reading the chain for an export, deleting a run that retention let go,
+checking that the journal can be written.
 
 :class:`SQLiteReads` is a half of :class:`~reversi_core.journal.sqlite.SQLiteJournal`.
 A verification reads the chain and the steps inside one read transaction (``BEGIN``
@@ -9,6 +10,7 @@ moment cannot make a run look tampered with.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Collection
@@ -43,6 +45,7 @@ class SQLiteReads:
         _conn: sqlite3.Connection
         _lock: threading.RLock
         path: Path
+        location: str
 
         def _reading(self) -> threading.RLock: ...
         def _tx(self, *, light: bool = False) -> Any: ...
@@ -142,3 +145,21 @@ class SQLiteReads:
                 c.execute(f"DELETE FROM {table} WHERE run_id = ?", (run_id,))  # noqa: S608 - constant table names
             c.execute("DELETE FROM runs WHERE id = ?", (run_id,))
         return True
+
+    def list_events(self, run_id: str) -> list[dict[str, Any]]:
+        with self._reading():
+            rows = self._conn.execute(
+                "SELECT seq, at, kind, detail FROM events WHERE run_id = ? ORDER BY id", (run_id,)
+            ).fetchall()
+        return [{"step": r[0], "at": r[1], "kind": r[2], "detail": json.loads(r[3])} for r in rows]
+
+    def check_writable(self) -> None:
+        with self._lock:
+            try:  # takes the write lock and lets it go: nothing is written
+                self._conn.execute("BEGIN IMMEDIATE")
+                self._conn.execute("ROLLBACK")
+            except sqlite3.Error as exc:
+                raise JournalError(
+                    f"journal {self.location} cannot be written ({exc}); a gateway needs a "
+                    "journal it can write"
+                ) from None

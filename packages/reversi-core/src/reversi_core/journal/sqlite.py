@@ -56,7 +56,7 @@ from ._schema import (
     dumps,
     run_from_row,
 )
-from ._sqlite_chain import ChainHeads, PendingLink, move_links, sqlite_append
+from ._sqlite_chain import PendingLink, move_links, sqlite_append
 from ._sqlite_file import (
     JOURNAL_FILENAME,
     Transaction,
@@ -103,7 +103,6 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         self._light: set[tuple[str, int]] = set()
         self._deferred = DeferredSteps()  # finished steps not yet written (defer_step)
         self._rollbacks: set[str] = set()  # the runs this handle rolls back
-        self._heads = ChainHeads()  # each run's chain head as last appended (a checked hint)
 
     # -- opening -----------------------------------------------------------------
 
@@ -256,7 +255,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             text = chain.rejected_content(
                 tool, effect, permission, args_json, reason, now, error, approval_json
             )
-            link = PendingLink(c, run_id, seq, "rejected", text, self._heads)
+            link = PendingLink(c, run_id, seq, "rejected", text)
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
                 "idempotency_key, started_at, finished_at, error, approval, links) "
@@ -277,7 +276,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                     link.link,
                 ),
             )
-            link.commit(c, self._heads)
+            link.commit(c)
             self._seq_hint[run_id] = seq + 1
         return seq
 
@@ -305,7 +304,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 for _attempt in range(2):
                     seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
                     key = self.forward_key(run_id, seq)
-                    link = PendingLink(c, run_id, seq, "begin", text, self._heads)
+                    link = PendingLink(c, run_id, seq, "begin", text)
                     try:
                         # one statement: insert only if the run exists and is open
                         cur = c.execute(
@@ -347,7 +346,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                         "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
                         [(run_id, seq, r) for r in edges],
                     )
-                link.commit(c, self._heads)
+                link.commit(c)
             # only once committed (a failed COMMIT leaves no gap in the numbers, no stale
             # entry), and under the lock still (the RLock: _tx takes it again)
             self._seq_hint[run_id] = seq + 1
@@ -400,7 +399,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         )
         text = chain.finish_content(*values)
         with self._tx(light=light) as c:
-            link = PendingLink(c, run_id, seq, "finish", text, self._heads)
+            link = PendingLink(c, run_id, seq, "finish", text)
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
                 "compensation = ?, compensation_error = ?, "
@@ -410,7 +409,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 (*values, link.link, link.tail, run_id, seq),
             )
             if cur.rowcount == 1:
-                link.commit(c, self._heads)
+                link.commit(c)
             else:
                 # Another process decided this step was orphaned: keep the late outcome as
                 # an event, do not overwrite what a person may already have resolved.
@@ -433,7 +432,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def record_step(self, step: StepRecord) -> None:
         try:
             with self._tx(light=self._is_light(step.effect)) as c:
-                write_step(c, step, step_row(step), self._heads, strict=True)
+                write_step(c, step, step_row(step), strict=True)
         except sqlite3.IntegrityError:
             raise JournalError(taken_message(step)) from None
 
@@ -452,7 +451,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             light = all(self._is_light(step.effect) for step, _, _ in items)
             try:
                 with self._tx(light=light) as c:
-                    taken = DeferredSteps.write(c, items, self._heads)
+                    taken = DeferredSteps.write(c, items)
             except sqlite3.Error as exc:
                 error = JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}")
                 lost = [(step, on_lost, error) for step, _, on_lost in items]
@@ -491,7 +490,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             )
             if cur.rowcount == 1:
                 text = chain.resolve_content(applied, *values, by)
-                sqlite_append(c, run_id, seq, "resolve", text, self._heads)
+                sqlite_append(c, run_id, seq, "resolve", text)
             self._event(c, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
@@ -535,7 +534,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             )
             if cur.rowcount == 1:
                 text = chain.rollback_content(*values)
-                sqlite_append(c, run_id, seq, "rollback_state", text, self._heads)
+                sqlite_append(c, run_id, seq, "rollback_state", text)
             self._event(
                 c,
                 run_id,
@@ -569,7 +568,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             ).rowcount
             if not changed:
                 raise JournalError(f"run {run_id!r} has no step {seq}")
-            sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text), self._heads)
+            sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text))
             self._event(c, run_id, seq, "overwrite_allowed", decision)
 
     # -- events ------------------------------------------------------------------
@@ -587,24 +586,6 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             if run_id in self._rollbacks:  # an event of this handle's rollback
                 check_rollback(c, run_id, self._owner, str(self.path))
             self._event(c, run_id, seq, kind, detail)
-
-    def list_events(self, run_id: str) -> list[dict[str, Any]]:
-        with self._reading():
-            rows = self._conn.execute(
-                "SELECT seq, at, kind, detail FROM events WHERE run_id = ? ORDER BY id", (run_id,)
-            ).fetchall()
-        return [{"step": r[0], "at": r[1], "kind": r[2], "detail": json.loads(r[3])} for r in rows]
-
-    def check_writable(self) -> None:
-        with self._lock:
-            try:  # takes the write lock and lets it go: nothing is written
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.execute("ROLLBACK")
-            except sqlite3.Error as exc:
-                raise JournalError(
-                    f"journal {self.location} cannot be written ({exc}); a gateway needs a "
-                    "journal it can write"
-                ) from None
 
     def close(self) -> None:
         with self._lock:
