@@ -182,8 +182,9 @@ def plan_prune(
     whose last activity (start, rollback, a step's end) is more than ``older_than``
     seconds before ``now``, and whose hash chain verifies (``verify_run``): a run that
     would go but is reported tampered stays, in ``kept`` and ``unverified``, unless
-    ``force`` (then it goes, and is still listed in ``unverified``). Reads the journal only. Raises :class:`ValueError` for an
-    unknown state and :class:`~reversi_core.errors.JournalError` when the journal fails.
+    ``force`` (then it goes, and is still listed in ``unverified``). Reads the journal
+    only. Raises :class:`ValueError` for an unknown state and
+    :class:`~reversi_core.errors.JournalError` when the journal fails.
     """
     unknown = set(states) - set(PRUNE_STATES)
     if unknown:
