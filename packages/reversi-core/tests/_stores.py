@@ -69,6 +69,7 @@ def make_version_1(location: str) -> None:
     if not is_postgres(location):  # schema 5: a step's links, the run's chain head
         sql(location, "ALTER TABLE steps DROP COLUMN links")
         sql(location, "ALTER TABLE steps DROP COLUMN head")
+        sql(location, "DROP TABLE chain_start")
     sql(location, "DROP TABLE approvals")
     sql(location, "ALTER TABLE steps DROP COLUMN resolved_by")
     sql(location, "DROP TABLE chain")

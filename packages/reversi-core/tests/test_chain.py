@@ -267,3 +267,28 @@ def test_who_resolved_a_step_is_chained_and_an_edit_of_it_is_reported(
     result = journal.verify_run("run_r")
     assert (result.status, result.step) == ("tampered", step.seq)
     assert "resolved_by differs from its latest record (resolve)" in (result.what or "")
+
+
+def test_a_run_unchained_behind_the_journal_is_reported(journal: Journal, location: str) -> None:
+    """A chained run marked as written before the chain, its records removed: the journal
+    knows it was made after the chain's migration (SQLite: its number is not below the
+    first run made under the chain; PostgreSQL: it started after schema 3 was applied)."""
+    if is_postgres(location):  # the upgrade was long ago (a run started just after is not late)
+        sql(
+            location,
+            "UPDATE reversi_migrations SET applied_at = applied_at - 3600 WHERE version = %s",
+            [CHAIN_SCHEMA],
+        )
+    _busy_run(journal)
+    assert journal.verify_run("run_a").status == "ok"
+    _edit(
+        location,
+        "UPDATE runs SET chained = ? WHERE id = 'run_a'",
+        [False if is_postgres(location) else 0],
+    )
+    _edit(location, "DELETE FROM chain WHERE run_id = 'run_a'", [])
+    if _linked(location):
+        _edit(location, "UPDATE steps SET links = NULL, head = NULL WHERE run_id = 'run_a'", [])
+    result = journal.verify_run("run_a")
+    assert (result.status, result.ok) == ("tampered", False), result.describe()
+    assert "marked as written before the chain, yet" in (result.what or "")

@@ -98,10 +98,10 @@ def test_a_transaction_rolled_back_after_its_append_leaves_no_gap(tmp_path: Path
         _write(journal, "run_a", "a")
 
         def append_then_fail() -> None:
-            # the record is appended (and the handle's head moved on), then the write fails
+            # the record is appended (and the tail row names it as the head), then the write fails
             with journal._tx() as c:
                 text = chain.rollback_content(None, None)
-                sqlite_append(c, "run_a", 1, "rollback_state", text, journal._heads)
+                sqlite_append(c, "run_a", 1, "rollback_state", text)
                 raise RuntimeError("the write after the append failed")
 
         with pytest.raises(RuntimeError):

@@ -128,11 +128,22 @@ class SQLiteReads:
             try:
                 chained, head, records, misplaced = self._chain(run_id)
                 steps = self._steps(run_id)
+                late = None if chained else self._late(run_id)
             finally:
                 self._conn.execute("COMMIT")
         if misplaced is not None:
             return Verification(run_id, "tampered", records=len(records), what=misplaced)
-        return verify_chain(run_id, chained, records, steps, head if chained else None)
+        return verify_chain(run_id, chained, records, steps, head if chained else None, late)
+
+    def _late(self, run_id: str) -> str | None:
+        """Why a run marked as unchained was made after the chain's migration: its number
+        (``runs.num``) is not below the first run's made under the chain (``chain_start``)."""
+        row = self._conn.execute(
+            "SELECT r.num, s.first_num FROM runs r, chain_start s WHERE r.id = ?", (run_id,)
+        ).fetchone()
+        if row is None or row[0] is None or row[0] < row[1]:
+            return None
+        return f"its number {row[0]} is not below {row[1]}, the first run made under the chain"
 
     def delete_run(self, run_id: str, statuses: Collection[str]) -> bool:
         with self._tx() as c:
