@@ -4,11 +4,7 @@ Since schema 5 a step's own records live in the step's row: its first record (``
 ``rejected`` or ``recorded``) and its ``finish`` are each kept as a link ``seq:kind:hash``
 in the row's ``links`` column (space-separated), and their ``content`` is not stored
 twice: it is computed again, at verification and export, from the row's own fields
-(:func:`row_records`), which those records set and nothing later changes. The run's
-head (``runs.chain_seq``, ``runs.chain_hash``) is kept in the run's row, as in the
-PostgreSQL journal. A step's commit so writes the step's row and the run's row and no
-other B-tree: a second one per record (schema 3's layout) made the journal's commits
-about 40% slower under ``process`` durability (docs/performance.md).
+(:func:`row_records`), which those records set and nothing later changes.
 
 The rarer records (``resolve``, ``rollback_state``, ``overwrite``, ``recovered``) are kept
 whole in the ``chain`` table as before, under the key ``(runs.num << 32) | seq``
@@ -17,13 +13,15 @@ record holds, so it first moves that record, content and all, from the row into 
 ``chain`` table (:func:`move_links`). Records written before schema 5 stay in the
 ``chain`` table, whole: a migrated journal verifies as before.
 
-Appending needs the chain's head. A journal handle keeps the head of each run it last
-wrote (:class:`ChainHeads`) and computes the link from it before the row's write; the
-update of the run's row then checks, in the same ``BEGIN IMMEDIATE`` transaction, that
-the row still holds that head (:meth:`PendingLink.commit`). When it does not (another
-handle appended, this handle's last transaction was rolled back, the run was made
-again), the head is read, the link computed again and the row's link replaced, in the
-same transaction.
+The run's head is named by its tail row, the step numbered highest: by its ``head``
+column (``seq:hash``) when the last record is kept elsewhere (another step's link, a
+``chain`` record), else by its own last link (:func:`parse_head`). Each append reads it
+inside the caller's ``BEGIN IMMEDIATE`` transaction (one descent of the steps' primary
+key: no other writer runs until the commit), and writes the step's own row and, only
+when the record is not the tail row's, the tail row's ``head``, which is most often on
+the same page. A step's commit so writes one row's page and no other B-tree: a second
+one per record (schema 3's layout), or the run's row, made the journal's commits 20 to 40
+points slower under ``process`` durability (docs/operate.md, "Figures").
 """
 
 from __future__ import annotations
