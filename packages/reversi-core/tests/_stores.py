@@ -62,10 +62,14 @@ def sql(location: str, statement: str, params: list[Any] | None = None) -> list[
 
 
 def make_version_1(location: str) -> None:
-    """Take a journal just created back to schema version 1: undo the approval queue's
+    """Take a journal just created back to schema version 1: undo schema 5's links (SQLite), the approval queue's
     migration (``approvals``,
     ``steps.resolved_by``), the chain's (the ``chain`` table, the chain's columns of
     ``runs`` and SQLite's run numbers), then ``steps.overwrite``."""
+    if not is_postgres(location):  # schema 5: a step's links, the run's chain head
+        sql(location, "ALTER TABLE steps DROP COLUMN links")
+        sql(location, "ALTER TABLE steps DROP COLUMN head")
+        sql(location, "DROP TABLE chain_start")
     sql(location, "DROP TABLE approvals")
     sql(location, "ALTER TABLE steps DROP COLUMN resolved_by")
     sql(location, "DROP TABLE chain")

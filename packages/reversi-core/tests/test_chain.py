@@ -15,6 +15,18 @@ from reversi_core.journal import Journal, RollbackState, StepState, open_journal
 from reversi_core.journal._chain import CHAIN_SCHEMA, link_hash
 
 
+def _linked(location: str) -> bool:
+    """Whether a step's own records (begin, finish, rejected, recorded) are links of its
+    row, their content its fields (SQLite since schema 5), rather than ``chain`` rows."""
+    return not is_postgres(location)
+
+
+def _links(location: str, run: str, seq: int) -> str:
+    return str(
+        sql(location, "SELECT links FROM steps WHERE run_id = ? AND seq = ?", [run, seq])[0][0]
+    )
+
+
 def _placeholders(location: str, statement: str) -> str:
     return statement.replace("?", "%s") if is_postgres(location) else statement
 
@@ -95,6 +107,10 @@ def test_a_step_argument_edited_behind_the_journal_is_reported(
     _edit(location, "UPDATE steps SET args = ? WHERE run_id = 'run_a' AND seq = 1", ['{"key":"z"}'])
     result = busy.verify_run("run_a")
     assert (result.status, result.step) == ("tampered", 1)
+    if _linked(location):  # the begin record's content is the row's: record 1 no longer matches
+        assert result.seq == 1
+        assert "row no longer matches its begin record" in (result.what or "")
+        return
     assert "args differs from its latest record" in (result.what or "")
     # the latest record of step 1 is its rollback state (record 10, the chain's last)
     assert result.seq == 10
@@ -110,6 +126,16 @@ def test_a_rollback_state_edited_behind_the_journal_is_reported(
 
 
 def test_a_chain_record_edited_is_reported(busy: Journal, location: str) -> None:
+    if _linked(location):  # record 2 (step 1's finish) is held by step 1's row: edit that
+        _edit(
+            location,
+            "UPDATE steps SET result = ? WHERE run_id = 'run_a' AND seq = 1",
+            ['{"old":"forged"}'],
+        )
+        result = busy.verify_run("run_a")
+        assert (result.status, result.seq, result.step) == ("tampered", 2, 1)
+        assert "row no longer matches its finish record" in (result.what or "")
+        return
     content = busy.run_chain("run_a")[1].content.replace('"old":null', '"old":"forged"')
     _edit(location, "UPDATE chain SET content = ? WHERE run_id = 'run_a' AND seq = 2", [content])
     result = busy.verify_run("run_a")
@@ -123,6 +149,16 @@ def test_a_chain_record_edited_with_its_hash_breaks_the_next_link(
     rec = busy.run_chain("run_a")[1]
     forged = rec.content.replace('"old":null', '"old":"forged"')
     new_hash = link_hash(rec.prev_hash, rec.seq, rec.step, rec.kind, forged)
+    if _linked(location):  # the row's result and the link's hash, edited together
+        links = _links(location, "run_a", 1).replace(rec.hash, new_hash)
+        _edit(
+            location, "UPDATE steps SET result = ?, links = ? WHERE run_id = 'run_a' AND seq = 1",
+            ['{"old":"forged"}', links],
+        )  # fmt: skip
+        result = busy.verify_run("run_a")
+        assert (result.status, result.seq) == ("tampered", 3)  # record 3 links to the old hash
+        assert "row no longer matches its rejected record" in (result.what or "")
+        return
     _edit(
         location, "UPDATE chain SET content = ?, hash = ? WHERE run_id = 'run_a' AND seq = 2",
         [forged, new_hash],
@@ -133,7 +169,11 @@ def test_a_chain_record_edited_with_its_hash_breaks_the_next_link(
 
 
 def test_a_chain_record_deleted_is_reported(busy: Journal, location: str) -> None:
-    _edit(location, "DELETE FROM chain WHERE run_id = 'run_a' AND seq = 4", [])
+    if _linked(location):  # record 4 is step 3's begin: a link of its row
+        links = " ".join(x for x in _links(location, "run_a", 3).split() if not x.startswith("4:"))
+        _edit(location, "UPDATE steps SET links = ? WHERE run_id = 'run_a' AND seq = 3", [links])
+    else:
+        _edit(location, "DELETE FROM chain WHERE run_id = 'run_a' AND seq = 4", [])
     result = busy.verify_run("run_a")
     assert (result.status, result.seq) == ("tampered", 4)
     assert "record 4 is missing" in (result.what or "")
@@ -151,8 +191,12 @@ def test_the_last_chain_record_deleted_is_reported(busy: Journal, location: str)
 def test_a_step_row_deleted_or_inserted_is_reported(busy: Journal, location: str) -> None:
     _edit(location, "DELETE FROM steps WHERE run_id = 'run_a' AND seq = 2", [])
     result = busy.verify_run("run_a")
-    assert (result.status, result.step) == ("tampered", 2)
-    assert "row is gone" in (result.what or "")
+    if _linked(location):  # the row held record 3 (its rejection): the chain lacks it
+        assert (result.status, result.seq) == ("tampered", 3)
+        assert "record 3 is missing" in (result.what or "")
+    else:
+        assert (result.status, result.step) == ("tampered", 2)
+        assert "row is gone" in (result.what or "")
     _edit(
         location,
         "INSERT INTO steps (run_id, seq, tool, effect, permission, args, state, idempotency_key, "
@@ -161,7 +205,8 @@ def test_a_step_row_deleted_or_inserted_is_reported(busy: Journal, location: str
         [],
     )
     result = busy.verify_run("run_a")
-    assert (result.status, result.step) == ("tampered", 2)
+    assert result.status == "tampered"
+    assert result.step == 2 or (_linked(location) and result.seq == 3)
 
 
 def test_a_run_written_before_the_chain_verifies_as_not_chained(location: str) -> None:
@@ -201,6 +246,9 @@ def test_a_run_written_before_the_chain_gets_no_records_from_later_writes(
         assert journal.verify_run("new").status == "ok"
     count = _placeholders(location, "SELECT count(*) FROM chain WHERE run_id = ?")
     assert sql(location, count, ["old"]) == [(0,)]
+    if _linked(location):
+        links = "SELECT count(*) FROM steps WHERE run_id = ? AND links IS NOT NULL"
+        assert sql(location, links, ["old"]) == [(0,)]
 
 
 def test_who_resolved_a_step_is_chained_and_an_edit_of_it_is_reported(
@@ -219,3 +267,28 @@ def test_who_resolved_a_step_is_chained_and_an_edit_of_it_is_reported(
     result = journal.verify_run("run_r")
     assert (result.status, result.step) == ("tampered", step.seq)
     assert "resolved_by differs from its latest record (resolve)" in (result.what or "")
+
+
+def test_a_run_unchained_behind_the_journal_is_reported(journal: Journal, location: str) -> None:
+    """A chained run marked as written before the chain, its records removed: the journal
+    knows it was made after the chain's migration (SQLite: its number is not below the
+    first run made under the chain; PostgreSQL: it started after schema 3 was applied)."""
+    if is_postgres(location):  # the upgrade was long ago (a run started just after is not late)
+        sql(
+            location,
+            "UPDATE reversi_migrations SET applied_at = applied_at - 3600 WHERE version = %s",
+            [CHAIN_SCHEMA],
+        )
+    _busy_run(journal)
+    assert journal.verify_run("run_a").status == "ok"
+    _edit(
+        location,
+        "UPDATE runs SET chained = ? WHERE id = 'run_a'",
+        [False if is_postgres(location) else 0],
+    )
+    _edit(location, "DELETE FROM chain WHERE run_id = 'run_a'", [])
+    if _linked(location):
+        _edit(location, "UPDATE steps SET links = NULL, head = NULL WHERE run_id = 'run_a'", [])
+    result = journal.verify_run("run_a")
+    assert (result.status, result.ok) == ("tampered", False), result.describe()
+    assert "marked as written before the chain, yet" in (result.what or "")

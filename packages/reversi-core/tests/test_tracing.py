@@ -428,3 +428,31 @@ def test_an_exception_leaving_a_span_is_named_by_its_type_never_its_message(
     }
     assert not done.events
     assert SECRET_ARG not in done.to_json()
+
+
+@pytest.mark.parametrize(
+    ("fault", "outcome"), [("tool_error", "failed"), ("uncertain", "uncertain")]
+)
+def test_a_call_that_fails_has_status_error_named_by_its_outcome_alone(
+    spans: InMemorySpanExporter, make_run: Callable[..., Run], mem: Any, fault: str, outcome: str
+) -> None:
+    """A failed (or uncertain) call's span is ``ERROR``, described by the outcome, with
+    neither the tool's error text nor an argument value anywhere on the span."""
+    run = make_run(scope=["mem:write"])
+    mem.fault("mem.put", fault, message=f"could not write {SECRET_ARG}")
+
+    async def go() -> None:
+        with call_span(run, "mem.put", None) as traced:
+            end_span(traced, await run.attempt("mem.put", {"key": "a", "value": SECRET_ARG}))
+        with call_span(run, "mem.put", None) as traced:  # refused by policy: not an error
+            end_span(traced, await run.attempt("mem.delete", {"key": "a"}))
+
+    anyio.run(go)
+    failed, refused = [s for s in spans.get_finished_spans() if s.name == "reversi.call"]
+    assert failed.status.status_code is trace.StatusCode.ERROR
+    assert failed.status.description == outcome
+    assert dict(failed.attributes)["reversi.outcome"] == outcome
+    assert not failed.events
+    assert SECRET_ARG not in repr((dict(failed.attributes), failed.status.description))
+    assert dict(refused.attributes)["reversi.outcome"] == "rejected"
+    assert refused.status.status_code is trace.StatusCode.UNSET

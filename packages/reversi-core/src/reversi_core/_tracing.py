@@ -19,7 +19,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["TRACER_NAME", "inject", "span", "tracing"]
+__all__ = ["FAILED_OUTCOMES", "TRACER_NAME", "inject", "set_outcome", "span", "tracing"]
 
 TRACER_NAME = "reversi"
 
@@ -73,6 +73,21 @@ def span(
             current.set_attribute("error.type", f"{kind.__module__}.{kind.__qualname__}")
             current.set_status(trace.StatusCode.ERROR, kind.__name__)
             raise
+
+
+FAILED_OUTCOMES = frozenset({"failed", "uncertain"})
+"""The outcomes of a call whose span has status ``ERROR``: it did not (or may not) succeed.
+A call refused by policy (``rejected``) is the gateway working as configured: ``UNSET``."""
+
+
+def set_outcome(current: Any, outcome: str) -> None:
+    """Put a call's ``outcome`` (its step's state, or ``rejected``) on its span, and for a
+    :data:`FAILED_OUTCOMES` one the status ``ERROR`` described by the outcome alone: never
+    the tool's error text, which can quote an argument value."""
+    current.set_attribute("reversi.outcome", outcome)
+    trace = sys.modules.get("opentelemetry.trace")
+    if outcome in FAILED_OUTCOMES and trace is not None:
+        current.set_status(trace.StatusCode.ERROR, outcome)
 
 
 def inject(meta: dict[str, Any]) -> None:

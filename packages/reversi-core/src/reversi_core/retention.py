@@ -113,13 +113,16 @@ class PrunePlan:
     """What :func:`plan_prune` decided.
 
     ``remove``: the runs that go, each with its prune state; ``kept``: the runs that stay
-    and why (``None`` when only too young); ``needed`` and ``before``: see
-    :func:`needed_names` (for the steps that stay).
+    and why (``None`` when only too young); ``unverified``: the runs that would go but
+    whose chain does not verify, with what ``verify`` said (kept, unless ``force``, when
+    they are also in ``remove``); ``needed`` and ``before``: see :func:`needed_names` (for
+    the steps that stay).
     """
 
     cutoff: float
     remove: list[tuple[RunRecord, str]] = field(default_factory=list)
     kept: list[tuple[RunRecord, str]] = field(default_factory=list)
+    unverified: list[tuple[RunRecord, str]] = field(default_factory=list)
     needed: set[str] = field(default_factory=set)
     before: float = 0.0
 
@@ -132,6 +135,7 @@ class PrunePlan:
                 for r, state in self.remove
             ],
             "kept": [{"run": r.id, "status": r.status.value, "why": why} for r, why in self.kept],
+            "unverified": [{"run": r.id, "verify": what} for r, what in self.unverified],
             "backups_before": self.before,
         }
 
@@ -171,11 +175,16 @@ def plan_prune(
     older_than: float,
     states: Collection[str] = PRUNE_STATES,
     now: float | None = None,
+    *,
+    force: bool = False,
 ) -> PrunePlan:
     """Which runs of ``journal`` go: those in one of ``states`` (:data:`PRUNE_STATES`)
     whose last activity (start, rollback, a step's end) is more than ``older_than``
-    seconds before ``now``. Reads the journal only. Raises :class:`ValueError` for an
-    unknown state and :class:`~reversi_core.errors.JournalError` when the journal fails.
+    seconds before ``now``, and whose hash chain verifies (``verify_run``): a run that
+    would go but is reported tampered stays, in ``kept`` and ``unverified``, unless
+    ``force`` (then it goes, and is still listed in ``unverified``). Reads the journal
+    only. Raises :class:`ValueError` for an unknown state and
+    :class:`~reversi_core.errors.JournalError` when the journal fails.
     """
     unknown = set(states) - set(PRUNE_STATES)
     if unknown:
@@ -197,8 +206,15 @@ def plan_prune(
         elif _last_activity(run, steps) > plan.cutoff:
             plan.kept.append((run, "it is younger than the cut-off"))
         else:
-            plan.remove.append((run, state))
-            continue
+            check = journal.verify_run(run.id)
+            if not check.ok:
+                plan.unverified.append((run, check.describe()))
+            if check.ok or force:
+                plan.remove.append((run, state))
+                continue
+            plan.kept.append(
+                (run, "its chain does not verify (reversi verify); --force removes it")
+            )
         kept_steps += steps
     plan.needed, plan.before = needed_names(kept_steps, now, holding)
     plan.before = min(plan.before, plan.cutoff) - CLOCK_MARGIN

@@ -78,6 +78,12 @@ def add_commands(sub: Any, common: argparse.ArgumentParser, epilog: str) -> None
         "without a shell)",
     )
     p.add_argument("--dry-run", action="store_true", help="list what would go; change nothing")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="also remove a run whose hash chain does not verify (kept otherwise, with a "
+        "warning and exit status 1)",
+    )
     p.add_argument("--json", action="store_true", help="print the result as JSON")
 
     v = sub.add_parser(
@@ -164,7 +170,9 @@ def _cmd_prune(args: argparse.Namespace, out: Console, err: Console) -> int:
     if args.backups_cmd is not None:  # before anything goes: a program that is not there
         check_command(args.backups_cmd, "--backups-cmd", "backups")
     with _open_journal(args, read_only=args.dry_run) as journal:
-        plan = plan_prune(journal, args.older_than, args.state or PRUNE_STATES, time.time())
+        plan = plan_prune(
+            journal, args.older_than, args.state or PRUNE_STATES, time.time(), force=args.force
+        )
         removed = [r.id for r, _ in plan.remove] if args.dry_run else prune(journal, plan)
     backups: dict[str, list[str]] | None = None
     failed: CliError | None = None
@@ -174,9 +182,12 @@ def _cmd_prune(args: argparse.Namespace, out: Console, err: Console) -> int:
         except CliError as exc:  # the runs are gone already: say which, then fail
             failed = exc
     _print_prune(args, out, plan, removed, backups)
+    for _, what in plan.unverified:  # on stderr, with --json too
+        done = "removed anyway (--force)" if args.force else "kept it"
+        err.print(f"warning: {escape(what)}; prune {done}")
     if failed is not None:
         raise failed
-    return EXIT_OK
+    return EXIT_INCOMPLETE if plan.unverified and not args.force else EXIT_OK
 
 
 def _print_prune(

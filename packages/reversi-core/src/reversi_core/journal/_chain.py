@@ -134,6 +134,9 @@ class ChainRecord:
     content: str
     prev_hash: str
     hash: str
+    linked: bool = False
+    """A link of a step's row (SQLite, schema 5): its ``content`` computed from the row,
+    its ``prev_hash`` the previous record's hash (``_sqlite_chain.py``); not exported."""
 
     def to_json(self) -> dict[str, Any]:
         """``{"run_id", "seq", "step", "kind", "content", "prev_hash", "hash"}``; ``content`` parsed."""
@@ -238,15 +241,24 @@ def verify_chain(
     records: Sequence[ChainRecord],
     steps: Iterable[StepRecord],
     head: tuple[int, str] | None = None,
+    late: str | None = None,
 ) -> Verification:
     """Check one run: its chain (dense ``seq``, ``prev_hash`` links, each ``hash``), then
     each step's row against the fold of its records (see the module docstring).
 
     ``chained`` is false for a run written before the chain's schema; ``head`` is the
     chain's head as the run's row keeps it (``(seq, hash)``, PostgreSQL), or ``None``.
+    ``late``: for a run marked as written before the chain, why the journal knows it was
+    made after the chain's migration (its store's check), or ``None``.
     Returns the :class:`Verification`; raises nothing.
     """
     step_list = list(steps)
+    if not chained and late is not None:
+        return _tampered(
+            run_id, len(records), None, None, None,
+            f"the run is marked as written before the chain, yet {late} (unchained behind "
+            "the journal)",
+        )  # fmt: skip
     if not chained:
         if records:
             first = records[0]
@@ -288,7 +300,10 @@ def verify_chain(
                 last_head,
                 rec.seq,
                 rec.step,
-                "its hash does not match its content (the record was edited)",
+                f"the step's row no longer matches its {rec.kind} record (a field that record "
+                "holds, or its link, was edited)"
+                if rec.linked
+                else "its hash does not match its content (the record was edited)",
             )
         prev = last_head = rec.hash
         if rec.step is None:

@@ -18,7 +18,7 @@ from ..redact import scrub
 from ._base import LostStep, StepRecord
 from ._chain import recorded_content
 from ._schema import dumps
-from ._sqlite_chain import ChainHeads, sqlite_append
+from ._sqlite_chain import ChainHeads, PendingLink
 
 __all__ = [
     "DEFERRED_BYTES_LIMIT",
@@ -38,9 +38,10 @@ DEFERRED_BYTES_LIMIT = 1 << 20
 _INSERT_STEP = (
     "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
     "idempotency_key, started_at, finished_at, result, error, compensation, "
-    "compensation_error, approval) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    "compensation_error, approval, links) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
-"""A finished step, written whole (the values of :func:`step_row`)."""
+"""A finished step, written whole (the values of :func:`step_row`, then its chain link)."""
 
 _INSERT_DEFERRED = _INSERT_STEP + " ON CONFLICT DO NOTHING"
 
@@ -123,14 +124,18 @@ def write_step(
 ) -> bool:
     """Insert ``step`` (its :func:`step_row`), its ``requires`` edges and its chain record
     (``heads``: the handle's chain heads); False when another handle wrote under its
-    number. ``strict``: raise :class:`sqlite3.IntegrityError` then."""
-    if c.execute(_INSERT_STEP if strict else _INSERT_DEFERRED, row).rowcount != 1:
-        return False
+    number. ``strict``: raise :class:`sqlite3.IntegrityError` then.
+
+    The row's ``recorded`` record is a link in the row itself (``_sqlite_chain.py``): the
+    insert and the run's chain head are one row each, no ``chain`` table record."""
     edges = sorted(set(step.requires))
+    link = PendingLink(c, step.run_id, step.seq, "recorded", recorded_content(row, edges), heads)
+    if c.execute(_INSERT_STEP if strict else _INSERT_DEFERRED, (*row, link.link)).rowcount != 1:
+        return False
     if edges:
         c.executemany(
             "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
             [(step.run_id, step.seq, r) for r in edges],
         )
-    sqlite_append(c, step.run_id, step.seq, "recorded", recorded_content(row, edges), heads)
+    link.commit(c, heads)
     return True

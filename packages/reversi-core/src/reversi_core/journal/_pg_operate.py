@@ -16,12 +16,17 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import JournalError
 from ._base import StepRecord
-from ._chain import CHAIN_COLUMNS, ChainRecord, Verification, verify_chain
+from ._chain import CHAIN_COLUMNS, CHAIN_SCHEMA, ChainRecord, Verification, verify_chain
+from ._pg_schema import MIGRATIONS_TABLE
 from ._pg_sql import CHAIN_APPEND
 
 __all__ = ["RUN_TABLES", "PgReads"]
 
 RUN_TABLES = ("chain", "events", "edges", "steps")
+
+LATE_MARGIN = 300.0
+"""Seconds after the chain's migration within which a run's start may still be one made
+before it (another host's clock ahead): a run marked unchained is reported after that."""
 """The tables holding a run's rows besides ``runs`` (deleted first, in this order)."""
 
 
@@ -70,9 +75,26 @@ class PgReads:
             try:
                 chained, head, records = self._chain(c, run_id)
                 steps = self.list_steps(run_id)
+                late = None if chained else self._late(c, run_id)
             finally:
                 c.execute("COMMIT")
-        return verify_chain(run_id, chained, records, steps, head if chained else None)
+        return verify_chain(run_id, chained, records, steps, head if chained else None, late)
+
+    def _late(self, c: Any, run_id: str) -> str | None:
+        """Why a run marked as unchained was made after the chain's migration: it started
+        more than :data:`LATE_MARGIN` seconds after schema 3 was applied (the migrations
+        table's ``applied_at``; the margin is for the clocks of other hosts)."""
+        row = c.execute(
+            f"SELECT r.started_at, m.applied_at FROM runs r, {MIGRATIONS_TABLE} m "  # noqa: S608 - a constant table name
+            "WHERE r.id = %s AND m.version = %s",
+            [run_id, CHAIN_SCHEMA],
+        ).fetchone()
+        if row is None or row[0] <= row[1] + LATE_MARGIN:
+            return None
+        return (
+            f"it started at {row[0]:.0f}, after schema {CHAIN_SCHEMA} (the chain) was applied "
+            f"at {row[1]:.0f}"
+        )
 
     def delete_run(self, run_id: str, statuses: Collection[str]) -> bool:
         with self._lock, self._tx():

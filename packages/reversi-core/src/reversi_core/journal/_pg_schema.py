@@ -137,6 +137,11 @@ PG_MIGRATIONS: list[str] = [
     CREATE INDEX approvals_waiting ON approvals(state, requested_at);
     CREATE INDEX approvals_call ON approvals(run_id, tool, args_hash)
     """,
+    # 5: the SQLite journal keeps a step's own records in its row (_sqlite_chain.py); the
+    # PostgreSQL journal's layout does not change (its hot path is one statement a commit)
+    """
+    SELECT 1
+    """,
 ]
 """One migration per schema version (the SQLite journal's versions); statements split on ``;``."""
 

@@ -118,6 +118,24 @@ MIGRATIONS: list[str] = [
     CREATE INDEX approvals_waiting ON approvals(state, requested_at);
     CREATE INDEX approvals_call ON approvals(run_id, tool, args_hash);
     """,
+    # 5: a step's own records (begin, finish, rejected, recorded) kept as links in its row,
+    # their content computed from it, and the run's chain head named by its tail row (the
+    # step numbered highest: its head, else its last link) (_sqlite_chain.py); the records
+    # already in the chain table stay there, whole, and verify as before; chain_start: the
+    # number of the first run made under the chain (a run numbered from it on is chained)
+    """
+    ALTER TABLE steps ADD COLUMN links TEXT;
+    ALTER TABLE steps ADD COLUMN head TEXT;
+    UPDATE steps SET head = (
+        SELECT c.seq || ':' || c.hash FROM chain c, runs r WHERE r.id = steps.run_id
+        AND c.id BETWEEN (r.num << 32) AND ((r.num << 32) | 4294967295)
+        ORDER BY c.id DESC LIMIT 1)
+    WHERE seq = (SELECT max(t.seq) FROM steps t WHERE t.run_id = steps.run_id)
+    AND run_id IN (SELECT id FROM runs WHERE chained AND num IS NOT NULL);
+    CREATE TABLE chain_start (first_num INTEGER NOT NULL);
+    INSERT INTO chain_start (first_num) SELECT coalesce(
+        (SELECT min(num) FROM runs WHERE chained), (SELECT max(num) FROM runs) + 1, 1);
+    """,
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -56,7 +56,7 @@ from ._schema import (
     dumps,
     run_from_row,
 )
-from ._sqlite_chain import ChainHeads, sqlite_append
+from ._sqlite_chain import PendingLink, move_links, sqlite_append
 from ._sqlite_file import (
     JOURNAL_FILENAME,
     Transaction,
@@ -71,6 +71,9 @@ from ._sqlite_owners import check_rollback, recover, take_rollback
 from ._summaries import SUMMARY_METHODS, SQLiteRunSummaries
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
+
+_RESOLVE_MOVES = frozenset({"finish", "recorded"})
+"""The records of a step's row whose content a resolution changes (``_sqlite_chain.py``)."""
 
 _STORE_METHODS = tuple(
     name for name, value in vars(Journal).items() if callable(value) and not name.startswith("_")
@@ -100,7 +103,6 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         self._light: set[tuple[str, int]] = set()
         self._deferred = DeferredSteps()  # finished steps not yet written (defer_step)
         self._rollbacks: set[str] = set()  # the runs this handle rolls back
-        self._heads = ChainHeads()  # each run's chain head as last appended (a checked hint)
 
     # -- opening -----------------------------------------------------------------
 
@@ -250,10 +252,14 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             # past every number this handle handed out, a read's in flight included
             seq = max(self._seq_hint.get(run_id, 0), self._next_seq(c, run_id))
             args_json, approval_json, error = dumps(args), dumps(approval), scrub(error)
+            text = chain.rejected_content(
+                tool, effect, permission, args_json, reason, now, error, approval_json
+            )
+            link = PendingLink(c, run_id, seq, "rejected", text)
             c.execute(
                 "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
-                "idempotency_key, started_at, finished_at, error, approval) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?)",
+                "idempotency_key, started_at, finished_at, error, approval, links) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, 'rejected', ?, ?, ?, ?, ?, ?)",
                 (
                     run_id,
                     seq,
@@ -267,12 +273,10 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                     now,
                     error,
                     approval_json,
+                    link.link,
                 ),
             )
-            text = chain.rejected_content(
-                tool, effect, permission, args_json, reason, now, error, approval_json
-            )
-            sqlite_append(c, run_id, seq, "rejected", text, self._heads)
+            link.commit(c)
             self._seq_hint[run_id] = seq + 1
         return seq
 
@@ -292,17 +296,21 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         approval_json = dumps(approval)
         edges = sorted(set(requires))
         light = self._is_light(effect)
+        text = chain.begin_content(
+            tool, effect, permission, args_json, reason, self._owner, now, approval_json, edges
+        )
         with self._lock:
             with self._tx(light=light) as c:
                 for _attempt in range(2):
                     seq = self._seq_hint.get(run_id) or self._next_seq(c, run_id)
                     key = self.forward_key(run_id, seq)
+                    link = PendingLink(c, run_id, seq, "begin", text)
                     try:
                         # one statement: insert only if the run exists and is open
                         cur = c.execute(
                             "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, "
-                            "state, idempotency_key, owner, started_at, approval) "
-                            "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ? "
+                            "state, idempotency_key, owner, started_at, approval, links) "
+                            "SELECT ?, ?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?, ?, ? "
                             "WHERE (SELECT status FROM runs WHERE id = ?) = 'open'",
                             (
                                 run_id,
@@ -316,6 +324,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                                 self._owner,
                                 now,
                                 approval_json,
+                                link.link,
                                 run_id,
                             ),
                         )
@@ -337,11 +346,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                         "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
                         [(run_id, seq, r) for r in edges],
                     )
-                text = chain.begin_content(
-                    tool, effect, permission, args_json, reason, self._owner, now,
-                    approval_json, edges,
-                )  # fmt: skip
-                sqlite_append(c, run_id, seq, "begin", text, self._heads)
+                link.commit(c)
             # only once committed (a failed COMMIT leaves no gap in the numbers, no stale
             # entry), and under the lock still (the RLock: _tx takes it again)
             self._seq_hint[run_id] = seq + 1
@@ -392,14 +397,19 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             dumps(compensation),
             scrub(compensation_error) if compensation_error else None,
         )
+        text = chain.finish_content(*values)
         with self._tx(light=light) as c:
+            link = PendingLink(c, run_id, seq, "finish", text)
             cur = c.execute(
                 "UPDATE steps SET state = ?, finished_at = ?, result = ?, error = ?, "
-                "compensation = ?, compensation_error = ? WHERE run_id = ? AND seq = ? AND state = 'pending'",
-                (*values, run_id, seq),
+                "compensation = ?, compensation_error = ?, "
+                "links = nullif(trim(coalesce(links, '') || ' ' || coalesce(?, '')), ''), "
+                "head = CASE WHEN ? THEN NULL ELSE head END "
+                "WHERE run_id = ? AND seq = ? AND state = 'pending'",
+                (*values, link.link, link.tail, run_id, seq),
             )
             if cur.rowcount == 1:
-                sqlite_append(c, run_id, seq, "finish", chain.finish_content(*values), self._heads)
+                link.commit(c)
             else:
                 # Another process decided this step was orphaned: keep the late outcome as
                 # an event, do not overwrite what a person may already have resolved.
@@ -422,7 +432,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def record_step(self, step: StepRecord) -> None:
         try:
             with self._tx(light=self._is_light(step.effect)) as c:
-                write_step(c, step, step_row(step), self._heads, strict=True)
+                write_step(c, step, step_row(step), strict=True)
         except sqlite3.IntegrityError:
             raise JournalError(taken_message(step)) from None
 
@@ -441,7 +451,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             light = all(self._is_light(step.effect) for step, _, _ in items)
             try:
                 with self._tx(light=light) as c:
-                    taken = DeferredSteps.write(c, items, self._heads)
+                    taken = DeferredSteps.write(c, items)
             except sqlite3.Error as exc:
                 error = JournalError(f"journal {self.path}: {type(exc).__name__}: {exc}")
                 lost = [(step, on_lost, error) for step, _, on_lost in items]
@@ -470,6 +480,8 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         )
         by = scrub(decided_by) if decided_by else None
         with self._tx() as c:
+            # the fields it changes are held by the step's finish (or recorded) record
+            move_links(c, run_id, seq, _RESOLVE_MOVES)
             cur = c.execute(
                 "UPDATE steps SET resolution = ?, result = coalesce(?, result), compensation = ?, "
                 "compensation_error = ?, rollback_state = NULL, rollback_reason = NULL, "
@@ -478,7 +490,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             )
             if cur.rowcount == 1:
                 text = chain.resolve_content(applied, *values, by)
-                sqlite_append(c, run_id, seq, "resolve", text, self._heads)
+                sqlite_append(c, run_id, seq, "resolve", text)
             self._event(c, run_id, seq, "resolved", {"applied": applied, "by": by})
 
     def begin_replay(self, run_id: str, seq: int) -> bool:
@@ -522,7 +534,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             )
             if cur.rowcount == 1:
                 text = chain.rollback_content(*values)
-                sqlite_append(c, run_id, seq, "rollback_state", text, self._heads)
+                sqlite_append(c, run_id, seq, "rollback_state", text)
             self._event(
                 c,
                 run_id,
@@ -556,7 +568,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             ).rowcount
             if not changed:
                 raise JournalError(f"run {run_id!r} has no step {seq}")
-            sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text), self._heads)
+            sqlite_append(c, run_id, seq, "overwrite", chain.overwrite_content(text))
             self._event(c, run_id, seq, "overwrite_allowed", decision)
 
     # -- events ------------------------------------------------------------------
@@ -574,24 +586,6 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             if run_id in self._rollbacks:  # an event of this handle's rollback
                 check_rollback(c, run_id, self._owner, str(self.path))
             self._event(c, run_id, seq, kind, detail)
-
-    def list_events(self, run_id: str) -> list[dict[str, Any]]:
-        with self._reading():
-            rows = self._conn.execute(
-                "SELECT seq, at, kind, detail FROM events WHERE run_id = ? ORDER BY id", (run_id,)
-            ).fetchall()
-        return [{"step": r[0], "at": r[1], "kind": r[2], "detail": json.loads(r[3])} for r in rows]
-
-    def check_writable(self) -> None:
-        with self._lock:
-            try:  # takes the write lock and lets it go: nothing is written
-                self._conn.execute("BEGIN IMMEDIATE")
-                self._conn.execute("ROLLBACK")
-            except sqlite3.Error as exc:
-                raise JournalError(
-                    f"journal {self.location} cannot be written ({exc}); a gateway needs a "
-                    "journal it can write"
-                ) from None
 
     def close(self) -> None:
         with self._lock:

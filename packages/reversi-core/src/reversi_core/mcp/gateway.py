@@ -41,7 +41,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from ..__about__ import __version__
-from .._tracing import span
+from .._tracing import set_outcome, span
 from ..engine import CallOutcome, Run
 from ..errors import JournalError, ReversiError
 from ..journal import Durability, Journal, StepRecord, describe_location, open_journal
@@ -390,14 +390,13 @@ def call_span(run: Run, name: str, meta: Mapping[str, Any] | None) -> Any:
 
 
 def end_span(traced: Any, outcome: CallOutcome) -> None:
-    """Put the call's step and outcome on its span (when tracing)."""
+    """Put the call's step and outcome on its span (when tracing); a failed or uncertain
+    call's span gets status ``ERROR`` (``_tracing.set_outcome``)."""
     if traced is None:
         return
     if outcome.step is not None:
         traced.set_attribute("reversi.step", outcome.step)
-    traced.set_attribute(
-        "reversi.outcome", outcome.state.value if outcome.state is not None else "rejected"
-    )
+    set_outcome(traced, outcome.state.value if outcome.state is not None else "rejected")
 
 
 # -- serving -----------------------------------------------------------------------
