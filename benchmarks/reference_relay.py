@@ -136,7 +136,9 @@ class JournalingRelay:
             return
         with self.lock:
             self.commit(
-                tool, "UPDATE steps SET state = 'succeeded', result = ? WHERE seq = ?", (structured, seq)
+                tool,
+                "UPDATE steps SET state = 'succeeded', result = ? WHERE seq = ?",
+                (structured, seq),
             )
         os.write(1, answer)
 

@@ -33,6 +33,7 @@ __all__ = [
     "Executor",
     "Withheld",
     "compensation_for",
+    "failure",
     "kept_args",
     "run_tool",
     "unicode_problems",
@@ -181,19 +182,34 @@ async def run_tool(
     """Execute the tool (CALL-5): ``(state, result, error)``.
 
     A definite failure is ``failed``; a lost answer, a timeout or any unexpected
-    exception from a writing tool is ``uncertain``. Cancellation propagates.
+    exception from a writing tool is ``uncertain`` (:func:`failure`). Cancellation
+    propagates.
     """
-    tool = manifest.name
     try:
         if timeout is not None:
             with anyio.fail_after(timeout):
-                result = await execute(tool, args, ctx)
+                result = await execute(manifest.name, args, ctx)
         else:
-            result = await execute(tool, args, ctx)
-    except (ToolError, CallRejected) as exc:
-        # CallRejected here is the tool's own refusal (say, its argument check): nothing ran
+            result = await execute(manifest.name, args, ctx)
+    except Exception as exc:
+        return failure(manifest, exc, timeout)
+    return StepState.SUCCEEDED, scrub_json(result), None
+
+
+def failure(
+    manifest: Manifest, exc: Exception, timeout: float | None
+) -> tuple[StepState, None, ReversiError]:
+    """What an exception raised by the tool's execution means: ``(state, None, error)``.
+
+    :class:`ToolError` (and a :class:`CallRejected`: the tool's own refusal, nothing
+    ran) is ``failed``; :class:`EffectUncertainError` is ``uncertain``; a
+    :class:`TimeoutError` (``timeout`` seconds ran out) and anything unforeseen are
+    ``uncertain`` for a writing tool and ``failed`` for a read-only one.
+    """
+    tool = manifest.name
+    if isinstance(exc, ToolError | CallRejected):
         return StepState.FAILED, None, exc
-    except TimeoutError:
+    if isinstance(exc, TimeoutError):
         msg = f"{tool} did not finish within {timeout} s"
         if manifest.writes:
             return (
@@ -202,23 +218,17 @@ async def run_tool(
                 EffectUncertainError(msg + "; it may or may not have taken effect"),
             )
         return StepState.FAILED, None, ToolError(msg, code="timeout")
-    except EffectUncertainError as exc:
+    if isinstance(exc, EffectUncertainError):
         return StepState.UNCERTAIN, None, exc
-    except Exception as exc:
-        # A bug, anything unforeseen: for a write the outcome is unknown.
-        text = scrub(f"{type(exc).__name__}: {exc}")
-        if manifest.writes:
-            return (
-                StepState.UNCERTAIN,
-                None,
-                EffectUncertainError(f"{tool}: unexpected error, outcome unknown: {text}"),
-            )
+    # A bug, anything unforeseen: for a write the outcome is unknown.
+    text = scrub(f"{type(exc).__name__}: {exc}")
+    if manifest.writes:
         return (
-            StepState.FAILED,
+            StepState.UNCERTAIN,
             None,
-            ToolError(f"{tool}: unexpected error: {text}", code="unexpected"),
+            EffectUncertainError(f"{tool}: unexpected error, outcome unknown: {text}"),
         )
-    return StepState.SUCCEEDED, scrub_json(result), None
+    return StepState.FAILED, None, ToolError(f"{tool}: unexpected error: {text}", code="unexpected")
 
 
 def compensation_for(

@@ -26,10 +26,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
 from ._decisions import allow_overwrite, resolve_step
@@ -49,6 +47,7 @@ from ._outcome import (
     unicode_problems,
 )
 from ._plan import PlannedStep, RollbackPlan, plan_rollback
+from ._reads import ReadCall
 from ._replay import ReplayOutcome, replay_step
 from ._rollback import (
     DEFAULT_PARALLEL,
@@ -81,7 +80,6 @@ from .journal import (
     RunStatus,
     StepRecord,
     StepState,
-    step_idempotency_key,
 )
 from .manifest import (
     Approval,
@@ -102,6 +100,7 @@ __all__ = [
     "Executor",
     "OutstandingStep",
     "PlannedStep",
+    "ReadCall",
     "ReplayOutcome",
     "RollbackPlan",
     "RollbackReport",
@@ -423,62 +422,65 @@ class Run:
         answer: AnswerCallback | None,
     ) -> CallOutcome:
         """A read-only call: executed, told, then journaled in one commit (CALL-4)."""
-        tool = manifest.name
+        call = self._begin_read(manifest, args, reason, approval)
+        if isinstance(call, CallOutcome):
+            return _told(call, answer)
+        try:
+            state, result, error = await run_tool(
+                manifest, args, call.context(timeout), execute, timeout
+            )
+        except BaseException as exc:  # cancelled: a read changed nothing
+            call.abandon(exc)
+            raise
+        return call.settle(state, result, error, answer)
+
+    def begin_read(
+        self, tool: str, args: dict[str, Any], *, reason: str | None = None
+    ) -> CallOutcome | ReadCall:
+        """The checks of :meth:`attempt` for a read-only tool that needs no approval, and
+        its step reserved, for a caller that executes the tool itself (no task).
+
+        Returns the outcome of a call that may not run (rejected and journaled, CALL-1;
+        the run rolled back, CALL-10; the journal failed): answer it as it is. Otherwise
+        a :class:`~reversi_core._reads.ReadCall`: run the tool with its
+        :attr:`~reversi_core._reads.ReadCall.key` (CALL-5), then call its
+        :meth:`~reversi_core._reads.ReadCall.succeeded` or
+        :meth:`~reversi_core._reads.ReadCall.failed` with the caller's ``answer``, which
+        is told before the step is journaled (CALL-4), or
+        :meth:`~reversi_core._reads.ReadCall.abandon` when the call is cancelled. Raises
+        :class:`RunStateError` when the tool writes or asks for approval (use
+        :meth:`attempt`).
+        """
+        outcome = self._refusal(tool, args, reason)
+        if outcome is not None:
+            return outcome
+        manifest = self.registry.get(tool)
+        if manifest.effect is not Effect.READ_ONLY or manifest.approval is Approval.ALWAYS:
+            raise RunStateError(f"{tool} is not a read-only tool that needs no approval")
+        return self._begin_read(manifest, args, reason, None)
+
+    def _begin_read(
+        self,
+        manifest: Manifest,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+    ) -> CallOutcome | ReadCall:
+        """A read's step reserved, with its edges; or the outcome when the run takes none."""
         index = self._edge_index()
         try:
             seq = self.journal.reserve_step(self.id)
         except (RunClosedError, JournalError) as exc:
-            return _told(CallOutcome(self.id, tool, None, None, error=exc), answer)
+            return CallOutcome(self.id, manifest.name, None, None, error=exc)
         requires = index.edges(manifest, args) if manifest.requires else []
-        key = step_idempotency_key(self.id, seq)
-        ctx = CallContext(run_id=self.id, step=seq, idempotency_key=key, timeout=timeout)
-        started = time.time()
+        return ReadCall(self, manifest, args, reason, approval, seq, requires)
 
-        def record(state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
-            step = StepRecord(
-                run_id=self.id,
-                seq=seq,
-                tool=tool,
-                effect=manifest.effect.value,
-                permission=manifest.permission,
-                args=args,
-                reason=reason,
-                state=state,
-                idempotency_key=key,
-                started_at=started,
-                finished_at=time.time(),
-                result=result,
-                error=error,
-                approval=approval,
-                requires=requires,
-            )
-            if self._deferral is None:
-                self.journal.record_step(step)
-            else:
-                self._defer(step)
-
-        try:
-            state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
-        except BaseException as exc:  # cancelled: a read changed nothing
-            with contextlib.suppress(JournalError):
-                record(
-                    StepState.FAILED, None, scrub(f"unexpected error: {type(exc).__name__}: {exc}")
-                )
-            raise
-        if error is not None:
-            error.step = seq
-        outcome = CallOutcome(self.id, tool, seq, state, result=result, error=error)
-        try:
-            if answer is not None:
-                answer(outcome)
-        finally:  # journaled even if telling failed
-            try:
-                record(state, result, scrub(str(error)) if error is not None else None)
-            except JournalError as exc:
-                outcome = replace(outcome, journal_error=exc)
-        if state is StepState.SUCCEEDED and tool in index.watched:
-            index.add(seq, tool, args, result)
-        return outcome
+    def _keep_read(self, step: StepRecord) -> None:
+        """Journal a finished read now, or queue it (:meth:`defer_read_records`)."""
+        if self._deferral is None:
+            self.journal.record_step(step)
+        else:
+            self._defer(step)
 
     def _finish(
         self,
