@@ -235,8 +235,8 @@ class UpstreamConnection:
     def _on_line(self, line: bytes) -> None:
         try:
             message = loads(line)
-        except ValueError:
-            return  # not JSON (a stray print of the upstream): nothing to answer
+        except (ValueError, RecursionError):
+            return  # not JSON (a stray print of the upstream), or too deep: nothing to answer
         if type(message) is not dict:
             return
         if "method" not in message:
