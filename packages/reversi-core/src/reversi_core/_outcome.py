@@ -153,23 +153,42 @@ def kept_args(args: Any) -> dict[str, Any]:
     }
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
 def unicode_problems(value: Any, where: str, out: list[str]) -> None:
-    """Note every string in ``value`` that holds a lone surrogate (not Unicode text)."""
+    """Note every string in ``value`` that holds a lone surrogate (not Unicode text).
+
+    The path of a value (``args.path``) is spelled out only for one that is not an ASCII
+    string (``str.isascii``, one pass in C) or a number: most arguments cost a loop.
+    """
     if isinstance(value, str):
         if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                out.append(
-                    f"{where}: holds a lone surrogate (U+{ord(value[exc.start]):04X}) at "
-                    f"character {exc.start}, which is not Unicode text"
-                )
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            unicode_problems(item, f"{where}.{key}", out)
+            _surrogates(value, where, out)
+        return
+    if isinstance(value, dict):
+        items: Any = value.items()
     elif isinstance(value, list):
-        for i, item in enumerate(value):
-            unicode_problems(item, f"{where}.{i}", out)
+        items = enumerate(value)
+    else:
+        return
+    for key, item in items:
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                _surrogates(item, f"{where}.{key}", out)
+        elif kind not in _SCALARS:
+            unicode_problems(item, f"{where}.{key}", out)
+
+
+def _surrogates(value: str, where: str, out: list[str]) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        out.append(
+            f"{where}: holds a lone surrogate (U+{ord(value[exc.start]):04X}) at "
+            f"character {exc.start}, which is not Unicode text"
+        )
 
 
 async def run_tool(

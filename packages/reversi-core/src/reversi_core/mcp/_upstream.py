@@ -12,6 +12,7 @@ starts a fresh one for the next call.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import os
 import signal
 import subprocess
@@ -87,8 +88,11 @@ class UpstreamConnection:
         self.discarded = False
         self.closed = False
         self._process = process
-        # request id -> who is told the answer, and the request's timer
-        self._pending: dict[int, tuple[AnswerCallback, asyncio.TimerHandle | None]] = {}
+        self._pending: dict[int, AnswerCallback] = {}  # request id -> who is told the answer
+        # (deadline, request id) of the requests with a timeout, a heap; answered ones are
+        # dropped lazily. One timer, for the earliest deadline, rather than one per request.
+        self._deadlines: list[tuple[float, int]] = []
+        self._timer: asyncio.TimerHandle | None = None
         self._next_id = 0
         self._loop = asyncio.get_running_loop()
         self._out: asyncio.WriteTransport | None = None
@@ -168,8 +172,9 @@ class UpstreamConnection:
             raise UpstreamClosed
         self._next_id += 1
         rid = self._next_id
-        timer = self._loop.call_later(timeout, self._expire, rid) if timeout else None
-        self._pending[rid] = (on_answer, timer)
+        self._pending[rid] = on_answer
+        if timeout:
+            self._add_deadline(self._loop.time() + timeout, rid)
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             message["params"] = params
@@ -179,11 +184,8 @@ class UpstreamConnection:
     def cancel_request(self, rid: int) -> None:
         """Give up on request ``rid``: its callback is never told, and the upstream hears a
         ``notifications/cancelled``, as from any MCP client (nothing when it was answered)."""
-        entry = self._pending.pop(rid, None)
-        if entry is None:
+        if self._pending.pop(rid, None) is None:
             return
-        if entry[1] is not None:
-            entry[1].cancel()
         if not self.closed:
             self.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled"})
 
@@ -212,10 +214,29 @@ class UpstreamConnection:
             self.cancel_request(rid)  # nothing to tell when it was answered
             raise
 
-    def _expire(self, rid: int) -> None:
-        entry = self._pending.pop(rid, None)
-        if entry is not None:
-            self._tell(entry[0], None, TimeoutError())
+    def _add_deadline(self, deadline: float, rid: int) -> None:
+        heap, pending = self._deadlines, self._pending
+        while heap and heap[0][1] not in pending:  # answered: nothing to time out
+            heapq.heappop(heap)
+        heapq.heappush(heap, (deadline, rid))
+        timer = self._timer
+        if timer is None or deadline < timer.when():
+            if timer is not None:
+                timer.cancel()
+            self._timer = self._loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """Tell every request whose deadline has come :class:`TimeoutError`; wait for the next."""
+        self._timer = None
+        heap, pending = self._deadlines, self._pending
+        now = self._loop.time()
+        while heap and (heap[0][0] <= now or heap[0][1] not in pending):
+            _, rid = heapq.heappop(heap)
+            on_answer = pending.pop(rid, None)
+            if on_answer is not None:
+                self._tell(on_answer, None, TimeoutError())
+        if heap:
+            self._timer = self._loop.call_at(heap[0][0], self._expire)
 
     def _tell(
         self, on_answer: AnswerCallback, answer: dict[str, Any] | None, error: BaseException | None
@@ -241,11 +262,9 @@ class UpstreamConnection:
             return
         if "method" not in message:
             rid = message.get("id")
-            entry = self._pending.pop(rid, None) if type(rid) is int else None
-            if entry is not None:
-                if entry[1] is not None:
-                    entry[1].cancel()
-                self._tell(entry[0], message, None)
+            on_answer = self._pending.pop(rid, None) if type(rid) is int else None
+            if on_answer is not None:
+                self._tell(on_answer, message, None)
             return
         rid = message.get("id")
         if rid is None:
@@ -270,9 +289,11 @@ class UpstreamConnection:
             return
         self.closed = True
         pending, self._pending = self._pending, {}
-        for on_answer, timer in pending.values():
-            if timer is not None:
-                timer.cancel()
+        self._deadlines.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for on_answer in pending.values():
             self._tell(on_answer, None, UpstreamClosed())
         self.stop.set()
 
