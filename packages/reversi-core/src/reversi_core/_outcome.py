@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from ._frozen import quick_init
 from ._resources import render_resources
 from .connector import CallContext
 from .errors import CallRejected, EffectUncertainError, JournalError, ReversiError, ToolError
@@ -90,7 +91,8 @@ class Withheld:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@quick_init
+@dataclass(frozen=True)
 class CallOutcome:
     """What one call came to, as :meth:`Run.attempt` returns it.
 
