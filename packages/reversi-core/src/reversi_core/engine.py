@@ -290,10 +290,9 @@ class Run:
         execute = execute or self.executor
         if execute is None:
             raise RunStateError("no executor: pass execute= or create the run with executor=")
-        outcome = self._refusal(tool, args, reason)
-        if outcome is not None:
-            return _told(outcome, answer)
-        manifest = self.registry.get(tool)
+        manifest = self._refusal(tool, args, reason)
+        if isinstance(manifest, CallOutcome):
+            return _told(manifest, answer)
         approval: dict[str, Any] | None = None
         if manifest.approval is Approval.ALWAYS:
             try:
@@ -312,13 +311,14 @@ class Run:
             return await self._read(manifest, args, reason, approval, execute, timeout, answer)
         return _told(await self._write(manifest, args, reason, approval, execute, timeout), answer)
 
-    def _refusal(self, tool: str, args: Any, reason: str | None) -> CallOutcome | None:
-        """The rejected outcome of a call refused before approval (CALL-1), or ``None``."""
-        if tool not in self.registry:
+    def _refusal(self, tool: str, args: Any, reason: str | None) -> CallOutcome | Manifest:
+        """The rejected outcome of a call refused before approval (CALL-1), or the tool's
+        manifest."""
+        manifest = self.registry.lookup(tool)
+        if manifest is None:
             return self._reject(
                 tool, None, args, reason, UnknownToolError(f"unknown tool {tool!r}")
             )
-        manifest = self.registry.get(tool)
         withheld = self.withheld.get(tool)
         if withheld is not None:
             error: CallRejected = ToolUnavailableError(withheld.reason, code=withheld.code)
@@ -340,7 +340,7 @@ class Run:
                 f"invalid arguments for {tool}: " + "; ".join(problems), problems=problems
             )
             return self._reject(tool, manifest, args, reason, error)
-        return None
+        return manifest
 
     async def _write(
         self,
@@ -451,10 +451,9 @@ class Run:
         :class:`RunStateError` when the tool writes or asks for approval (use
         :meth:`attempt`).
         """
-        outcome = self._refusal(tool, args, reason)
-        if outcome is not None:
-            return outcome
-        manifest = self.registry.get(tool)
+        manifest = self._refusal(tool, args, reason)
+        if isinstance(manifest, CallOutcome):
+            return manifest
         if manifest.effect is not Effect.READ_ONLY or manifest.approval is Approval.ALWAYS:
             raise RunStateError(f"{tool} is not a read-only tool that needs no approval")
         return self._begin_read(manifest, args, reason, None)
