@@ -47,7 +47,9 @@ def test_quick_init_builds_what_the_generated_init_builds(
     assert repr(quick).split("(", 1)[1] == repr(slow).split("(", 1)[1]
     assert quick == cls(*args, **kwargs)
     assert dataclasses.replace(quick) == quick
-    factories = {f.name for f in dataclasses.fields(cls) if f.default_factory is not dataclasses.MISSING}
+    factories = {
+        f.name for f in dataclasses.fields(cls) if f.default_factory is not dataclasses.MISSING
+    }
     ours = inspect.signature(cls).parameters.values()
     theirs = inspect.signature(plain(cls)).parameters.values()
     assert [p.name for p in ours] == [p.name for p in theirs]
