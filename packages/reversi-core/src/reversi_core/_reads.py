@@ -163,21 +163,27 @@ class ReadCall:
 
     def _record(self, state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
         manifest = self.manifest
+        # positional: the keywords of 15 fields cost more than building the record
         step = StepRecord(
-            run_id=self.run.id,
-            seq=self.seq,
-            tool=manifest.name,
-            effect=manifest.effect.value,
-            permission=manifest.permission,
-            args=self.args,
-            reason=self.reason,
-            state=state,
-            idempotency_key=self.key,
-            started_at=self._started,
-            finished_at=time.time(),
-            result=result,
-            error=error,
-            approval=self.approval,
-            requires=self.requires,
+            self.run.id,
+            self.seq,
+            manifest.name,
+            manifest.effect.value,
+            manifest.permission,
+            self.args,
+            self.reason,
+            state,
+            self.key,
+            self._started,
+            time.time(),
+            result,
+            error,
+            None,  # compensation: a read has none
+            None,  # compensation_error
+            self.approval,
+            None,  # resolution
+            None,  # rollback_state
+            None,  # rollback_reason
+            self.requires,
         )
         self.run._keep_read(step)
