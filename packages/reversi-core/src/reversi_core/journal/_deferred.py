@@ -35,36 +35,14 @@ DEFERRED_STEPS_LIMIT = 64
 DEFERRED_BYTES_LIMIT = 1 << 20
 """Bytes of encoded arguments and results a journal handle holds at most (1 MiB)."""
 
-_STEP_COLUMNS = (
-    "run_id, seq, tool, effect, permission, args, reason, state, idempotency_key, "
-    "started_at, finished_at, result, error, compensation, compensation_error, approval"
+_INSERT_STEP = (
+    "INSERT INTO steps (run_id, seq, tool, effect, permission, args, reason, state, "
+    "idempotency_key, started_at, finished_at, result, error, compensation, "
+    "compensation_error, approval) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+"""A finished step, written whole (the values of :func:`step_row`)."""
 
-_INSERT_EDGES = "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)"
-
-_INSERTS: dict[tuple[tuple[bool, ...], bool], str] = {}
-"""The INSERT for each pattern of ``None`` values in a row (``NULL`` written in the SQL),
-and each conflict rule; a few patterns in practice, bounded below."""
-
-
-def _insert(row: tuple[Any, ...], strict: bool) -> tuple[str, tuple[Any, ...]]:
-    """The INSERT of :func:`step_row`'s ``row`` with its ``None`` values as ``NULL`` in
-    the SQL, and the values left to bind.
-
-    ``sqlite3`` binds ``None`` only after looking for an adapter for it, an attribute
-    lookup that fails and formats an error each time: five ``None`` columns were a
-    quarter of the instructions of writing a read's record.
-    """
-    nulls = tuple([value is None for value in row])
-    sql = _INSERTS.get((nulls, strict))
-    if sql is None:
-        values = ", ".join("NULL" if null else "?" for null in nulls)
-        sql = f"INSERT INTO steps ({_STEP_COLUMNS}) VALUES ({values})"  # noqa: S608 (constants)
-        if not strict:
-            sql += " ON CONFLICT DO NOTHING"
-        if len(_INSERTS) < 256:
-            _INSERTS[(nulls, strict)] = sql
-    return sql, tuple([value for value in row if value is not None])
+_INSERT_DEFERRED = _INSERT_STEP + " ON CONFLICT DO NOTHING"
 
 
 def step_row(step: StepRecord) -> tuple[Any, ...]:
@@ -129,31 +107,7 @@ class DeferredSteps:
     ) -> list[tuple[StepRecord, LostStep]]:
         """Insert ``items`` in the caller's transaction (``heads``: the handle's chain
         heads); returns those whose step number another journal handle had taken
-        meanwhile (they are not written).
-
-        The rows go in with one ``executemany`` per pattern of ``None`` values, then
-        their edges, then each step's chain record, oldest first, as :func:`write_step`
-        appends it; if any row was not written (its number was taken), that is undone
-        and each row is written alone by :func:`write_step`, to know which.
-        """
-        groups: dict[str, list[tuple[Any, ...]]] = {}
-        for _, row, _ in items:
-            sql, values = _insert(row, strict=False)
-            groups.setdefault(sql, []).append(values)
-        c.execute("SAVEPOINT deferred_steps")
-        written = sum(c.executemany(sql, rows).rowcount for sql, rows in groups.items())
-        if written == len(items):
-            edges = [(step, sorted(set(step.requires))) for step, _, _ in items]
-            rows = [(s.run_id, s.seq, r) for s, required in edges for r in required]
-            if rows:
-                c.executemany(_INSERT_EDGES, rows)
-            for (step, row, _), (_, required) in zip(items, edges, strict=True):
-                content = recorded_content(row, required)
-                sqlite_append(c, step.run_id, step.seq, "recorded", content, heads)
-            c.execute("RELEASE deferred_steps")
-            return []
-        c.execute("ROLLBACK TO deferred_steps")
-        c.execute("RELEASE deferred_steps")
+        meanwhile (they are not written)."""
         return [
             (step, on_lost) for step, row, on_lost in items if not write_step(c, step, row, heads)
         ]
@@ -170,11 +124,13 @@ def write_step(
     """Insert ``step`` (its :func:`step_row`), its ``requires`` edges and its chain record
     (``heads``: the handle's chain heads); False when another handle wrote under its
     number. ``strict``: raise :class:`sqlite3.IntegrityError` then."""
-    sql, values = _insert(row, strict)
-    if c.execute(sql, values).rowcount != 1:
+    if c.execute(_INSERT_STEP if strict else _INSERT_DEFERRED, row).rowcount != 1:
         return False
     edges = sorted(set(step.requires))
     if edges:
-        c.executemany(_INSERT_EDGES, [(step.run_id, step.seq, r) for r in edges])
+        c.executemany(
+            "INSERT INTO edges (run_id, seq, requires_seq) VALUES (?, ?, ?)",
+            [(step.run_id, step.seq, r) for r in edges],
+        )
     sqlite_append(c, step.run_id, step.seq, "recorded", recorded_content(row, edges), heads)
     return True
