@@ -33,7 +33,7 @@ What one run measures:
    server the MCP SDK makes: the floor of any server built on it.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
-``Run.attempt`` cut down to forwarding, which separates the cost of the MCP relay from the
+``Run.attempt`` and ``Run.begin_read`` cut down to forwarding, which separates the cost of the MCP relay from the
 cost of the engine and the journal. With ``--reference``, three more, also information
 only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
 proxy that journals each call before forwarding it must do, in both durability modes.
