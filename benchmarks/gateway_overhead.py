@@ -33,7 +33,7 @@ What one run measures:
    server the MCP SDK makes: the floor of any server built on it.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
-``Run.attempt`` cut down to forwarding, which separates the cost of the MCP relay from the
+``Run.attempt`` and ``Run.begin_read`` cut down to forwarding, which separates the cost of the MCP relay from the
 cost of the engine and the journal. With ``--reference``, three more, also information
 only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
 proxy that journals each call before forwarding it must do, in both durability modes.
@@ -250,6 +250,7 @@ def gateway_argv(
 
 FLOOR_LAUNCHER = """
 import sys
+from reversi_core._outcome import failure
 from reversi_core.connector import CallContext
 from reversi_core.engine import CallOutcome, Run
 from reversi_core.journal import StepState
@@ -263,12 +264,39 @@ async def forward_only(self, tool, args, *, reason=None, execute=None, approver=
         answer(outcome)
     return outcome
 
+class Forward:  # Run.begin_read's ReadCall, cut down to telling the answer
+    seq = 0
+    key = "floor"
+
+    def __init__(self, run, tool):
+        self.run, self.manifest = run, run.registry.get(tool)
+
+    def succeeded(self, result, answer=None):
+        return self.settle(StepState.SUCCEEDED, result, None, answer)
+
+    def failed(self, error, answer=None, timeout=None):
+        return self.settle(*failure(self.manifest, error, timeout), answer)
+
+    def settle(self, state, result, error, answer):
+        outcome = CallOutcome(self.run.id, self.manifest.name, 0, state, result=result, error=error)
+        if answer is not None:
+            answer(outcome)
+        return outcome
+
+    def abandon(self, exc):
+        pass
+
+def begin_only(self, tool, args, *, reason=None):
+    return Forward(self, tool)
+
 Run.attempt = forward_only
+Run.begin_read = begin_only
 from reversi_core.cli.gateway import main
 sys.exit(main())
 """
-"""``python -c`` source of the ``--floor`` target: the gateway with ``Run.attempt`` cut down
-to forwarding the call (no checks, no journal), to show what the MCP relay alone costs."""
+"""``python -c`` source of the ``--floor`` target: the gateway with ``Run.attempt`` and
+``Run.begin_read`` (the engine's two doors) cut down to forwarding the call (no checks,
+no journal), to show what the MCP relay alone costs."""
 
 
 def params(argv: list[str]) -> StdioServerParameters:

@@ -25,6 +25,7 @@ from reversi_core import (
     PermissionDenied,
     Run,
     RunClosedError,
+    RunStateError,
     StepState,
     ToolError,
     ToolUnavailableError,
@@ -399,6 +400,94 @@ async def test_a_failing_answer_still_journals_the_read(make_run: MakeRun) -> No
     [step] = run.steps()
     assert step.state is StepState.SUCCEEDED
     assert step.result == {"value": None, "exists": False}
+
+
+# -- a read served without a task: Run.begin_read --------------------------------------
+
+
+@pytest.mark.req("CALL-4", "CALL-5")
+async def test_begin_read_tells_the_answer_first_and_journals_the_read_after(
+    make_run: MakeRun,
+) -> None:
+    run = make_run()
+    read = run.begin_read("mem.get", {"key": "a"}, reason="look")
+    assert not isinstance(read, CallOutcome)
+    assert (read.seq, read.key) == (1, f"reversi-{run.id}-1")
+    assert run.steps() == []  # nothing is journaled before the read answered
+    told: list[tuple[CallOutcome, int]] = []
+    outcome = read.succeeded(
+        {"value": "x", "exists": True}, lambda o: told.append((o, len(run.steps())))
+    )
+    assert told == [(outcome, 0)]  # told before its one commit
+    assert (outcome.step, outcome.state, outcome.result) == (
+        1,
+        StepState.SUCCEEDED,
+        {"value": "x", "exists": True},
+    )
+    [step] = run.steps()
+    assert (step.state, step.idempotency_key, step.reason) == (
+        StepState.SUCCEEDED,
+        read.key,
+        "look",
+    )
+    assert step.result == {"value": "x", "exists": True}
+    with pytest.raises(RunStateError, match="settled already"):
+        read.succeeded({"value": "y", "exists": True})
+    assert len(run.steps()) == 1
+
+
+@pytest.mark.req("CALL-4", "CALL-6")
+async def test_begin_read_maps_a_failure_as_attempt_does(make_run: MakeRun) -> None:
+    run = make_run()
+    failed = run.begin_read("mem.get", {"key": "a"})
+    timed_out = run.begin_read("mem.get", {"key": "b"})
+    broken = run.begin_read("mem.get", {"key": "c"})
+    assert not isinstance(failed, CallOutcome)
+    assert not isinstance(timed_out, CallOutcome)
+    assert not isinstance(broken, CallOutcome)
+    one = failed.failed(ToolError("backend said no", code="nope"))
+    two = timed_out.failed(TimeoutError(), timeout=0.5)
+    three = broken.failed(KeyError("bug"))
+    assert isinstance(one.error, ToolError)
+    assert one.error.code == "nope"
+    assert isinstance(two.error, ToolError)
+    assert two.error.code == "timeout"
+    assert "did not finish within 0.5 s" in str(two.error)
+    assert isinstance(three.error, ToolError)
+    assert three.error.code == "unexpected"
+    assert [o.error.step for o in (one, two, three) if o.error] == [1, 2, 3]
+    assert [s.state for s in run.steps()] == [StepState.FAILED] * 3  # a read is never uncertain
+
+
+@pytest.mark.req("CALL-4")
+async def test_a_cancelled_read_from_begin_read_is_journaled_failed(make_run: MakeRun) -> None:
+    import asyncio
+
+    run = make_run()
+    read = run.begin_read("mem.get", {"key": "a"})
+    assert not isinstance(read, CallOutcome)
+    read.abandon(asyncio.CancelledError("the client cancelled the call"))
+    [step] = run.steps()
+    assert step.state is StepState.FAILED
+    assert step.error == "unexpected error: CancelledError: the client cancelled the call"
+
+
+@pytest.mark.req("CALL-1", "CALL-10")
+async def test_begin_read_refuses_as_attempt_does(make_run: MakeRun, mem: MemConnector) -> None:
+    run = make_run()
+    invalid = run.begin_read("mem.get", {"key": 3})
+    assert isinstance(invalid, CallOutcome)
+    assert isinstance(invalid.error, InvalidArgumentsError)
+    assert invalid.step == 1
+    with pytest.raises(RunStateError, match="not a read-only tool"):
+        run.begin_read("mem.put", {"key": "a", "value": "1"})
+    report = await run.rollback(compensate=compensator_for([mem]))
+    assert report.complete
+    closed = run.begin_read("mem.get", {"key": "a"})
+    assert isinstance(closed, CallOutcome)
+    assert isinstance(closed.error, RunClosedError)
+    assert closed.step is None
+    assert [s.state for s in run.steps()] == [StepState.REJECTED]
 
 
 @pytest.mark.req("CALL-6")

@@ -345,7 +345,11 @@ def _pending_step(location: str, *, gone: bool) -> str:
         owner = sql(location, "SELECT owner FROM steps")[0][0]
         host, _, start = owner.rsplit(":", 2)
         mark = "%s" if location.startswith("postgresql://") else "?"
-        sql(location, f"UPDATE steps SET owner = {mark}", [f"{host}:{exited.stdout.strip()}:{start}"])
+        sql(
+            location,
+            f"UPDATE steps SET owner = {mark}",
+            [f"{host}:{exited.stdout.strip()}:{start}"],
+        )
     return run.id
 
 
@@ -402,7 +406,10 @@ with psycopg.connect(sys.argv[1], autocommit=True) as conn:  # the journal's ses
 
 
 def test_a_connection_lost_during_a_rollback_says_to_run_it_again(
-    pg_location: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    pg_location: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     import secrets
 

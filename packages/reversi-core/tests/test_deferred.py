@@ -313,3 +313,63 @@ async def test_a_run_that_defers_has_its_reads_journaled_before_a_writes_intent(
     wrote = await run.attempt("mem.put", {"key": "a", "value": "1"})
     assert wrote.ok
     assert seen == [[(1, StepState.SUCCEEDED), (2, StepState.SUCCEEDED), (3, StepState.PENDING)]]
+
+
+@pytest.mark.req("CALL-4")
+def test_deferred_reads_written_together_each_get_their_chain_record(journal: Journal) -> None:
+    """The queue is written with one INSERT per pattern of empty columns (SQLite); each
+    step still gets its edges and its ``recorded`` chain record, in order, and the run
+    verifies (test_chain.py)."""
+    from dataclasses import replace
+
+    journal.create_run("run_a", ["x:y"], None)
+    first = journal.reserve_step("run_a")
+    journal.defer_step(_read("run_a", first), lambda s, e: None)
+    second = journal.reserve_step("run_a")  # another pattern: a reason and an error
+    step = replace(_read("run_a", second), reason="look", error="no such key", result=None)
+    journal.defer_step(replace(step, state=StepState.FAILED), lambda s, e: None)
+    third = journal.reserve_step("run_a")  # one that requires the first
+    journal.defer_step(replace(_read("run_a", third), requires=[first]), lambda s, e: None)
+    journal.flush()
+    steps = journal.list_steps("run_a")
+    assert [(s.seq, s.state, s.reason, s.error) for s in steps] == [
+        (first, StepState.SUCCEEDED, None, None),
+        (second, StepState.FAILED, "look", "no such key"),
+        (third, StepState.SUCCEEDED, None, None),
+    ]
+    assert steps[2].requires == [first]
+    records = journal.run_chain("run_a")
+    assert [(r.kind, r.step) for r in records if r.kind == "recorded"] == [
+        ("recorded", first),
+        ("recorded", second),
+        ("recorded", third),
+    ]
+    result = journal.verify_run("run_a")
+    assert result.status == "ok", result.describe()
+
+
+def test_sqlite_a_taken_step_number_still_leaves_the_others_chained(
+    sqlite_journal: SQLiteJournal, data_dir: Path
+) -> None:
+    """When one row of the batch cannot be written, the batch is undone and written
+    row by row: the others get their chain records, the lost one none."""
+    journal = sqlite_journal
+    journal.create_run("run_a", ["x:y"], None)
+    lost: Lost = []
+    first, second, third = _defer_reads(journal, "run_a", 3, lost)
+    other = SQLiteJournal.open(data_dir, create=False)
+    try:  # another handle writes under the first number meanwhile
+        other.record_rejected("run_a", "mem.nope", "unknown", "unknown", {}, None, "no", None)
+    finally:
+        other.close()
+    journal.flush()
+    assert [seq for seq, _ in lost] == [first]
+    recorded = [r.step for r in journal.run_chain("run_a") if r.kind == "recorded"]
+    assert recorded == [second, third]
+    assert [s.state for s in journal.list_steps("run_a")] == [
+        StepState.REJECTED,
+        StepState.SUCCEEDED,
+        StepState.SUCCEEDED,
+    ]
+    result = journal.verify_run("run_a")
+    assert result.status == "ok", result.describe()

@@ -745,6 +745,35 @@ def test_calls_run_side_by_side_and_a_cancelled_one_is_journaled(box: Box, wire:
     assert [s.state for s in steps[1:]] == [StepState.SUCCEEDED] * 6
 
 
+@pytest.mark.req("CALL-4")
+def test_a_read_the_client_cancels_is_journaled_failed_and_not_answered(
+    box: Box, wire: Wire
+) -> None:
+    # reads are served from the event loop's callbacks, without a task (docs/gateway.md)
+    wire.initialize()
+    wire.call(1, "box.read", {"name": "!hang"})
+    time.sleep(0.5)  # the read hangs in the upstream
+    cancel = {"requestId": 1, "reason": "the user gave up"}
+    wire.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancel})
+    wire.call(2, "box.write", {"name": "a", "text": "one"})
+    answers = [wire.recv()]
+    wire.call(3, "box.read", {"name": "a"})
+    answers.append(wire.recv())
+    assert [a and a["id"] for a in answers] == [2, 3]  # none for the cancelled read
+    assert answers[1]
+    assert answers[1]["result"]["structuredContent"] == {"text": "one"}
+    assert wire.recv(timeout=0.2) is None
+    run_id = answers[1]["result"]["_meta"]["reversi/run"]
+    assert wire.close() == 0
+    steps = box.steps(run_id)
+    assert [(s.seq, s.state) for s in steps] == [
+        (1, StepState.FAILED),  # a read changes nothing: never uncertain
+        (2, StepState.SUCCEEDED),
+        (3, StepState.SUCCEEDED),
+    ]
+    assert steps[0].error == "unexpected error: CancelledError: the client cancelled the call"
+
+
 def test_a_call_in_flight_when_the_client_leaves_is_journaled(box: Box, wire: Wire) -> None:
     wire.initialize()
     wire.call(1, "box.read", {"name": "!hang"})

@@ -8,7 +8,7 @@ import math
 from hypothesis import given
 from hypothesis import strategies as st
 
-from reversi_core._json import dumps, dumps_text, loads
+from reversi_core._json import dumps, dumps_line, dumps_text, loads
 
 JSON = st.recursive(
     st.none()
@@ -26,6 +26,7 @@ def test_what_is_encoded_reads_back_as_the_standard_library_reads_it(value: obje
     data = dumps(value)
     assert loads(data) == json.loads(data) == value
     assert loads(dumps_text(value)) == value
+    assert dumps_line(value) == data + b"\n"  # one JSON-RPC line
 
 
 def test_integers_over_64_bits_stay_exact_both_ways() -> None:
@@ -38,6 +39,7 @@ def test_integers_over_64_bits_stay_exact_both_ways() -> None:
 def test_what_orjson_cannot_encode_is_encoded_by_the_standard_library() -> None:
     assert loads(dumps("caf\udce9")) == "caf\udce9"  # a lone surrogate, spelled in ASCII
     assert dumps_text({"s": "caf\udce9"}) == '{"s":"caf\\udce9"}'
+    assert dumps_line({"n": 2**70}) == b'{"n":1180591620717411303424}\n'
     assert dumps({1: "a"}) == b'{"1":"a"}'
     assert dumps({"é": "ü"}).decode("utf-8") == '{"é":"ü"}'
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from ._frozen import quick_init
 from ._resources import render_resources
 from .connector import CallContext
 from .errors import CallRejected, EffectUncertainError, JournalError, ReversiError, ToolError
@@ -33,6 +34,7 @@ __all__ = [
     "Executor",
     "Withheld",
     "compensation_for",
+    "failure",
     "kept_args",
     "run_tool",
     "unicode_problems",
@@ -89,7 +91,8 @@ class Withheld:
     reason: str
 
 
-@dataclass(frozen=True, slots=True)
+@quick_init
+@dataclass(frozen=True)
 class CallOutcome:
     """What one call came to, as :meth:`Run.attempt` returns it.
 
@@ -152,23 +155,42 @@ def kept_args(args: Any) -> dict[str, Any]:
     }
 
 
+_SCALARS = (int, float, bool, type(None))
+
+
 def unicode_problems(value: Any, where: str, out: list[str]) -> None:
-    """Note every string in ``value`` that holds a lone surrogate (not Unicode text)."""
+    """Note every string in ``value`` that holds a lone surrogate (not Unicode text).
+
+    The path of a value (``args.path``) is spelled out only for one that is not an ASCII
+    string (``str.isascii``, one pass in C) or a number: most arguments cost a loop.
+    """
     if isinstance(value, str):
         if not value.isascii():
-            try:
-                value.encode("utf-8")
-            except UnicodeEncodeError as exc:
-                out.append(
-                    f"{where}: holds a lone surrogate (U+{ord(value[exc.start]):04X}) at "
-                    f"character {exc.start}, which is not Unicode text"
-                )
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            unicode_problems(item, f"{where}.{key}", out)
+            _surrogates(value, where, out)
+        return
+    if isinstance(value, dict):
+        items: Any = value.items()
     elif isinstance(value, list):
-        for i, item in enumerate(value):
-            unicode_problems(item, f"{where}.{i}", out)
+        items = enumerate(value)
+    else:
+        return
+    for key, item in items:
+        kind = type(item)
+        if kind is str:
+            if not item.isascii():
+                _surrogates(item, f"{where}.{key}", out)
+        elif kind not in _SCALARS:
+            unicode_problems(item, f"{where}.{key}", out)
+
+
+def _surrogates(value: str, where: str, out: list[str]) -> None:
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        out.append(
+            f"{where}: holds a lone surrogate (U+{ord(value[exc.start]):04X}) at "
+            f"character {exc.start}, which is not Unicode text"
+        )
 
 
 async def run_tool(
@@ -181,19 +203,34 @@ async def run_tool(
     """Execute the tool (CALL-5): ``(state, result, error)``.
 
     A definite failure is ``failed``; a lost answer, a timeout or any unexpected
-    exception from a writing tool is ``uncertain``. Cancellation propagates.
+    exception from a writing tool is ``uncertain`` (:func:`failure`). Cancellation
+    propagates.
     """
-    tool = manifest.name
     try:
         if timeout is not None:
             with anyio.fail_after(timeout):
-                result = await execute(tool, args, ctx)
+                result = await execute(manifest.name, args, ctx)
         else:
-            result = await execute(tool, args, ctx)
-    except (ToolError, CallRejected) as exc:
-        # CallRejected here is the tool's own refusal (say, its argument check): nothing ran
+            result = await execute(manifest.name, args, ctx)
+    except Exception as exc:
+        return failure(manifest, exc, timeout)
+    return StepState.SUCCEEDED, scrub_json(result), None
+
+
+def failure(
+    manifest: Manifest, exc: Exception, timeout: float | None
+) -> tuple[StepState, None, ReversiError]:
+    """What an exception raised by the tool's execution means: ``(state, None, error)``.
+
+    :class:`ToolError` (and a :class:`CallRejected`: the tool's own refusal, nothing
+    ran) is ``failed``; :class:`EffectUncertainError` is ``uncertain``; a
+    :class:`TimeoutError` (``timeout`` seconds ran out) and anything unforeseen are
+    ``uncertain`` for a writing tool and ``failed`` for a read-only one.
+    """
+    tool = manifest.name
+    if isinstance(exc, ToolError | CallRejected):
         return StepState.FAILED, None, exc
-    except TimeoutError:
+    if isinstance(exc, TimeoutError):
         msg = f"{tool} did not finish within {timeout} s"
         if manifest.writes:
             return (
@@ -202,23 +239,17 @@ async def run_tool(
                 EffectUncertainError(msg + "; it may or may not have taken effect"),
             )
         return StepState.FAILED, None, ToolError(msg, code="timeout")
-    except EffectUncertainError as exc:
+    if isinstance(exc, EffectUncertainError):
         return StepState.UNCERTAIN, None, exc
-    except Exception as exc:
-        # A bug, anything unforeseen: for a write the outcome is unknown.
-        text = scrub(f"{type(exc).__name__}: {exc}")
-        if manifest.writes:
-            return (
-                StepState.UNCERTAIN,
-                None,
-                EffectUncertainError(f"{tool}: unexpected error, outcome unknown: {text}"),
-            )
+    # A bug, anything unforeseen: for a write the outcome is unknown.
+    text = scrub(f"{type(exc).__name__}: {exc}")
+    if manifest.writes:
         return (
-            StepState.FAILED,
+            StepState.UNCERTAIN,
             None,
-            ToolError(f"{tool}: unexpected error: {text}", code="unexpected"),
+            EffectUncertainError(f"{tool}: unexpected error, outcome unknown: {text}"),
         )
-    return StepState.SUCCEEDED, scrub_json(result), None
+    return StepState.FAILED, None, ToolError(f"{tool}: unexpected error: {text}", code="unexpected")
 
 
 def compensation_for(

@@ -140,7 +140,11 @@ class CommandReplayer(_Command):
             tool, args, ctx.idempotency_key, ctx.run_id, ctx.step, timeout=ctx.timeout
         )
         code, stdout, reason = await _run_once(
-            self.argv, _within(call, self.timeout), self.timeout, self.environment(), "replay command"
+            self.argv,
+            _within(call, self.timeout),
+            self.timeout,
+            self.environment(),
+            "replay command",
         )
         if code == EXIT_NOT_APPLIED:
             raise ToolError(reason, code="not_applied")

@@ -34,6 +34,7 @@ from typing import Any, ClassVar, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from ._frozen import quick_init
 from .errors import (
     ConfigurationError,
     ConnectorNotFoundError,
@@ -73,6 +74,7 @@ ENTRY_POINT_GROUP = "reversi.connectors"
 F = TypeVar("F", bound=Callable[..., Awaitable[dict[str, Any]]])
 
 
+@quick_init
 @dataclass(frozen=True)
 class CallContext:
     """What a tool learns about the call besides its arguments.

@@ -18,6 +18,10 @@ run (:attr:`Run.withheld`), a permission outside the scope, invalid arguments, a
 approval, and a run that was rolled back. The requirement ids of docs/engine.md
 (``CALL-1`` ...) name the rules each part of :meth:`Run.attempt` implements.
 
+The calls are this module's (and :mod:`reversi_core._reads`'s, for a read's second
+half); what is done about the steps afterwards, from resolution to rollback, is
+:mod:`reversi_core._aftercare`'s.
+
 The engine knows no transport and no terminal: the gateway and the command-line tools
 sit on top of it.
 """
@@ -26,13 +30,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
 from typing import Any
 
-from ._decisions import allow_overwrite, resolve_step
+from ._aftercare import RunAftercare
 from ._edges import EdgeIndex
 from ._outcome import (
     REJECTED_ARGS_LIMIT,
@@ -48,20 +50,18 @@ from ._outcome import (
     run_tool,
     unicode_problems,
 )
-from ._plan import PlannedStep, RollbackPlan, plan_rollback
-from ._replay import ReplayOutcome, replay_step
+from ._plan import PlannedStep, RollbackPlan
+from ._reads import ReadCall
+from ._replay import ReplayOutcome
 from ._rollback import (
     DEFAULT_PARALLEL,
     MAX_PARALLEL,
     OutstandingStep,
-    ProgressCallback,
     RollbackReport,
-    StartCallback,
     Verifier,
     compensation_key,
 )
-from ._rollback import rollback as _rollback
-from .connector import CallContext, Compensator
+from .connector import CallContext
 from .errors import (
     ApprovalDenied,
     CallRejected,
@@ -81,7 +81,6 @@ from .journal import (
     RunStatus,
     StepRecord,
     StepState,
-    step_idempotency_key,
 )
 from .manifest import (
     Approval,
@@ -102,6 +101,7 @@ __all__ = [
     "Executor",
     "OutstandingStep",
     "PlannedStep",
+    "ReadCall",
     "ReplayOutcome",
     "RollbackPlan",
     "RollbackReport",
@@ -118,14 +118,15 @@ def new_run_id() -> str:
     return f"run_{uuid.uuid4().hex[:16]}"
 
 
-class Run:
+class Run(RunAftercare):
     """One agent session's journaled calls (see the module docstring).
 
     Create with :meth:`start` or reopen with :meth:`open`. ``scope`` is the set of
     permissions the agent holds; ``None`` means :meth:`Registry.default_scope`.
     :meth:`call` (or :meth:`attempt`, which returns failures instead of raising them)
     makes one journaled call; :meth:`rollback` undoes the run; :meth:`resolve` records a
-    person's finding about an uncertain step.
+    person's finding about an uncertain step (those that act on the steps after the
+    calls come from :class:`~reversi_core._aftercare.RunAftercare`).
     """
 
     def __init__(
@@ -291,10 +292,9 @@ class Run:
         execute = execute or self.executor
         if execute is None:
             raise RunStateError("no executor: pass execute= or create the run with executor=")
-        outcome = self._refusal(tool, args, reason)
-        if outcome is not None:
-            return _told(outcome, answer)
-        manifest = self.registry.get(tool)
+        manifest = self._refusal(tool, args, reason)
+        if isinstance(manifest, CallOutcome):
+            return _told(manifest, answer)
         approval: dict[str, Any] | None = None
         if manifest.approval is Approval.ALWAYS:
             try:
@@ -313,13 +313,14 @@ class Run:
             return await self._read(manifest, args, reason, approval, execute, timeout, answer)
         return _told(await self._write(manifest, args, reason, approval, execute, timeout), answer)
 
-    def _refusal(self, tool: str, args: Any, reason: str | None) -> CallOutcome | None:
-        """The rejected outcome of a call refused before approval (CALL-1), or ``None``."""
-        if tool not in self.registry:
+    def _refusal(self, tool: str, args: Any, reason: str | None) -> CallOutcome | Manifest:
+        """The rejected outcome of a call refused before approval (CALL-1), or the tool's
+        manifest."""
+        manifest = self.registry.lookup(tool)
+        if manifest is None:
             return self._reject(
                 tool, None, args, reason, UnknownToolError(f"unknown tool {tool!r}")
             )
-        manifest = self.registry.get(tool)
         withheld = self.withheld.get(tool)
         if withheld is not None:
             error: CallRejected = ToolUnavailableError(withheld.reason, code=withheld.code)
@@ -341,7 +342,7 @@ class Run:
                 f"invalid arguments for {tool}: " + "; ".join(problems), problems=problems
             )
             return self._reject(tool, manifest, args, reason, error)
-        return None
+        return manifest
 
     async def _write(
         self,
@@ -423,62 +424,64 @@ class Run:
         answer: AnswerCallback | None,
     ) -> CallOutcome:
         """A read-only call: executed, told, then journaled in one commit (CALL-4)."""
-        tool = manifest.name
+        call = self._begin_read(manifest, args, reason, approval)
+        if isinstance(call, CallOutcome):
+            return _told(call, answer)
+        try:
+            state, result, error = await run_tool(
+                manifest, args, call.context(timeout), execute, timeout
+            )
+        except BaseException as exc:  # cancelled: a read changed nothing
+            call.abandon(exc)
+            raise
+        return call.settle(state, result, error, answer)
+
+    def begin_read(
+        self, tool: str, args: dict[str, Any], *, reason: str | None = None
+    ) -> CallOutcome | ReadCall:
+        """The checks of :meth:`attempt` for a read-only tool that needs no approval, and
+        its step reserved, for a caller that executes the tool itself (no task).
+
+        Returns the outcome of a call that may not run (rejected and journaled, CALL-1;
+        the run rolled back, CALL-10; the journal failed): answer it as it is. Otherwise
+        a :class:`~reversi_core._reads.ReadCall`: run the tool with its
+        :attr:`~reversi_core._reads.ReadCall.key` (CALL-5), then call its
+        :meth:`~reversi_core._reads.ReadCall.succeeded` or
+        :meth:`~reversi_core._reads.ReadCall.failed` with the caller's ``answer``, which
+        is told before the step is journaled (CALL-4), or
+        :meth:`~reversi_core._reads.ReadCall.abandon` when the call is cancelled. Raises
+        :class:`RunStateError` when the tool writes or asks for approval (use
+        :meth:`attempt`).
+        """
+        manifest = self._refusal(tool, args, reason)
+        if isinstance(manifest, CallOutcome):
+            return manifest
+        if manifest.effect is not Effect.READ_ONLY or manifest.approval is Approval.ALWAYS:
+            raise RunStateError(f"{tool} is not a read-only tool that needs no approval")
+        return self._begin_read(manifest, args, reason, None)
+
+    def _begin_read(
+        self,
+        manifest: Manifest,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+    ) -> CallOutcome | ReadCall:
+        """A read's step reserved, with its edges; or the outcome when the run takes none."""
         index = self._edge_index()
         try:
             seq = self.journal.reserve_step(self.id)
         except (RunClosedError, JournalError) as exc:
-            return _told(CallOutcome(self.id, tool, None, None, error=exc), answer)
+            return CallOutcome(self.id, manifest.name, None, None, error=exc)
         requires = index.edges(manifest, args) if manifest.requires else []
-        key = step_idempotency_key(self.id, seq)
-        ctx = CallContext(run_id=self.id, step=seq, idempotency_key=key, timeout=timeout)
-        started = time.time()
+        return ReadCall(self, manifest, args, reason, approval, seq, requires)
 
-        def record(state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
-            step = StepRecord(
-                run_id=self.id,
-                seq=seq,
-                tool=tool,
-                effect=manifest.effect.value,
-                permission=manifest.permission,
-                args=args,
-                reason=reason,
-                state=state,
-                idempotency_key=key,
-                started_at=started,
-                finished_at=time.time(),
-                result=result,
-                error=error,
-                approval=approval,
-                requires=requires,
-            )
-            if self._deferral is None:
-                self.journal.record_step(step)
-            else:
-                self._defer(step)
-
-        try:
-            state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
-        except BaseException as exc:  # cancelled: a read changed nothing
-            with contextlib.suppress(JournalError):
-                record(
-                    StepState.FAILED, None, scrub(f"unexpected error: {type(exc).__name__}: {exc}")
-                )
-            raise
-        if error is not None:
-            error.step = seq
-        outcome = CallOutcome(self.id, tool, seq, state, result=result, error=error)
-        try:
-            if answer is not None:
-                answer(outcome)
-        finally:  # journaled even if telling failed
-            try:
-                record(state, result, scrub(str(error)) if error is not None else None)
-            except JournalError as exc:
-                outcome = replace(outcome, journal_error=exc)
-        if state is StepState.SUCCEEDED and tool in index.watched:
-            index.add(seq, tool, args, result)
-        return outcome
+    def _keep_read(self, step: StepRecord) -> None:
+        """Journal a finished read now, or queue it (:meth:`defer_read_records`)."""
+        if self._deferral is None:
+            self.journal.record_step(step)
+        else:
+            self._defer(step)
 
     def _finish(
         self,
@@ -572,131 +575,6 @@ class Run:
                     index.add(earlier.seq, earlier.tool, earlier.args, earlier.result)
             self._index = index
         return self._index
-
-    # -- resolution ------------------------------------------------------------------
-
-    def resolve(
-        self,
-        step: int,
-        *,
-        applied: bool,
-        result: dict[str, Any] | None = None,
-        decided_by: str | None = None,
-    ) -> StepRecord:
-        """Record that an uncertain step was (``applied=True``) or was not applied.
-
-        ``result`` (optional, for an applied step) supplies what the call would have
-        returned, so that compensation arguments mapped from ``result.`` can be computed.
-        ``decided_by`` names who found it out (journaled in ``StepRecord.resolved_by`` and
-        the ``resolved`` event; blank or ``None``: no name). Returns the step as journaled.
-        Raises :class:`RunStateError` if the step is not uncertain, or was already compensated.
-        """
-        args = (self.journal, self.registry, self.id, step, applied, result, decided_by)
-        return resolve_step(*args)
-
-    def allow_overwrite(self, step: int, *, by: str) -> StepRecord:
-        """Record that step ``step``'s compensation may overwrite a change made since the call.
-
-        A restoring compensation refuses to put back a prior state over a change someone
-        made after the call (RB-10); a person who decides that change should go after all
-        says so here, for this one step. ``by`` names who decided (``reversi rollback
-        --overwrite`` gives the OS user). The decision is journaled in the step's record
-        (``{"by", "at"}``, UNIX seconds) and kept: every later rollback of the run calls
-        that step's compensation with ``CallContext.overwrite`` true until it succeeds.
-        Returns the step as journaled now. Raises :class:`RunStateError` when the step has
-        no compensation to run (it failed, was rejected or resolved as not applied, is
-        read-only, or has none) or was compensated already, and
-        :class:`~reversi_core.errors.JournalError` when the run has no such step.
-        """
-        return allow_overwrite(self.journal, self.id, step, by)
-
-    async def replay(
-        self,
-        step: int,
-        *,
-        execute: Executor | None = None,
-        timeout: float | None = None,
-        now: float | None = None,
-    ) -> ReplayOutcome:
-        """Send an uncertain step's call again, with its original key, and resolve it by the answer.
-
-        Only for a tool whose manifest declares :class:`~reversi_core.manifest.Replay`, within
-        its ``window`` seconds of the step's start (``now``: UNIX seconds, default the clock).
-        ``execute`` (default: the run's executor) gets a context with the step's key and
-        ``replay=True``; ``timeout`` (seconds) bounds it. A result resolves the step applied
-        with that result, a ``ToolError`` not applied, anything else leaves it uncertain;
-        returns the :class:`ReplayOutcome` (rules and errors: :mod:`reversi_core._replay`).
-        Raises :class:`~reversi_core.errors.ReplayRefusedError`, nothing sent, when the tool
-        may not be replayed, the step already has a resolution (a person's or an earlier
-        replay's), or the run's rollback has started (a replay may carry the call out for the
-        first time: a new call, which such a run no longer takes); :class:`RunStateError` as
-        :meth:`resolve` does.
-        """
-        execute = execute or self.executor
-        if execute is None:
-            raise RunStateError("no executor: pass execute= or open the run with executor=")
-        return await replay_step(
-            self.journal,
-            self.registry,
-            self.journal.get_step(self.id, step),
-            execute=execute,
-            resolve=self.resolve,
-            timeout=timeout,
-            now=now,
-        )
-
-    # -- rollback --------------------------------------------------------------------
-
-    async def rollback(
-        self,
-        *,
-        compensate: Compensator,
-        verify: Verifier | None = None,
-        progress: ProgressCallback | None = None,
-        started: StartCallback | None = None,
-        compensation_timeout: float | None = None,
-        parallel: int = DEFAULT_PARALLEL,
-    ) -> RollbackReport:
-        """Undo the run newest first; return the report (see :class:`RollbackReport`).
-
-        ``compensate`` runs one compensation; ``verify`` (optional) confirms it;
-        ``progress`` is told each decision as it is journaled, ``started`` each
-        compensation as it starts; ``compensation_timeout`` (seconds) bounds each
-        compensation, and running out counts as a failure. A compensation that started
-        is shielded from a cancellation (Ctrl-C) and from a journal failure, with or
-        without a timeout: it finishes (within the timeout, if any) and its outcome is
-        journaled before the rollback stops. ``parallel`` (default
-        :data:`DEFAULT_PARALLEL`) compensations run at once, for steps that neither
-        require one another nor touch overlapping resources; ``1`` visits the steps one
-        at a time, newest first (docs/engine.md, "Rollback in parallel"). A step whose
-        journal record holds an overwrite decision (:meth:`allow_overwrite`) gets a
-        :class:`~reversi_core.connector.CompensationCall` with ``overwrite`` true; every
-        other step's compensation keeps its precondition.
-
-        The run takes no new calls from the moment this starts. Raises
-        :class:`~reversi_core.errors.RollbackInProgressError` when another live process
-        is rolling back the same run, and :class:`ValueError` for ``parallel`` below 1 or
-        above :data:`~reversi_core._rollback.MAX_PARALLEL` (256).
-        """
-        return await _rollback(
-            self.journal,
-            self.id,
-            compensate=compensate,
-            verify=verify,
-            progress=progress,
-            started=started,
-            compensation_timeout=compensation_timeout,
-            parallel=parallel,
-        )
-
-    def plan_rollback(self, *, parallel: int = DEFAULT_PARALLEL) -> RollbackPlan:
-        """What :meth:`rollback` with ``parallel`` would do, if every compensation succeeded.
-
-        Reads the journal only: no lock, no compensation, nothing written (RB-15). See
-        :class:`RollbackPlan`; raises :class:`ValueError` for ``parallel`` below 1 or above
-        :data:`~reversi_core._rollback.MAX_PARALLEL`.
-        """
-        return plan_rollback(self.journal, self.id, parallel=parallel)
 
 
 def _told(outcome: CallOutcome, answer: AnswerCallback | None) -> CallOutcome:

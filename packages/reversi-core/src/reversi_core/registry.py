@@ -438,6 +438,10 @@ class Registry:
         """Sorted tool names."""
         return sorted(self._manifests)
 
+    def lookup(self, name: str) -> Manifest | None:
+        """The manifest of ``name``, or ``None`` when no manifest declares it."""
+        return self._manifests.get(name)
+
     def get(self, name: str) -> Manifest:
         """Return the manifest of ``name``; raises :class:`UnknownToolError`."""
         try:

@@ -30,7 +30,7 @@ import sys
 from collections.abc import Sequence
 from contextlib import suppress
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 # Only what parsing the command line needs: the upstream is started before the slow
 # imports (the MCP SDK, pydantic), so that both happen at once (docs/performance.md).
@@ -359,6 +359,21 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
     process.wait()
 
 
+def _loop_options() -> dict[str, Any]:
+    """anyio's asyncio options: uvloop's event loop where it is installed.
+
+    The gateway serves a read-only call from the loop's callbacks (docs/performance.md),
+    so the loop's own work is a fifth of a relayed read's instructions on the standard
+    loop, most of which uvloop does in C. It is a dependency where it is built (not on
+    Windows); the standard loop serves the same calls without it.
+    """
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return {}
+    return {"use_uvloop": True}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``reversi-gateway``; returns the exit status."""
     try:
@@ -390,7 +405,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return anyio.run(serve_gateway_http, config, listen, args.token, process)
         from ..mcp.gateway import serve_gateway
 
-        return anyio.run(serve_gateway, config, process)
+        return anyio.run(serve_gateway, config, process, backend_options=_loop_options())
     except KeyboardInterrupt:
         if process is not None:
             _kill(process)

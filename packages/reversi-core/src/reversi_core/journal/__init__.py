@@ -34,10 +34,10 @@ from ._open import (
     open_journal,
     resolve_location,
 )
-from .sqlite import SCHEMA_VERSION, SQLiteJournal
 
 if TYPE_CHECKING:
     from .postgres import PostgresJournal
+    from .sqlite import SCHEMA_VERSION, SQLiteJournal
 
 __all__ = [
     "DATA_ENV",
@@ -63,9 +63,17 @@ __all__ = [
 
 
 def __getattr__(name: str) -> Any:
-    """:class:`PostgresJournal`, imported on first use (it imports psycopg)."""
+    """:class:`PostgresJournal` (it imports psycopg), :class:`SQLiteJournal` and
+    :data:`SCHEMA_VERSION`, imported on first use: the SQLite journal's module brings the
+    registry, the manifests, pydantic and jsonschema, which ``reversi-gateway`` imports
+    only after it started its upstream, so that both happen at once
+    (docs/performance.md, "Start-up")."""
     if name == "PostgresJournal":
         from .postgres import PostgresJournal
 
         return PostgresJournal
+    if name in ("SQLiteJournal", "SCHEMA_VERSION"):
+        from . import sqlite
+
+        return getattr(sqlite, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

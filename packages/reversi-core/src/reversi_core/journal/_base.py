@@ -9,6 +9,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from .._frozen import quick_init
 from ..errors import JournalError
 
 if TYPE_CHECKING:
@@ -125,6 +126,7 @@ class RunRecord:
         }
 
 
+@quick_init
 @dataclass(frozen=True)
 class StepRecord:
     """One journaled call.

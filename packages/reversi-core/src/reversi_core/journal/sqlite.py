@@ -68,6 +68,7 @@ from ._sqlite_file import (
 )
 from ._sqlite_operate import SQLiteReads
 from ._sqlite_owners import check_rollback, recover, take_rollback
+from ._sqlite_status import RunStatusCheck
 from ._summaries import SUMMARY_METHODS, SQLiteRunSummaries
 
 __all__ = ["JOURNAL_FILENAME", "MIGRATIONS", "SCHEMA_VERSION", "SQLiteJournal", "process_owner"]
@@ -103,6 +104,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         self._light: set[tuple[str, int]] = set()
         self._deferred = DeferredSteps()  # finished steps not yet written (defer_step)
         self._rollbacks: set[str] = set()  # the runs this handle rolls back
+        self._status: RunStatusCheck | None = None  # reserve_step's, once the file is open
 
     # -- opening -----------------------------------------------------------------
 
@@ -146,6 +148,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
             side = Path(str(path) + suffix)
             if side.exists() and stat.S_IMODE(side.stat().st_mode) & 0o077:
                 os.chmod(side, 0o600)
+        journal._status = RunStatusCheck(conn, path)  # the connection has its -shm by now
         return journal
 
     def _tx(self, *, light: bool = False) -> Transaction:
@@ -418,13 +421,9 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
 
     def reserve_step(self, run_id: str) -> int:
         with self._lock:
-            row = self._conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
-            if row is None:
-                raise JournalError(f"no run {run_id!r} in {self.path}")
-            if row[0] != RunStatus.OPEN:
-                raise RunClosedError(
-                    f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."
-                )
+            if self._status is None:  # a read-only handle
+                self._status = RunStatusCheck(self._conn, self.path)
+            self._status.check(run_id)  # a query only after a commit (_sqlite_status)
             seq = self._seq_hint.get(run_id) or self._next_seq(self._conn, run_id)
             self._seq_hint[run_id] = seq + 1
         return seq
@@ -590,6 +589,8 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def close(self) -> None:
         with self._lock:
             self.flush()
+            if self._status is not None:
+                self._status.close()
             self._conn.close()
 
     def __enter__(self) -> SQLiteJournal:

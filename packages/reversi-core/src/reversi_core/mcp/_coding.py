@@ -109,18 +109,15 @@ def unjournaled_result(error: JournalError) -> dict[str, Any]:
 def _success(
     run_id: str, seq: int, result: dict[str, Any], call: UpstreamCall | None
 ) -> dict[str, Any]:
-    meta: dict[str, Any] = {OUTCOME_META: "succeeded", RUN_META: run_id, STEP_META: seq}
     raw = call.raw if call is not None else None
-    if (
-        raw is not None
-        and call is not None
-        and (result is call.structured or result == call.structured)
-    ):
+    if raw is not None and (result is call.structured or result == call.structured):  # type: ignore[union-attr]
         # The upstream's answer as it came (content blocks included), plus our _meta.
         out = dict(raw)
         upstream_meta = raw.get("_meta")
         if type(upstream_meta) is dict:
-            meta = {**upstream_meta, **meta}
+            meta = {**upstream_meta, OUTCOME_META: "succeeded", RUN_META: run_id, STEP_META: seq}
+        else:
+            meta = {OUTCOME_META: "succeeded", RUN_META: run_id, STEP_META: seq}
         out["_meta"] = meta
         out["structuredContent"] = result
         out["isError"] = False
@@ -132,7 +129,7 @@ def _success(
         "content": [{"type": "text", "text": _result_text(result)}],
         "structuredContent": result,
         "isError": False,
-        "_meta": meta,
+        "_meta": {OUTCOME_META: "succeeded", RUN_META: run_id, STEP_META: seq},
     }
 
 

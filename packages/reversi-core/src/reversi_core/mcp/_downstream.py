@@ -50,6 +50,11 @@ class Relay(Protocol):
         """Tools whose calls need a person's approval: left to the SDK's server."""
         ...
 
+    @property
+    def reads(self) -> frozenset[str]:
+        """Tools whose calls :meth:`relay_read` may serve."""
+        ...
+
     async def relay_call(
         self,
         name: str,
@@ -60,6 +65,34 @@ class Relay(Protocol):
     ) -> None:
         """Serve the call; ``reply`` gets its ``CallToolResult``, once."""
         ...
+
+    def relay_read(
+        self,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any],
+        client: str,
+        reply: Callable[[dict[str, Any]], None],
+        fail: Callable[[Exception], None],
+    ) -> Callable[[str], None] | None:
+        """Serve the call from the loop's callbacks; its canceller, or None: not taken."""
+        ...
+
+
+class _Inline:
+    """A raw call served from the event loop's callbacks (:meth:`Relay.relay_read`)."""
+
+    __slots__ = ("canceller", "sent")
+
+    def __init__(self) -> None:
+        self.sent = False
+        self.canceller: Callable[[str], None] | None = None
+
+    def cancel(self, why: str) -> None:
+        """Stop the call (nothing is answered)."""
+        if not self.sent and self.canceller is not None:
+            self.sent = True
+            self.canceller(why)
 
 
 def client_of(info: Any) -> str:
@@ -92,7 +125,8 @@ class Downstream:
         self._init_ids: set[Any] = set()
         self._client = "the MCP client"
         self._stamp = server.server_info_stamp
-        self._inflight: dict[Any, asyncio.Task[None]] = {}
+        self._reads = gateway.reads
+        self._inflight: dict[Any, asyncio.Task[None] | _Inline] = {}
         self._started: set[asyncio.Task[None]] = set()  # raw calls' tasks that began to run
         self._closing = False
         self._loop = asyncio.get_running_loop()
@@ -144,14 +178,20 @@ class Downstream:
         if exc is not None:
             say(f"the connection to the client broke: {describe(exc)}", self._errlog)
         self._to_sdk.close()
-        for rid, task in self._inflight.items():
+        closed = {"code": CONNECTION_CLOSED, "message": "Connection closed"}
+        for rid, task in list(self._inflight.items()):
+            if isinstance(task, _Inline):  # journaled at once, then answered as the SDK does
+                task.cancel("the client closed the connection")
+                del self._inflight[rid]
+                self._answer(rid, error=closed)
+                continue
             if task not in self._started:  # cancelled before it ran: nothing was journaled
-                self._answer(rid, error={"code": CONNECTION_CLOSED, "message": "Connection closed"})
+                self._answer(rid, error=closed)
             task.cancel("the client closed the connection")
 
     async def finish(self) -> None:
         """Wait for the calls cancelled by :meth:`on_end` to be journaled."""
-        tasks = list(self._inflight.values())
+        tasks = [t for t in self._inflight.values() if isinstance(t, asyncio.Task)]
         if tasks:
             await asyncio.gather(*tasks, return_exceptions=True)
 
@@ -186,8 +226,55 @@ class Downstream:
             ):
                 return False  # a bad envelope: the SDK says what is wrong
             client, modern = client_of(meta.get(CLIENT_INFO_META_KEY)), True
+        if name in self._reads and self._serve_now(rid, name, args, meta, client, modern):
+            return True
         task = self._loop.create_task(self._serve_call(rid, name, args, meta, client, modern))
         self._inflight[rid] = task
+        return True
+
+    def _serve_now(
+        self,
+        rid: int | str,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any],
+        client: str,
+        modern: bool,
+    ) -> bool:
+        """Serve a read without a task (:meth:`Relay.relay_read`); False: not taken."""
+        call = _Inline()
+        self._inflight[rid] = call
+
+        def reply(result: dict[str, Any]) -> None:
+            if call.sent:
+                return
+            call.sent = True
+            if self._inflight.get(rid) is call:
+                del self._inflight[rid]
+            if modern:  # what the SDK adds to a 2026-07-28 result
+                result["resultType"] = "complete"
+                result["_meta"][SERVER_INFO_META_KEY] = self._stamp
+            self._answer(rid, result=result)
+
+        def fail(exc: Exception) -> None:
+            say(f"error: {name}: {describe(exc)}", self._errlog)
+            if not call.sent:
+                call.sent = True
+                if self._inflight.get(rid) is call:
+                    del self._inflight[rid]
+                self._answer(
+                    rid, error={"code": INTERNAL_ERROR, "message": "Internal server error"}
+                )
+
+        try:
+            canceller = self.gateway.relay_read(name, args, meta, client, reply, fail)
+        except Exception as exc:
+            fail(exc)
+            return True
+        if canceller is None:
+            del self._inflight[rid]
+            return False
+        call.canceller = canceller
         return True
 
     async def _serve_call(

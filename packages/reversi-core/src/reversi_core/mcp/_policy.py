@@ -25,6 +25,7 @@ to the client can be that result with Reversi's ``_meta`` added.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any, cast
 
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
@@ -33,7 +34,7 @@ from .._tracing import inject
 from ..connector import CallContext
 from ..errors import EffectUncertainError, ToolError
 from ._link import Supervisor, UpstreamNotSent
-from ._upstream import UpstreamClosed, UpstreamError
+from ._upstream import UpstreamClosed, UpstreamConnection, UpstreamError
 from .serve import IDEMPOTENCY_KEY_META, OUTCOME_META, RUN_ID_META
 from .serve import STEP_META as UPSTREAM_STEP_META
 
@@ -67,45 +68,95 @@ class UpstreamCall:
 
     async def __call__(self, tool: str, args: dict[str, Any], ctx: CallContext) -> dict[str, Any]:
         """Forward the call; return its JSON result or raise ToolError / EffectUncertainError."""
-        writes = self.writes
         conn = self.upstream.live
         if conn is None:
             try:
                 conn = await self.upstream.connection()
             except UpstreamError as exc:
                 raise ToolError(str(exc), code="upstream_unavailable") from None
-        meta: dict[str, Any] = {
-            IDEMPOTENCY_KEY_META: ctx.idempotency_key,
-            RUN_ID_META: ctx.run_id,
-            UPSTREAM_STEP_META: ctx.step,
-        }
-        inject(meta)  # the call's span, as the upstream's parent (when tracing)
-        params = {
-            "_meta": meta,
+        params = self._params(tool, args, ctx.idempotency_key, ctx.run_id, ctx.step)
+        inject(params["_meta"])  # the call's span, as the upstream's parent (when tracing)
+        try:
+            answer = await conn.request("tools/call", params, self.timeout)
+        except (UpstreamClosed, UpstreamNotSent, TimeoutError) as exc:
+            return self.settle(conn, tool, None, exc)
+        return self.settle(conn, tool, answer, None)
+
+    def send(
+        self,
+        conn: UpstreamConnection,
+        tool: str,
+        args: dict[str, Any],
+        key: str,
+        run_id: str,
+        step: int,
+        done: Callable[[dict[str, Any] | None, Exception | None], None],
+    ) -> int:
+        """Forward the call on the live stdio connection ``conn`` without waiting (no
+        task), with the step's idempotency ``key``, ``run_id`` and ``step`` in its
+        ``_meta`` and the tool's upstream name (:attr:`wire`).
+
+        ``done`` is told, once, from the event loop's callback that read the answer (or
+        saw the upstream go, or the timeout expire): ``(result, None)`` with the JSON
+        result, or ``(None, error)`` with the ToolError / EffectUncertainError that
+        :meth:`__call__` would raise. Returns the request id, for
+        :meth:`UpstreamConnection.cancel_request`. Raises :class:`UpstreamClosed` when
+        ``conn`` is closed already. No ``traceparent`` is written: the gateway serves a
+        call this way only when it is not tracing.
+        """
+
+        def on_answer(answer: dict[str, Any] | None, error: BaseException | None) -> None:
+            try:
+                result = self.settle(conn, tool, answer, error)
+            except (ToolError, EffectUncertainError) as exc:
+                done(None, exc)
+                return
+            done(result, None)
+
+        params = self._params(tool, args, key, run_id, step)
+        return conn.send_request("tools/call", params, on_answer, self.timeout)
+
+    def _params(
+        self, tool: str, args: dict[str, Any], key: str | None, run_id: str | None, step: int | None
+    ) -> dict[str, Any]:
+        return {
+            "_meta": {IDEMPOTENCY_KEY_META: key, RUN_ID_META: run_id, UPSTREAM_STEP_META: step},
             "name": self.wire or tool,
             "arguments": args,
         }
-        timeout = self.timeout
-        try:
-            answer = await conn.request("tools/call", params, timeout)
-        except UpstreamClosed:
+
+    def settle(
+        self,
+        conn: Any,
+        tool: str,
+        answer: dict[str, Any] | None,
+        error: BaseException | None,
+    ) -> dict[str, Any]:
+        """What the upstream's answer to the call on link ``conn`` (or ``error``:
+        :class:`UpstreamClosed`, :class:`UpstreamNotSent`, :class:`TimeoutError`) means:
+        the JSON result, or ToolError / EffectUncertainError raised. A connection that
+        closed, could not send or did not answer in time is retired."""
+        writes = self.writes
+        if isinstance(error, UpstreamClosed):
             self.upstream.discard(conn, f"it closed the connection during {tool}")
             msg = f"the upstream server exited or closed the connection during {tool}"
             if writes:
                 raise EffectUncertainError(f"{msg}; {_MAYBE}") from None
             raise ToolError(msg, code="upstream_closed") from None
-        except UpstreamNotSent as exc:  # nothing reached the upstream: nothing happened
+        if isinstance(error, UpstreamNotSent):  # nothing reached the upstream: nothing happened
             self.upstream.discard(conn, f"{tool} could not be sent")
             raise ToolError(
-                f"{tool} could not be sent to the upstream server: {exc}",
+                f"{tool} could not be sent to the upstream server: {error}",
                 code="upstream_unavailable",
             ) from None
-        except TimeoutError:
+        if error is not None:  # TimeoutError
+            timeout = self.timeout
             self.upstream.discard(conn, f"no answer to {tool} within {timeout:g} s")
             msg = f"the upstream server did not answer {tool} within {timeout:g} s (--call-timeout)"
             if writes:
                 raise EffectUncertainError(f"{msg}; {_MAYBE}") from None
             raise ToolError(msg, code="timeout") from None
+        assert answer is not None
         if "error" in answer:
             upstream_error(tool, writes, answer["error"])
         result = answer.get("result")

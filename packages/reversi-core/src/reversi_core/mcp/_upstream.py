@@ -2,7 +2,8 @@
 
 :class:`UpstreamConnection` is a minimal MCP client of one running server: the
 ``initialize`` handshake and every page of ``tools/list`` (read into SDK models once),
-then one JSON line per request, answered by a future matched by id. :class:`Upstream`
+then one JSON line per request, its answer matched by id and handed to a callback (or a
+future, for :meth:`~UpstreamConnection.request`). :class:`Upstream`
 keeps one connection live: it starts the server on demand, retires a connection after
 a failure (closing its stdin, then SIGTERM, then SIGKILL to its process group) and
 starts a fresh one for the next call.
@@ -11,13 +12,14 @@ starts a fresh one for the next call.
 from __future__ import annotations
 
 import asyncio
+import heapq
 import os
 import signal
 import subprocess
 import sys
 from collections.abc import Callable, Mapping
 from contextlib import suppress
-from typing import Any, TextIO
+from typing import Any, TextIO, cast
 
 import anyio
 import anyio.abc
@@ -35,6 +37,7 @@ from ._wire import LineReader, WriteProtocol, encode_line
 
 __all__ = [
     "DEFAULT_START_TIMEOUT",
+    "AnswerCallback",
     "Upstream",
     "UpstreamClosed",
     "UpstreamConnection",
@@ -61,9 +64,9 @@ class UpstreamClosed(Exception):
     """The upstream closed its pipes (it exited) before answering."""
 
 
-def _expire(future: asyncio.Future[dict[str, Any]]) -> None:
-    if not future.done():
-        future.set_exception(TimeoutError())
+AnswerCallback = Callable[[dict[str, Any] | None, BaseException | None], None]
+"""Told the upstream's answer to one request: ``(answer, None)``, or ``(None, error)`` with
+:class:`UpstreamClosed` or :class:`TimeoutError`."""
 
 
 class UpstreamConnection:
@@ -71,8 +74,10 @@ class UpstreamConnection:
 
     A minimal MCP client: :meth:`handshake` (``initialize``, then ``tools/list``, read
     into SDK models once), then :meth:`request` per call, which returns the upstream's
-    JSON-RPC answer as parsed JSON. The upstream's own requests are answered (``ping``)
-    or refused; its notifications are ignored.
+    JSON-RPC answer as parsed JSON, or :meth:`send_request`, which hands it to a callback
+    from the event loop's own callback that read it (no task, no future: the gateway's
+    reads are answered that way). The upstream's own requests are answered (``ping``) or
+    refused; its notifications are ignored.
     """
 
     def __init__(self, generation: int, process: subprocess.Popen[bytes]) -> None:
@@ -83,7 +88,11 @@ class UpstreamConnection:
         self.discarded = False
         self.closed = False
         self._process = process
-        self._pending: dict[int, asyncio.Future[dict[str, Any]]] = {}
+        self._pending: dict[int, AnswerCallback] = {}  # request id -> who is told the answer
+        # (deadline, request id) of the requests with a timeout, a heap; answered ones are
+        # dropped lazily. One timer, for the earliest deadline, rather than one per request.
+        self._deadlines: list[tuple[float, int]] = []
+        self._timer: asyncio.TimerHandle | None = None
         self._next_id = 0
         self._loop = asyncio.get_running_loop()
         self._out: asyncio.WriteTransport | None = None
@@ -145,6 +154,41 @@ class UpstreamConnection:
             message["params"] = params
         self._send(message)
 
+    def send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        on_answer: AnswerCallback,
+        timeout: float | None = None,
+    ) -> int:
+        """Send a request; ``on_answer`` is told its answer once (see :data:`AnswerCallback`).
+
+        ``on_answer`` runs in the event loop's callback that read the answer (or saw the
+        upstream close, or the ``timeout`` in seconds expire): it must not raise. Returns
+        the request's id, for :meth:`cancel_request`. Raises :class:`UpstreamClosed` when
+        the upstream is gone already.
+        """
+        if self.closed:
+            raise UpstreamClosed
+        self._next_id += 1
+        rid = self._next_id
+        self._pending[rid] = on_answer
+        if timeout:
+            self._add_deadline(self._loop.time() + timeout, rid)
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            message["params"] = params
+        self._send(message)
+        return rid
+
+    def cancel_request(self, rid: int) -> None:
+        """Give up on request ``rid``: its callback is never told, and the upstream hears a
+        ``notifications/cancelled``, as from any MCP client (nothing when it was answered)."""
+        if self._pending.pop(rid, None) is None:
+            return
+        if not self.closed:
+            self.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled"})
+
     async def request(
         self, method: str, params: dict[str, Any] | None, timeout: float | None = None
     ) -> dict[str, Any]:
@@ -153,28 +197,56 @@ class UpstreamConnection:
         Raises :class:`UpstreamClosed` when the upstream goes away first and
         :class:`TimeoutError` after ``timeout`` seconds.
         """
-        if self.closed:
-            raise UpstreamClosed
-        self._next_id += 1
-        rid = self._next_id
         future: asyncio.Future[dict[str, Any]] = self._loop.create_future()
-        self._pending[rid] = future
-        message: dict[str, Any] = {"jsonrpc": "2.0", "id": rid, "method": method}
-        if params is not None:
-            message["params"] = params
-        self._send(message)
-        timer = self._loop.call_later(timeout, _expire, future) if timeout else None
+
+        def settle(answer: dict[str, Any] | None, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(cast(dict[str, Any], answer))
+
+        rid = self.send_request(method, params, settle, timeout)
         try:
             return await future
         except asyncio.CancelledError:
-            answered = future.done() and not future.cancelled()
-            if not answered and not self.closed:  # tell the upstream, as an MCP client does
-                self.notify("notifications/cancelled", {"requestId": rid, "reason": "cancelled"})
+            self.cancel_request(rid)  # nothing to tell when it was answered
             raise
-        finally:
-            self._pending.pop(rid, None)
+
+    def _add_deadline(self, deadline: float, rid: int) -> None:
+        heap, pending = self._deadlines, self._pending
+        while heap and heap[0][1] not in pending:  # answered: nothing to time out
+            heapq.heappop(heap)
+        heapq.heappush(heap, (deadline, rid))
+        timer = self._timer
+        if timer is None or deadline < timer.when():
             if timer is not None:
                 timer.cancel()
+            self._timer = self._loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """Tell every request whose deadline has come :class:`TimeoutError`; wait for the next."""
+        self._timer = None
+        heap, pending = self._deadlines, self._pending
+        now = self._loop.time()
+        while heap and (heap[0][0] <= now or heap[0][1] not in pending):
+            _, rid = heapq.heappop(heap)
+            on_answer = pending.pop(rid, None)
+            if on_answer is not None:
+                self._tell(on_answer, None, TimeoutError())
+        if heap:
+            self._timer = self._loop.call_at(heap[0][0], self._expire)
+
+    def _tell(
+        self, on_answer: AnswerCallback, answer: dict[str, Any] | None, error: BaseException | None
+    ) -> None:
+        try:
+            on_answer(answer, error)
+        except Exception as exc:  # a bug of the caller must not stop the reading of the pipe
+            print(
+                f"{PROG}: error: an upstream answer was dropped: {describe(exc)}", file=sys.stderr
+            )
 
     def _send(self, message: dict[str, Any]) -> None:
         out = self._out
@@ -184,15 +256,15 @@ class UpstreamConnection:
     def _on_line(self, line: bytes) -> None:
         try:
             message = loads(line)
-        except ValueError:
-            return  # not JSON (a stray print of the upstream): nothing to answer
+        except (ValueError, RecursionError):
+            return  # not JSON (a stray print of the upstream), or too deep: nothing to answer
         if type(message) is not dict:
             return
         if "method" not in message:
             rid = message.get("id")
-            future = self._pending.get(rid) if type(rid) is int else None
-            if future is not None and not future.done():
-                future.set_result(message)
+            on_answer = self._pending.pop(rid, None) if type(rid) is int else None
+            if on_answer is not None:
+                self._tell(on_answer, message, None)
             return
         rid = message.get("id")
         if rid is None:
@@ -216,9 +288,13 @@ class UpstreamConnection:
         if self.closed:
             return
         self.closed = True
-        for future in self._pending.values():
-            if not future.done():
-                future.set_exception(UpstreamClosed())
+        pending, self._pending = self._pending, {}
+        self._deadlines.clear()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        for on_answer in pending.values():
+            self._tell(on_answer, None, UpstreamClosed())
         self.stop.set()
 
 

@@ -37,7 +37,7 @@ from typing import Any
 
 from mcp_types import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
-from .._json import dumps, loads
+from .._json import dumps_line, loads
 
 __all__ = [
     "DEFAULT_MAX_MESSAGE_BYTES",
@@ -66,7 +66,7 @@ _HEAD_BYTES = 4096
 def encode_line(message: dict[str, Any]) -> bytes:
     """One JSON-RPC message as a line of UTF-8 bytes (any string can be encoded: see
     :mod:`reversi_core._json`)."""
-    return dumps(message) + b"\n"
+    return dumps_line(message)
 
 
 def error_line(rid: Any, code: int, message: str) -> bytes:

@@ -27,6 +27,7 @@ step was journaled) and ``reversi/outcome`` (``succeeded``, ``failed``, ``uncert
 
 from __future__ import annotations
 
+import asyncio
 import math
 import subprocess
 import sys
@@ -41,12 +42,12 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from ..__about__ import __version__
-from .._tracing import set_outcome, span
+from .._tracing import set_outcome, span, tracing
 from ..engine import CallOutcome, Run
-from ..errors import JournalError, ReversiError
+from ..errors import EffectUncertainError, JournalError, ReversiError, ToolError
 from ..journal import Durability, Journal, StepRecord, describe_location, open_journal
 from ..journal._open import is_url
-from ..manifest import Approval
+from ..manifest import Approval, Effect
 from ..registry import Registry
 from ._approval import Approvals, ConsoleQueue, client_name, declares_elicitation, modern
 from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result, unjournaled_result
@@ -55,7 +56,14 @@ from ._link import Link, Supervisor, make_upstream
 from ._messages import PROG, say
 from ._policy import UpstreamCall
 from ._tools import ToolIndex, load_manifest_dir
-from ._upstream import DEFAULT_START_TIMEOUT, UpstreamError, spawn_upstream, stop_process
+from ._upstream import (
+    DEFAULT_START_TIMEOUT,
+    UpstreamClosed,
+    UpstreamConnection,
+    UpstreamError,
+    spawn_upstream,
+    stop_process,
+)
 from ._wire import DEFAULT_MAX_MESSAGE_BYTES, LineReader, connect_reader, connect_writer, stdio_fds
 
 __all__ = [
@@ -174,6 +182,14 @@ class Gateway:
             )
         self._approvals = Approvals(self.registry, config.pre_approved, console)
         self._listing = types.ListToolsResult(tools=index.listed)
+        # by the names the client calls them (the manifests' without the namespace)
+        self._reads = frozenset(
+            m.name.removeprefix(self._prefix)
+            for m in self.registry
+            if m.effect is Effect.READ_ONLY
+            and m.approval is not Approval.ALWAYS
+            and m.name.startswith(self._prefix)
+        )
         upstream.on_connect.append(self._reindex)
 
     @property
@@ -181,6 +197,12 @@ class Gateway:
         """Tools whose calls need a person's approval (served through the SDK), by the
         names the client calls them."""
         return frozenset(n.removeprefix(self._prefix) for n in self._asks)
+
+    @property
+    def reads(self) -> frozenset[str]:
+        """Read-only tools that need nobody's approval (:meth:`relay_read` serves them),
+        by the names the client calls them."""
+        return self._reads
 
     # -- the run ---------------------------------------------------------------------
 
@@ -285,6 +307,77 @@ class Gateway:
             )
             end_span(traced, outcome)
         self._log_lost(outcome)
+
+    def relay_read(
+        self,
+        name: str,
+        args: dict[str, Any],
+        meta: dict[str, Any],
+        client: str,
+        reply: Callable[[dict[str, Any]], None],
+        fail: Callable[[Exception], None],
+    ) -> Callable[[str], None] | None:
+        """Serve a call of a read-only tool in :attr:`reads` without a task, or return None.
+
+        The same call as :meth:`relay_call` (``name`` as the client calls it; the
+        namespace, when there is one, is added here), made from the event loop's
+        callbacks: the run's checks and the request to the upstream now, and ``reply``
+        (then the step's record, CALL-4) from the callback that reads the upstream's
+        answer. ``fail`` is told an exception that escaped there (a bug), so that the
+        call is answered all the same; one raised now propagates. Returns a function
+        that cancels the call (its argument says why; the upstream is told and the step
+        journaled ``failed``; ``reply`` is not called), or ``None``, doing nothing, when
+        the call is left to :meth:`relay_call`: no live upstream connection (it starts
+        one), an upstream over HTTP (its link is awaited), or OpenTelemetry tracing
+        (the call's span is a context around the awaited call).
+        """
+        conn = self.upstream.live
+        if type(conn) is not UpstreamConnection or tracing() is not None:
+            return None
+        run = self._run
+        if run is None:
+            try:
+                run = self.ensure_run(client)
+            except JournalError as exc:
+                self.journal_failed(exc)
+                reply(unjournaled_result(exc))
+                return _answered
+        if self._prefix:
+            name = self._prefix + name
+        reason = meta.get(REASON_META)
+        begun = run.begin_read(name, args, reason=reason if type(reason) is str else None)
+        if isinstance(begun, CallOutcome):  # refused, or the run takes no calls
+            reply(call_tool_result(begun, None))
+            return _answered
+        call = self._upstream_call(name)
+
+        def answer(outcome: CallOutcome) -> None:
+            reply(call_tool_result(outcome, call))
+
+        def done(result: dict[str, Any] | None, error: Exception | None) -> None:
+            try:
+                if error is None:
+                    assert result is not None
+                    self._log_lost(begun.succeeded(result, answer))
+                else:
+                    self._log_lost(begun.failed(error, answer, call.timeout))
+            except Exception as exc:
+                fail(exc)
+
+        try:
+            rid = call.send(conn, name, args, begun.key, run.id, begun.seq, done)
+        except UpstreamClosed as closed:  # gone since it was live: failed, as awaited
+            try:
+                call.settle(conn, name, None, closed)
+            except (ToolError, EffectUncertainError) as exc:
+                done(None, exc)
+            return _answered
+
+        def cancel(why: str) -> None:
+            conn.cancel_request(rid)
+            begun.abandon(asyncio.CancelledError(why))
+
+        return cancel
 
     # -- the MCP server (everything but the raw tools/call path) -------------------------
 
@@ -487,6 +580,10 @@ async def serve_gateway(
         )
     say(ended, err)
     return 0
+
+
+def _answered(why: str) -> None:
+    """The cancel function of a call answered at once: there is nothing left to cancel."""
 
 
 def _report(index: ToolIndex, upstream: Supervisor, err: TextIO) -> None:
