@@ -441,8 +441,11 @@ def test_a_journal_that_cannot_be_read_gets_a_503_page_and_the_console_goes_on(
             m.setattr(type(journal), "get_run", down)
             m.setattr(type(journal), "list_runs", down)
             m.setattr(type(journal), "run_summaries", down, raising=False)
-            answer = c.get("/")
-            assert answer.status_code == 503
-            assert "the journal cannot be read now: database is locked" in answer.text
+            for path in ("/", f"/runs/{played.id}"):
+                answer = c.get(path)
+                assert answer.status_code == 503, (path, answer.status_code)
+                assert "the journal cannot be read now: database is locked" in answer.text
         assert c.get("/").status_code == 200
+        assert c.get(f"/runs/{played.id}").status_code == 200
+        assert c.get("/runs/no-such-run").status_code == 404
         assert played.id in c.get("/").text

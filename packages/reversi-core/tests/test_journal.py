@@ -22,6 +22,7 @@ from reversi_core import (
     JournalVersionError,
     SQLiteJournal,
     StepState,
+    UnknownRunError,
 )
 from reversi_core.journal import (
     JOURNAL_ENV,
@@ -514,8 +515,12 @@ def test_reopening_keeps_every_step(location: str, store: str) -> None:
 
 
 def test_unknown_run_and_step_raise_journal_error(journal: Journal) -> None:
-    with pytest.raises(JournalError, match="no run 'run_x'"):
-        journal.get_run("run_x")
+    """An unknown run is UnknownRunError (a JournalError) on every read of it, so that a
+    caller can tell it from an outage (the console answers 404 for it, 503 for the other)."""
+    for read in (journal.get_run, journal.run_status):
+        with pytest.raises(UnknownRunError, match="no run 'run_x'"):
+            read("run_x")
+    assert issubclass(UnknownRunError, JournalError)
     journal.create_run("run_a", [], None)
     with pytest.raises(JournalError, match="has no step 7"):
         journal.get_step("run_a", 7)

@@ -65,6 +65,7 @@ if TYPE_CHECKING:
         RunStateError,
         ToolError,
         ToolUnavailableError,
+        UnknownRunError,
         UnknownToolError,
     )
     from .journal import (
@@ -130,6 +131,7 @@ _LAZY: dict[str, str] = {
     "InvalidArgumentsError": ".errors",
     "JournalError": ".errors",
     "JournalVersionError": ".errors",
+    "UnknownRunError": ".errors",
     "ManifestError": ".errors",
     "PermissionDenied": ".errors",
     "ReversiError": ".errors",
@@ -230,6 +232,7 @@ __all__ = [
     "StepState",
     "ToolError",
     "ToolUnavailableError",
+    "UnknownRunError",
     "UnknownToolError",
     "Withheld",
     "__version__",

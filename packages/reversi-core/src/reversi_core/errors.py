@@ -54,6 +54,7 @@ __all__ = [
     "RunStateError",
     "ToolError",
     "ToolUnavailableError",
+    "UnknownRunError",
     "UnknownToolError",
 ]
 
@@ -87,6 +88,11 @@ class ManifestError(ReversiError):
 
 class JournalError(ReversiError):
     """The journal cannot be opened, read or written."""
+
+
+class UnknownRunError(JournalError):
+    """The journal holds no run with the id asked for (a :class:`JournalError`, so that
+    callers written before it still catch it)."""
 
 
 class JournalVersionError(JournalError):

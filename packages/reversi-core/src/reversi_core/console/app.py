@@ -36,7 +36,7 @@ from ..cli._common import CliError
 from ..cli._manifests import manifest_for
 from ..connector import Compensator
 from ..engine import DEFAULT_PARALLEL, Run
-from ..errors import JournalError, RollbackInProgressError, RunStateError
+from ..errors import JournalError, RollbackInProgressError, RunStateError, UnknownRunError
 from ..journal import Journal, StepState, describe_location
 from ..journal._approvals import ApprovalDecisionError, ApprovalState, approvals_of
 from ..journal._summaries import run_summaries_of
@@ -149,7 +149,7 @@ async def runs_page(request: Request) -> Response:
 def _run_or_404(request: Request) -> Any:
     try:
         return _journal(request).get_run(request.path_params["run"])
-    except JournalError:
+    except UnknownRunError:  # an outage is another JournalError: a 503 (_journal_unavailable)
         return None
 
 
@@ -342,7 +342,7 @@ async def rollback_json(request: Request) -> Response:
     body = progress.to_json()
     try:
         body["status"] = _journal(request).get_run(progress.run_id).status.value
-    except JournalError:
+    except UnknownRunError:
         body["status"] = None
     return JSONResponse(scrub_record(body))
 

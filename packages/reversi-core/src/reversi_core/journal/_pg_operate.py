@@ -14,7 +14,7 @@ import threading
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JournalError
+from ..errors import UnknownRunError
 from ._base import StepRecord
 from ._chain import CHAIN_COLUMNS, CHAIN_SCHEMA, ChainRecord, Verification, verify_chain
 from ._pg_schema import MIGRATIONS_TABLE
@@ -54,7 +54,7 @@ class PgReads:
             "SELECT chained, chain_seq, chain_hash FROM runs WHERE id = %s", [run_id]
         ).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.location}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.location}")
         records = [
             ChainRecord(*r)
             for r in c.execute(

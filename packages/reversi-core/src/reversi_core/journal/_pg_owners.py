@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import JournalError, RollbackInProgressError
+from ..errors import RollbackInProgressError, UnknownRunError
 from ._chain import recovered_content
 from ._owner import owner_alive, owner_host, owner_pid, taken_over
 from ._pg_conn import advisory_key
@@ -148,7 +148,7 @@ def take_rollback(c: Any, run_id: str, me: str, lock_key: int, where: str, event
                 "SELECT status, rollback_owner FROM runs WHERE id = %s FOR UPDATE", [run_id]
             ).fetchone()
             if row is None:
-                raise JournalError(f"no run {run_id!r} in {where}")
+                raise UnknownRunError(f"no run {run_id!r} in {where}")
             status, owner = row
             live = status == "rolling_back" and not owner_dead(c, owner, me)
             if live and owner != me:
@@ -182,7 +182,7 @@ def check_rollback(c: Any, run_id: str, me: str, where: str) -> None:
         "SELECT status, rollback_owner FROM runs WHERE id = %s FOR SHARE", [run_id]
     ).fetchone()
     if row is None:
-        raise JournalError(f"no run {run_id!r} in {where}")
+        raise UnknownRunError(f"no run {run_id!r} in {where}")
     if row[0] != "rolling_back" or row[1] != me:
         raise taken_over(run_id, row[0], row[1], me)
 

@@ -30,7 +30,7 @@ import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from ..errors import JournalError
+from ..errors import JournalError, UnknownRunError
 from . import _chain as chain
 from ._chain import ChainRecord, link_hash
 
@@ -103,7 +103,7 @@ def _head(c: sqlite3.Connection, run_id: str) -> tuple[int, int, int, str] | Non
     chain of 2**32 records."""
     row = c.execute(_HEAD, (run_id,)).fetchone()
     if row is None:
-        raise JournalError(f"no run {run_id!r} to append a chain record to")
+        raise UnknownRunError(f"no run {run_id!r} to append a chain record to")
     if not row[0]:
         return None
     if row[1] is None:

@@ -17,7 +17,7 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JournalError
+from ..errors import JournalError, UnknownRunError
 from ._base import StepRecord
 from ._chain import ChainRecord, Verification, verify_chain
 from ._schema import STEP_COLUMNS, step_from_row
@@ -92,7 +92,7 @@ class SQLiteReads:
         c = self._conn
         found = chain_rows(c, run_id)
         if found is None:
-            raise JournalError(f"no run {run_id!r} in {self.path}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.path}")
         chained, head, rows = found
         misplaced = None
         for r in rows:

@@ -14,7 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import JournalError, RollbackInProgressError
+from ..errors import RollbackInProgressError, UnknownRunError
 from ._chain import recovered_content
 from ._owner import owner_alive, owner_pid, taken_over
 from ._sqlite_chain import sqlite_append
@@ -64,7 +64,7 @@ def take_rollback(c: sqlite3.Connection, run_id: str, me: str, where: str, event
     """
     row = c.execute("SELECT status, rollback_owner FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
-        raise JournalError(f"no run {run_id!r} in {where}")
+        raise UnknownRunError(f"no run {run_id!r} in {where}")
     status, owner = row
     if status == "rolling_back" and owner != me and owner_alive(owner):
         raise RollbackInProgressError(
@@ -85,6 +85,6 @@ def check_rollback(c: sqlite3.Connection, run_id: str, me: str, where: str) -> N
     about to be made); :class:`~reversi_core.errors.JournalError` for an unknown run."""
     row = c.execute("SELECT status, rollback_owner FROM runs WHERE id = ?", (run_id,)).fetchone()
     if row is None:
-        raise JournalError(f"no run {run_id!r} in {where}")
+        raise UnknownRunError(f"no run {run_id!r} in {where}")
     if row[0] != "rolling_back" or row[1] != me:
         raise taken_over(run_id, row[0], row[1], me)

@@ -28,7 +28,7 @@ import os
 import sqlite3
 from pathlib import Path
 
-from ..errors import JournalError, RunClosedError
+from ..errors import RunClosedError, UnknownRunError
 from ._base import RunStatus
 
 __all__ = ["RunStatusCheck", "WalIndex"]
@@ -112,7 +112,7 @@ class RunStatusCheck:
             return
         row = self._cursor.execute(_RUN_STATUS, (run_id,)).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self._path}")
+            raise UnknownRunError(f"no run {run_id!r} in {self._path}")
         if row[0] != RunStatus.OPEN:
             raise RunClosedError(
                 f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."

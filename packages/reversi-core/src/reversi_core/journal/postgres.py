@@ -38,7 +38,7 @@ import threading
 import time
 from typing import Any
 
-from ..errors import JournalError, RollbackInProgressError, RunClosedError
+from ..errors import JournalError, RollbackInProgressError, RunClosedError, UnknownRunError
 from ..redact import scrub, scrub_json
 from . import _chain as chain
 from ._approvals import APPROVAL_METHODS, PgApprovals
@@ -256,14 +256,14 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
                 .fetchone()
             )
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.location}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.location}")
         return run_from_row(row)
 
     def run_status(self, run_id: str) -> RunStatus:
         with self._lock:
             row = self._c().execute("SELECT status FROM runs WHERE id = %s", [run_id]).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.location}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.location}")
         return RunStatus(row[0])
 
     def list_runs(self) -> list[RunRecord]:
@@ -315,7 +315,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
         """Why a run took no step: it is unknown, or not open."""
         row = c.execute("SELECT status FROM runs WHERE id = %s", [run_id]).fetchone()
         if row is None:
-            return JournalError(f"no run {run_id!r} in {self.location}")
+            return UnknownRunError(f"no run {run_id!r} in {self.location}")
         return RunClosedError(
             f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."
         )
@@ -351,7 +351,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
                 self.flush()
             row = self._c().execute(RECORD_REJECTED, values).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.location}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.location}")
         return int(row[0])
 
     def begin_step(

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import JournalError, RunClosedError
+from ..errors import JournalError, RunClosedError, UnknownRunError
 from ..redact import scrub, scrub_json
 from . import _chain as chain
 from ._approvals import APPROVAL_METHODS, SQLiteApprovals
@@ -212,7 +212,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
                 f"SELECT {RUN_COLUMNS} FROM runs r WHERE r.id = ?", (run_id,)
             ).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.path}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.path}")
         return run_from_row(row)
 
     def list_runs(self) -> list[RunRecord]:
@@ -235,7 +235,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def _require_run(self, c: sqlite3.Connection, run_id: str) -> str:
         row = c.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.path}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.path}")
         return str(row[0])
 
     def record_rejected(
@@ -377,7 +377,7 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
         with self._lock:
             row = self._conn.execute("SELECT status FROM runs WHERE id = ?", (run_id,)).fetchone()
         if row is None:
-            raise JournalError(f"no run {run_id!r} in {self.path}")
+            raise UnknownRunError(f"no run {run_id!r} in {self.path}")
         return RunStatus(row[0])
 
     def finish_step(
