@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import json
+import os
+import shlex
+import sys
 import time
 from pathlib import Path
 
@@ -210,6 +213,27 @@ def test_prune_lists_the_runs_it_removed_when_the_backups_command_fails_after(
     _rolled_back(journal, "next")
     assert main(["prune", "--older-than", "0s", "--backups-cmd", "false"]) == 1
     assert "removed run next (rolled_back, 1 steps)" in capsys.readouterr().out
+
+
+def test_the_backups_command_never_inherits_the_journals_url_or_the_token(
+    journal: Journal, env: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``$REVERSI_JOURNAL`` may hold a PostgreSQL password: like a compensator, the
+    backups command gets the environment without it (reversi_core._childenv)."""
+    monkeypatch.setenv("REVERSI_GATEWAY_TOKEN", "gateway-token-never-inherited")
+    seen = tmp_path / "child-env.json"
+    script = (
+        "import json, os, sys; sys.stdin.read(); "
+        f"open({str(seen)!r}, 'w').write(json.dumps(dict(os.environ))); "
+        "print(json.dumps({'connectors': {}}))"
+    )
+    cmd = shlex.join([sys.executable, "-c", script])
+    _rolled_back(journal, "gone")
+    assert main(["prune", "--older-than", "0s", "--dry-run", "--backups-cmd", cmd]) == 0
+    child = json.loads(seen.read_text())
+    assert "REVERSI_JOURNAL" not in child
+    assert "REVERSI_GATEWAY_TOKEN" not in child
+    assert child.get("PATH") == os.environ.get("PATH")
 
 
 def test_prune_dry_run_json_says_would_remove_not_removed(

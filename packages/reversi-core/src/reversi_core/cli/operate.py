@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
+from .._childenv import child_environment
 from ..audit import export_records, register_environment_secrets
 from ..redact import scrub, scrub_command
 from ..retention import PRUNE_STATES, PrunePlan, parse_duration, plan_prune, prune
@@ -145,6 +146,7 @@ def _run_backups_cmd(cmd: str, plan: PrunePlan, dry_run: bool) -> dict[str, list
             text=True,
             timeout=BACKUPS_TIMEOUT,
             check=False,
+            env=child_environment(),  # never the journal's URL (its password) or the token
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise CliError(
