@@ -74,6 +74,36 @@ def test_verify_reports_a_step_edited_behind_the_journal_and_exits_1(
     )
 
 
+@pytest.mark.parametrize(
+    ("column", "value"),
+    [("rollback_state", "failed"), ("state", "bogus"), ("args", "not json")],
+)
+def test_a_row_no_write_could_store_is_reported_tampered_not_a_crash(
+    journal: Journal, env: str, capsys: pytest.CaptureFixture[str], column: str, value: str
+) -> None:
+    """A value no write of the journal stores (a state no step can be in, arguments that
+    are not JSON) is tampering: verify names the step and goes on with the other runs;
+    prune keeps the run even with --force; show says what is wrong (the journal's error)."""
+    _rolled_back(journal, "run_a")
+    _rolled_back(journal, "run_b")
+    mark = "%s" if is_postgres(env) else "?"
+    sql(env, f"UPDATE steps SET {column} = {mark} WHERE run_id = 'run_b' AND seq = 1", [value])
+    assert main(["verify", "--all", "--json"]) == 1
+    found = {r["run_id"]: r for r in json.loads(capsys.readouterr().out)}
+    assert found["run_a"]["status"] == "ok"
+    assert (found["run_b"]["status"], found["run_b"]["step"]) == ("tampered", 1)
+    assert "cannot be read back" in found["run_b"]["what"]
+    for force in ([], ["--force"]):
+        assert main(["prune", "--older-than", "0s", "--json", *force]) == 1
+        captured = capsys.readouterr()
+        answer = json.loads(captured.out)
+        assert "run_b" not in answer["removed"]
+        assert "cannot be read back" in captured.err
+    assert [r.id for r in journal.list_runs()] == ["run_b"]  # run_a went, run_b stayed
+    assert main(["show", "run_b"]) == 3
+    assert "step 1 of run 'run_b' cannot be read back" in capsys.readouterr().err
+
+
 def test_export_writes_the_run_as_json_lines_without_credentials(
     journal: Journal,
     env: str,

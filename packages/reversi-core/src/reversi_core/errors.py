@@ -43,6 +43,7 @@ __all__ = [
     "ConnectorNotFoundError",
     "EffectUncertainError",
     "InvalidArgumentsError",
+    "JournalCorruptError",
     "JournalError",
     "JournalVersionError",
     "ManifestError",
@@ -93,6 +94,18 @@ class JournalError(ReversiError):
 class UnknownRunError(JournalError):
     """The journal holds no run with the id asked for (a :class:`JournalError`, so that
     callers written before it still catch it)."""
+
+
+class JournalCorruptError(JournalError):
+    """A row of the journal holds what no write of the journal stores (a state no step can
+    be in, arguments that are not JSON): it was changed behind the journal's back.
+    ``run_id`` and ``seq`` (``None`` for the run's own row) name the row; ``reversi
+    verify`` reports such a run as tampered."""
+
+    def __init__(self, message: str, run_id: str | None = None, seq: int | None = None) -> None:
+        super().__init__(message)
+        self.run_id = run_id
+        self.seq = seq
 
 
 class JournalVersionError(JournalError):

@@ -29,6 +29,7 @@ from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .errors import JournalCorruptError
 from .journal import Journal, RollbackState, RunRecord, RunStatus, StepRecord, StepState
 
 __all__ = [
@@ -182,8 +183,10 @@ def plan_prune(
     whose last activity (start, rollback, a step's end) is more than ``older_than``
     seconds before ``now``, and whose hash chain verifies (``verify_run``): a run that
     would go but is reported tampered stays, in ``kept`` and ``unverified``, unless
-    ``force`` (then it goes, and is still listed in ``unverified``). Reads the journal
-    only. Raises :class:`ValueError` for an unknown state and
+    ``force`` (then it goes, and is still listed in ``unverified``). A run one of whose
+    rows cannot be read back (:class:`~reversi_core.errors.JournalCorruptError`) stays even
+    with ``force``, listed in both, and holds back every backup made since it started.
+    Reads the journal only. Raises :class:`ValueError` for an unknown state and
     :class:`~reversi_core.errors.JournalError` when the journal fails.
     """
     unknown = set(states) - set(PRUNE_STATES)
@@ -195,8 +198,20 @@ def plan_prune(
     plan = PrunePlan(cutoff=now - older_than)
     kept_steps: list[StepRecord] = []
     holding: list[StepRecord] = []
+    unreadable_since = now
     for run in journal.list_runs():
-        steps = journal.list_steps(run.id)
+        try:
+            steps = journal.list_steps(run.id)
+        except JournalCorruptError as exc:
+            # its steps cannot be judged, nor the backups they name: keep it (even with
+            # force) and every backup made since it started
+            plan.unverified.append((run, f"run {run.id}: TAMPERED: {exc}"))
+            plan.kept.append(
+                (run, "a row of it cannot be read back (reversi verify); it is kept even "
+                 "with --force, with every backup made since it started")
+            )  # fmt: skip
+            unreadable_since = min(unreadable_since, run.started_at)
+            continue
         state, why = _state_of(run, steps)
         if state is None:
             plan.kept.append((run, why or ""))
@@ -217,7 +232,7 @@ def plan_prune(
             )
         kept_steps += steps
     plan.needed, plan.before = needed_names(kept_steps, now, holding)
-    plan.before = min(plan.before, plan.cutoff) - CLOCK_MARGIN
+    plan.before = min(plan.before, plan.cutoff, unreadable_since) - CLOCK_MARGIN
     return plan
 
 

@@ -184,12 +184,14 @@ def _cmd_prune(args: argparse.Namespace, out: Console, err: Console) -> int:
         except CliError as exc:  # the runs are gone already: say which, then fail
             failed = exc
     _print_prune(args, out, plan, removed, backups)
-    for _, what in plan.unverified:  # on stderr, with --json too
-        done = "removed anyway (--force)" if args.force else "kept it"
+    going = {r.id for r, _ in plan.remove}
+    for run, what in plan.unverified:  # on stderr, with --json too
+        done = "removed anyway (--force)" if run.id in going else "kept it"
         err.print(f"warning: {escape(what)}; prune {done}")
     if failed is not None:
         raise failed
-    return EXIT_INCOMPLETE if plan.unverified and not args.force else EXIT_OK
+    kept_tampered = any(run.id not in going for run, _ in plan.unverified)
+    return EXIT_INCOMPLETE if kept_tampered else EXIT_OK
 
 
 def _print_prune(

@@ -100,7 +100,8 @@ exit status (docs/cli.md):
      stays uncertain. verify: a run does not match its hash chain (the first
      mismatch is named). prune: the --backups-cmd failed (the runs it listed
      were removed), or a run that would go was kept because its hash chain
-     does not verify (without --force)
+     does not verify (without --force, or with it for a run whose rows cannot
+     be read back)
   2  usage or bad input: bad arguments, unknown run or step, malformed
      --result-json, a step that is not uncertain, a compensator or replay
      command that cannot be found, no manifest for a step being resolved, a

@@ -36,6 +36,7 @@ from typing import Any
 import orjson
 
 from .._json import dumps_text
+from ..errors import JournalCorruptError
 from ._base import StepRecord, step_idempotency_key
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "ChainRecord",
     "Verification",
     "content",
+    "corrupt_verdict",
     "link_hash",
     "verify_chain",
 ]
@@ -233,6 +235,16 @@ def _tampered(
     run_id: str, n: int, head: str | None, seq: int | None, step: int | None, what: str
 ) -> Verification:
     return Verification(run_id, "tampered", records=n, head=head, seq=seq, step=step, what=what)
+
+
+def corrupt_verdict(
+    run_id: str, records: Sequence[ChainRecord], exc: JournalCorruptError
+) -> Verification:
+    """The verdict on a run one of whose step rows holds what no write stores (a state no
+    step can be in, arguments that are not JSON): tampered, at that step."""
+    return _tampered(
+        run_id, len(records), None, None, exc.seq, f"the step's row cannot be read back: {exc}"
+    )
 
 
 def verify_chain(

@@ -14,9 +14,16 @@ import threading
 from collections.abc import Collection
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UnknownRunError
+from ..errors import JournalCorruptError, UnknownRunError
 from ._base import StepRecord
-from ._chain import CHAIN_COLUMNS, CHAIN_SCHEMA, ChainRecord, Verification, verify_chain
+from ._chain import (
+    CHAIN_COLUMNS,
+    CHAIN_SCHEMA,
+    ChainRecord,
+    Verification,
+    corrupt_verdict,
+    verify_chain,
+)
 from ._pg_schema import MIGRATIONS_TABLE
 from ._pg_sql import CHAIN_APPEND
 
@@ -74,7 +81,10 @@ class PgReads:
             c.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
             try:
                 chained, head, records = self._chain(c, run_id)
-                steps = self.list_steps(run_id)
+                try:
+                    steps = self.list_steps(run_id)
+                except JournalCorruptError as exc:
+                    return corrupt_verdict(run_id, records, exc)
                 late = None if chained else self._late(c, run_id)
             finally:
                 c.execute("COMMIT")

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from .._json import dumps_text
+from ..errors import JournalCorruptError
 from ..redact import scrub_json
 from ._base import RollbackState, RunRecord, RunStatus, StepRecord, StepState
 
@@ -173,8 +174,30 @@ RUN_COLUMNS = (
 )
 
 
+_UNREADABLE = (ValueError, TypeError, KeyError, IndexError)
+"""What decoding a row raises when it holds what no write stores (json's JSONDecodeError
+is a ValueError, so is an unknown enum value)."""
+
+
+def _corrupt(what: str, exc: Exception, run_id: Any, seq: Any) -> JournalCorruptError:
+    return JournalCorruptError(
+        f"{what} cannot be read back from the journal ({type(exc).__name__}: {exc}): it was "
+        "changed behind the journal's back (reversi verify reports it)",
+        run_id=run_id if isinstance(run_id, str) else None,
+        seq=seq if isinstance(seq, int) else None,
+    )
+
+
 def run_from_row(row: tuple[Any, ...]) -> RunRecord:
-    """A run record from a row of :data:`RUN_COLUMNS`."""
+    """A run record from a row of :data:`RUN_COLUMNS`; raises
+    :class:`~reversi_core.errors.JournalCorruptError` for a row no write could store."""
+    try:
+        return _run_from_row(row)
+    except _UNREADABLE as exc:
+        raise _corrupt(f"run {row[0]!r}", exc, row[0], None) from None
+
+
+def _run_from_row(row: tuple[Any, ...]) -> RunRecord:
     return RunRecord(
         id=row[0],
         started_at=row[1],
@@ -196,7 +219,15 @@ STEP_COLUMNS = (
 
 
 def step_from_row(row: tuple[Any, ...], requires: list[int]) -> StepRecord:
-    """A step record from a row of :data:`STEP_COLUMNS` and its ``requires`` edges."""
+    """A step record from a row of :data:`STEP_COLUMNS` and its ``requires`` edges; raises
+    :class:`~reversi_core.errors.JournalCorruptError` for a row no write could store."""
+    try:
+        return _step_from_row(row, requires)
+    except _UNREADABLE as exc:
+        raise _corrupt(f"step {row[1]} of run {row[0]!r}", exc, row[0], row[1]) from None
+
+
+def _step_from_row(row: tuple[Any, ...], requires: list[int]) -> StepRecord:
     return StepRecord(
         run_id=row[0],
         seq=row[1],

@@ -17,9 +17,9 @@ from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import JournalError, UnknownRunError
+from ..errors import JournalCorruptError, JournalError, UnknownRunError
 from ._base import StepRecord
-from ._chain import ChainRecord, Verification, verify_chain
+from ._chain import ChainRecord, Verification, corrupt_verdict, verify_chain
 from ._schema import STEP_COLUMNS, step_from_row
 from ._sqlite_chain import (
     LINK_COLUMNS,
@@ -127,7 +127,10 @@ class SQLiteReads:
             self._conn.execute("BEGIN")  # one snapshot for the chain and the steps
             try:
                 chained, head, records, misplaced = self._chain(run_id)
-                steps = self._steps(run_id)
+                try:
+                    steps = self._steps(run_id)
+                except JournalCorruptError as exc:
+                    return corrupt_verdict(run_id, records, exc)
                 late = None if chained else self._late(run_id)
             finally:
                 self._conn.execute("COMMIT")
