@@ -188,6 +188,21 @@ def test_the_last_chain_record_deleted_is_reported(busy: Journal, location: str)
     assert result.step == 1 or "chain head" in (result.what or "")
 
 
+def test_a_head_hash_edited_is_reported_as_such(busy: Journal, location: str) -> None:
+    """The head a store keeps apart from the records (PostgreSQL: the run's row; SQLite:
+    the tail step's ``head`` or its last link) holding another hash is named as that."""
+    if is_postgres(location):
+        _edit(location, "UPDATE runs SET chain_hash = 'abc' WHERE id = 'run_a'", [])
+    else:
+        last = len(busy.run_chain("run_a"))
+        _edit(location, "DELETE FROM chain WHERE run_id = 'run_a' AND seq = ?", [last])
+    result = busy.verify_run("run_a")
+    assert result.status == "tampered"
+    if is_postgres(location):
+        assert "with a hash other than that record's" in (result.what or ""), result.what
+        assert "the chain ends at record" not in (result.what or "")
+
+
 def test_a_step_row_deleted_or_inserted_is_reported(busy: Journal, location: str) -> None:
     _edit(location, "DELETE FROM steps WHERE run_id = 'run_a' AND seq = 2", [])
     result = busy.verify_run("run_a")

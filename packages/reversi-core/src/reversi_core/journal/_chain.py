@@ -237,6 +237,17 @@ def _tampered(
     return Verification(run_id, "tampered", records=n, head=head, seq=seq, step=step, what=what)
 
 
+def _head_mismatch(head: tuple[int, str], n: int, last: str) -> str:
+    """What differs between the head the run's row keeps and the chain's last record."""
+    if head[0] == n:
+        return (
+            f"the run's chain head names record {n} with a hash other than that record's "
+            "(the head or the record was edited)"
+        )
+    removed = " (records were removed from its end)" if head[0] > n else ""
+    return f"the run's chain head names record {head[0]}, the chain ends at record {n}{removed}"
+
+
 def corrupt_verdict(
     run_id: str, records: Sequence[ChainRecord], exc: JournalCorruptError
 ) -> Verification:
@@ -340,8 +351,7 @@ def verify_chain(
             last_head,
             head[0],
             None,
-            f"the run's chain head names record {head[0]}, the chain ends at record {n}"
-            + (" (records were removed from its end)" if head[0] > n else ""),
+            _head_mismatch(head, n, last_head or ""),
         )
     rows = {s.seq: s for s in step_list}
     for seq in sorted(set(rows) | set(folds)):
