@@ -111,9 +111,10 @@ def test_a_step_argument_edited_behind_the_journal_is_reported(
         assert result.seq == 1
         assert "row no longer matches its begin record" in (result.what or "")
         return
-    assert "args differs from its latest record" in (result.what or "")
-    # the latest record of step 1 is its rollback state (record 10, the chain's last)
-    assert result.seq == 10
+    # named by the latest record that sets args (its begin, record 1), not by the step's
+    # latest record (its rollback state, record 10), which holds no args
+    assert "args differs from record 1 (begin), the latest that sets it" in (result.what or "")
+    assert result.seq == 1
 
 
 def test_a_rollback_state_edited_behind_the_journal_is_reported(
@@ -281,7 +282,8 @@ def test_who_resolved_a_step_is_chained_and_an_edit_of_it_is_reported(
     _edit(location, "UPDATE steps SET resolved_by = ? WHERE run_id = 'run_r'", ["mallory"])
     result = journal.verify_run("run_r")
     assert (result.status, result.step) == ("tampered", step.seq)
-    assert "resolved_by differs from its latest record (resolve)" in (result.what or "")
+    assert "resolved_by differs from record" in (result.what or "")
+    assert "(resolve), the latest that sets it" in (result.what or "")
 
 
 def test_a_run_unchained_behind_the_journal_is_reported(journal: Journal, location: str) -> None:

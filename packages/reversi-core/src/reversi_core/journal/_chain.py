@@ -229,6 +229,7 @@ class _Fold:
     fields: dict[str, Any]
     last: int  # seq of its latest record
     kinds: list[str] = field(default_factory=list)
+    set_by: dict[str, tuple[int, str]] = field(default_factory=dict)  # field: (seq, kind)
 
 
 def _tampered(
@@ -341,6 +342,7 @@ def verify_chain(
         if fold is None:
             fold = folds[rec.step] = _Fold(_base(run_id, rec.step), rec.seq)
         fold.fields.update(body)
+        fold.set_by.update(dict.fromkeys(body, (rec.seq, rec.kind)))
         fold.last = rec.seq
         fold.kinds.append(rec.kind)
     n = len(records)
@@ -366,13 +368,15 @@ def verify_chain(
         now = _step_fields(row)
         for name in STEP_FIELDS:
             if now[name] != fold.fields[name]:
+                at, kind = fold.set_by.get(name, (fold.last, fold.kinds[-1]))
                 return _tampered(
                     run_id,
                     n,
                     last_head,
-                    fold.last,
+                    at,
                     seq,
-                    f"the step's {name} differs from its latest record ({fold.kinds[-1]})",
+                    f"the step's {name} differs from record {at} ({kind}), the latest that "
+                    "sets it",
                 )
     return Verification(run_id, "ok", records=n, head=last_head, steps=len(step_list))
 
