@@ -517,3 +517,26 @@ def test_a_dry_run_says_when_another_process_is_rolling_the_run_back(
     else:
         assert plan["note"].startswith("a rollback of this run was left unfinished")
         assert "Note: a rollback of this run was left unfinished" in text
+
+
+def test_a_credential_of_the_environment_a_compensator_echoes_is_scrubbed(
+    notes: Notes, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A compensator runs with the connector's credentials in its environment; what it
+    prints of one (a token in an error message) is scrubbed from the report, the journal's
+    rollback reason and ``show``, as ``reversi export`` scrubs it."""
+    token = "ghp_echoedByTheCompensator0123456789"
+    monkeypatch.setenv("GITHUB_TOKEN", token)
+    script = notes.tmp / "leaky.py"
+    script.write_text(
+        "import os, sys; sys.stdin.read(); "
+        "print('refused with ' + os.environ['GITHUB_TOKEN'], file=sys.stderr); sys.exit(3)\n"
+    )
+    cmd = shlex.join([sys.executable, str(script)])
+    argv = ["rollback", notes.run_id, "--data", str(notes.data), "--compensator-cmd", cmd]
+    assert reversi.main(argv) == 1
+    assert reversi.main(["show", notes.run_id, "--data", str(notes.data), "--json"]) == 0
+    captured = capsys.readouterr()
+    assert "refused with" in captured.out + captured.err
+    assert token not in captured.out + captured.err
+    assert not [row for row in notes.rows() if token in row]

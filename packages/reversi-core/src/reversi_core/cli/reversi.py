@@ -24,6 +24,7 @@ from rich.table import Table
 from rich.text import Text
 
 from .._replay import check_replayable
+from ..audit import register_environment_secrets
 from ..compensator import DEFAULT_COMPENSATION_TIMEOUT, CommandCompensator, CommandReplayer
 from ..engine import DEFAULT_PARALLEL, MAX_PARALLEL, ReplayOutcome, Run
 from ..errors import (
@@ -515,6 +516,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             args = parser.parse_args(list(sys.argv[1:] if argv is None else argv))
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
+        # a compensator or a replay gets this environment: what it echoes of a credential
+        # in it (a token in its stderr) is scrubbed from the journal and the output
+        register_environment_secrets()
         commands: dict[str, Callable[[], int]] = {
             "runs": lambda: _cmd_runs(args, out),
             "show": lambda: _cmd_show(args, out),
