@@ -95,10 +95,18 @@ def test_a_password_of_a_journal_url_is_not_echoed_when_it_cannot_be_reached(
 # -- a real console process ----------------------------------------------------------------
 
 
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 class Console:
     """``reversi console ... --port 0`` started with ``env``; ``url`` is what it printed."""
 
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+    def __init__(
+        self, args: list[str], env: dict[str, str], *, sigint_ignored: bool = False
+    ) -> None:
+        # sigint_ignored: as a background job of a shell without job control starts it
+        # (SIGINT's disposition is inherited ignored, and Python then keeps it so)
         self.proc = subprocess.Popen(
             [script("reversi"), "console", "--port", "0", *args],
             stdout=subprocess.PIPE,
@@ -106,6 +114,7 @@ class Console:
             text=True,
             env=env,
             start_new_session=True,
+            preexec_fn=_ignore_sigint if sigint_ignored else None,
         )
         assert self.proc.stdout is not None
         ready, _, _ = select.select([self.proc.stdout], [], [], 60)
@@ -199,8 +208,11 @@ def test_a_journal_url_with_a_password_is_served_and_its_password_printed_nowher
         assert urllib.parse.quote(password, safe="") not in text
 
 
-def test_sigint_stops_the_console_with_status_130(data: Path) -> None:
-    console = Console(["--data", str(data)], env_of())
+@pytest.mark.parametrize("sigint_ignored", [False, True], ids=["default", "inherited-ignored"])
+def test_sigint_stops_the_console_with_status_130(data: Path, sigint_ignored: bool) -> None:
+    """uvicorn handles the SIGINT; the status is 130 whatever SIGINT's disposition was at
+    start (ignored, the console exited 0: uvicorn re-raises the signal into SIG_IGN)."""
+    console = Console(["--data", str(data)], env_of(), sigint_ignored=sigint_ignored)
     # serving (its address is printed just before uvicorn starts and takes over the signals)
     first = httpx.get(console.url, timeout=30, follow_redirects=False)
     assert first.status_code == 303, first.text

@@ -15,10 +15,13 @@ token is still required, and the traffic is plain HTTP).
 from __future__ import annotations
 
 import argparse
+import asyncio
 import ipaddress
 import os
 import secrets
+import signal
 import socket
+from types import FrameType
 from typing import Any
 
 from rich.console import Console
@@ -148,7 +151,10 @@ def _serve(
     token: str,
     compensator: CommandCompensator | None,
 ) -> None:
-    """Open the journal, print the address and serve on ``sock`` until interrupted."""
+    """Open the journal, print the address and serve on ``sock`` until interrupted.
+
+    Raises :class:`KeyboardInterrupt` when SIGINT stopped the server (status 130).
+    """
     import uvicorn
 
     from ..console import ConsoleConfig, create_app
@@ -174,7 +180,30 @@ def _serve(
         )
         shown = f"[{args.host}]" if ":" in args.host else args.host
         print(f"reversi console: http://{shown}:{port}/?token={token}", flush=True)
-        server = uvicorn.Server(
-            uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
-        )
-        server.run(sockets=[sock])
+        config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on")
+        server = _server_class()(config)
+        try:
+            server.run(sockets=[sock])
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            # uvicorn re-raises the signal it stopped on once it has shut down; what that
+            # raises depends on the handler in place then (asyncio's runner cancels its task)
+            if server.stopped_by is None:
+                raise
+        if server.stopped_by == signal.SIGINT:
+            # Ctrl-C always ends with status 130, whichever handler saw the signal
+            raise KeyboardInterrupt
+
+
+def _server_class() -> type:
+    """uvicorn's Server, remembering the signal that stopped it (``stopped_by``)."""
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        stopped_by: int | None = None
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self.stopped_by is None:
+                self.stopped_by = sig
+            super().handle_exit(sig, frame)
+
+    return Server
