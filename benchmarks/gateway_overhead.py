@@ -33,7 +33,7 @@ What one run measures:
    server the MCP SDK makes: the floor of any server built on it.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
-``Run.attempt`` and ``Run.begin_read`` cut down to forwarding, which separates the cost of the MCP relay from the
+``Run.attempt`` and ``Run.begin_call`` cut down to forwarding, which separates the cost of the MCP relay from the
 cost of the engine and the journal. With ``--reference``, three more, also information
 only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
 proxy that journals each call before forwarding it must do, in both durability modes.
@@ -264,7 +264,7 @@ async def forward_only(self, tool, args, *, reason=None, execute=None, approver=
         answer(outcome)
     return outcome
 
-class Forward:  # Run.begin_read's ReadCall, cut down to telling the answer
+class Forward:  # Run.begin_call's ReadCall or WriteCall, cut down to telling the answer
     seq = 0
     key = "floor"
 
@@ -291,11 +291,12 @@ def begin_only(self, tool, args, *, reason=None):
 
 Run.attempt = forward_only
 Run.begin_read = begin_only
+Run.begin_call = begin_only
 from reversi_core.cli.gateway import main
 sys.exit(main())
 """
 """``python -c`` source of the ``--floor`` target: the gateway with ``Run.attempt`` and
-``Run.begin_read`` (the engine's two doors) cut down to forwarding the call (no checks,
+``Run.begin_call`` (the engine's doors) cut down to forwarding the call (no checks,
 no journal), to show what the MCP relay alone costs."""
 
 
