@@ -37,6 +37,9 @@ With ``--floor``, a fourth latency target, information only: the gateway with
 cost of the engine and the journal. With ``--reference``, three more, also information
 only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
 proxy that journals each call before forwarding it must do, in both durability modes.
+With ``--baseline CHECKOUT``, two more (information only): the gateway of another
+checkout of this repository in both modes, its calls interleaved with the others', so
+that a change and what it changes from are compared in one run.
 """
 
 from __future__ import annotations
@@ -181,6 +184,8 @@ class Target:
     data: Path | None = None
     mode: str | None = None
     """The gateway's durability mode; ``None`` for the direct target and the floor."""
+    env: dict[str, str] | None = None
+    """The server's environment, when not this process's (``--baseline``)."""
     session: ClientSession | None = None
     pid: int | None = None
     upstream_pid: int | None = None
@@ -300,8 +305,8 @@ sys.exit(main())
 no journal), to show what the MCP relay alone costs."""
 
 
-def params(argv: list[str]) -> StdioServerParameters:
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+def params(argv: list[str], env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env or dict(os.environ))
 
 
 async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
@@ -353,7 +358,7 @@ async def _run_latency(
         for target in targets:
             # (the contexts are entered outside any cancel scope: they hold task groups)
             read, write = await stack.enter_async_context(
-                stdio_client(params(target.argv), errlog=errlog)
+                stdio_client(params(target.argv, target.env), errlog=errlog)
             )
             session = await stack.enter_async_context(ClientSession(read, write))
             with anyio.fail_after(START_TIMEOUT_S):
@@ -659,8 +664,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time reference_relay.py: a byte-copying relay and a minimal journaling "
         "relay (process and power), for what any Python proxy costs on this machine",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="also time the gateway of another checkout of this repository (its packages' "
+        "src/ directories first on PYTHONPATH), in both durability modes, interleaved with "
+        "the others: a change and its baseline measured in one run",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
+    if opts.baseline is not None:
+        srcs = sorted(Path(opts.baseline).glob("packages/*/src"))
+        if not srcs:
+            parser.error(f"--baseline {opts.baseline}: no packages/*/src there")
+        opts.baseline_path = os.pathsep.join(str(p.resolve()) for p in srcs)
     if opts.calls < 1 or opts.warmup < 1 or opts.starts < 1 or opts.write_files < 1:
         parser.error("--calls, --warmup, --starts and --write-files must be positive")
 
@@ -746,6 +763,13 @@ def run_all(
                 data=data,
             )
         )
+    if opts.baseline is not None:
+        env = dict(os.environ, PYTHONPATH=opts.baseline_path)
+        for mode in ("process", "power"):
+            root = make_root(base, f"baseline-{mode}")
+            data = base / f"data-baseline-{mode}"
+            argv = gateway_argv(gateway, manifests, data, mode, upstream_argv(connectors, root))
+            targets.append(Target(f"baseline ({mode})", argv, root, data=data, env=env))
     if opts.reference:
         relay = str(Path(__file__).with_name("reference_relay.py"))
         for kind, mode, name in (
