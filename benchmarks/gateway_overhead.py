@@ -33,10 +33,13 @@ What one run measures:
    server the MCP SDK makes: the floor of any server built on it.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
-``Run.attempt`` and ``Run.begin_read`` cut down to forwarding, which separates the cost of the MCP relay from the
+``Run.attempt`` and ``Run.begin_call`` cut down to forwarding, which separates the cost of the MCP relay from the
 cost of the engine and the journal. With ``--reference``, three more, also information
 only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
 proxy that journals each call before forwarding it must do, in both durability modes.
+With ``--baseline CHECKOUT``, two more (information only): the gateway of another
+checkout of this repository in both modes, its calls interleaved with the others', so
+that a change and what it changes from are compared in one run.
 """
 
 from __future__ import annotations
@@ -181,6 +184,8 @@ class Target:
     data: Path | None = None
     mode: str | None = None
     """The gateway's durability mode; ``None`` for the direct target and the floor."""
+    env: dict[str, str] | None = None
+    """The server's environment, when not this process's (``--baseline``)."""
     session: ClientSession | None = None
     pid: int | None = None
     upstream_pid: int | None = None
@@ -264,7 +269,7 @@ async def forward_only(self, tool, args, *, reason=None, execute=None, approver=
         answer(outcome)
     return outcome
 
-class Forward:  # Run.begin_read's ReadCall, cut down to telling the answer
+class Forward:  # Run.begin_call's ReadCall or WriteCall, cut down to telling the answer
     seq = 0
     key = "floor"
 
@@ -291,16 +296,17 @@ def begin_only(self, tool, args, *, reason=None):
 
 Run.attempt = forward_only
 Run.begin_read = begin_only
+Run.begin_call = begin_only
 from reversi_core.cli.gateway import main
 sys.exit(main())
 """
 """``python -c`` source of the ``--floor`` target: the gateway with ``Run.attempt`` and
-``Run.begin_read`` (the engine's two doors) cut down to forwarding the call (no checks,
+``Run.begin_call`` (the engine's doors) cut down to forwarding the call (no checks,
 no journal), to show what the MCP relay alone costs."""
 
 
-def params(argv: list[str]) -> StdioServerParameters:
-    return StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
+def params(argv: list[str], env: dict[str, str] | None = None) -> StdioServerParameters:
+    return StdioServerParameters(command=argv[0], args=argv[1:], env=env or dict(os.environ))
 
 
 async def call(session: ClientSession, tool: str, args: dict[str, Any]) -> Any:
@@ -352,7 +358,7 @@ async def _run_latency(
         for target in targets:
             # (the contexts are entered outside any cancel scope: they hold task groups)
             read, write = await stack.enter_async_context(
-                stdio_client(params(target.argv), errlog=errlog)
+                stdio_client(params(target.argv, target.env), errlog=errlog)
             )
             session = await stack.enter_async_context(ClientSession(read, write))
             with anyio.fail_after(START_TIMEOUT_S):
@@ -658,8 +664,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="also time reference_relay.py: a byte-copying relay and a minimal journaling "
         "relay (process and power), for what any Python proxy costs on this machine",
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="also time the gateway of another checkout of this repository (its packages' "
+        "src/ directories first on PYTHONPATH), in both durability modes, interleaved with "
+        "the others: a change and its baseline measured in one run",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
+    if opts.baseline is not None:
+        srcs = sorted(Path(opts.baseline).glob("packages/*/src"))
+        if not srcs:
+            parser.error(f"--baseline {opts.baseline}: no packages/*/src there")
+        opts.baseline_path = os.pathsep.join(str(p.resolve()) for p in srcs)
     if opts.calls < 1 or opts.warmup < 1 or opts.starts < 1 or opts.write_files < 1:
         parser.error("--calls, --warmup, --starts and --write-files must be positive")
 
@@ -745,6 +763,13 @@ def run_all(
                 data=data,
             )
         )
+    if opts.baseline is not None:
+        env = dict(os.environ, PYTHONPATH=opts.baseline_path)
+        for mode in ("process", "power"):
+            root = make_root(base, f"baseline-{mode}")
+            data = base / f"data-baseline-{mode}"
+            argv = gateway_argv(gateway, manifests, data, mode, upstream_argv(connectors, root))
+            targets.append(Target(f"baseline ({mode})", argv, root, data=data, env=env))
     if opts.reference:
         relay = str(Path(__file__).with_name("reference_relay.py"))
         for kind, mode, name in (

@@ -22,6 +22,7 @@ from reversi_core import (
     Connector,
     EffectUncertainError,
     InvalidArgumentsError,
+    JournalError,
     PermissionDenied,
     Run,
     RunClosedError,
@@ -368,8 +369,8 @@ async def test_a_read_in_flight_keeps_its_step_number_beside_other_calls(
     ]
 
 
-@pytest.mark.req("CALL-3", "CALL-4")
-async def test_a_write_is_told_only_once_its_outcome_is_journaled(
+@pytest.mark.req("CALL-3", "CALL-4", "CALL-6")
+async def test_a_write_is_told_after_its_intent_is_committed_and_before_its_outcome(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
     run = make_run()
@@ -379,13 +380,56 @@ async def test_a_write_is_told_only_once_its_outcome_is_journaled(
         assert outcome.step is not None
         told.append(run.journal.get_step(run.id, outcome.step).state)
 
-    await run.attempt("mem.put", {"key": "a", "value": "1"}, answer=answer)
+    put = await run.attempt("mem.put", {"key": "a", "value": "1"}, answer=answer)
     mem.fault("mem.get", "tool_error", message="backend said no")
     failed = await run.attempt("mem.get", {"key": "a"}, answer=lambda o: told.append(o.state))
-    assert told == [StepState.SUCCEEDED, StepState.FAILED]
+    # when told, the write's intent was durable (pending) and its outcome not yet committed
+    assert told == [StepState.PENDING, StepState.FAILED]
+    assert put.state is StepState.SUCCEEDED
+    assert put.journal_error is None
     assert isinstance(failed.error, ToolError)
     assert failed.error.step == failed.step == 2
-    assert [s.state for s in run.steps()] == [StepState.SUCCEEDED, StepState.FAILED]
+    [first, second] = run.steps()
+    assert (first.state, second.state) == (StepState.SUCCEEDED, StepState.FAILED)
+    assert first.compensation is not None  # computed from the result, committed after
+
+
+@pytest.mark.req("CALL-6")
+@pytest.mark.parametrize("told", [False, True], ids=["no-answer", "answered"])
+async def test_a_write_whose_outcome_cannot_be_journaled(
+    make_run: MakeRun, mem: MemConnector, monkeypatch: pytest.MonkeyPatch, told: bool
+) -> None:
+    """Its effect happened: without ``answer`` the outcome is ``uncertain`` and says how to
+    resolve the step; with one, the answer went out first and the returned outcome
+    carries the journal's error. Either way the step stays ``pending`` (found
+    uncertain when the journal is next opened), never ``failed``."""
+    run = make_run()
+    journal = run.journal
+
+    def fail(*args: Any, **kwargs: Any) -> None:
+        raise JournalError("disk full (injected by the test)")
+
+    monkeypatch.setattr(journal, "finish_step", fail)
+    answers: list[CallOutcome] = []
+    outcome = await run.attempt(
+        "mem.put", {"key": "a", "value": "1"}, answer=answers.append if told else None
+    )
+    assert [c.tool for c in mem.calls] == ["mem.put"]  # it ran
+    assert isinstance(outcome.journal_error, JournalError)
+    if told:
+        [answered] = answers
+        assert answered.state is StepState.SUCCEEDED
+        assert answered.error is None
+        assert outcome.state is StepState.SUCCEEDED
+    else:
+        assert outcome.state is StepState.UNCERTAIN
+        assert isinstance(outcome.error, EffectUncertainError)
+        assert outcome.error.step == outcome.step == 1
+        assert f"reversi resolve {run.id} 1 --applied" in str(outcome.error)
+        with pytest.raises(EffectUncertainError, match="could not be journaled"):
+            await run.call("mem.put", {"key": "b", "value": "2"})
+    monkeypatch.undo()
+    assert journal.get_step(run.id, 1).state is StepState.PENDING
 
 
 @pytest.mark.req("CALL-4")

@@ -29,7 +29,6 @@ sit on top of it.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -45,7 +44,6 @@ from ._outcome import (
     CallOutcome,
     Executor,
     Withheld,
-    compensation_for,
     kept_args,
     run_tool,
     unicode_problems,
@@ -61,11 +59,10 @@ from ._rollback import (
     Verifier,
     compensation_key,
 )
-from .connector import CallContext
+from ._writes import WriteCall
 from .errors import (
     ApprovalDenied,
     CallRejected,
-    EffectUncertainError,
     InvalidArgumentsError,
     JournalError,
     PermissionDenied,
@@ -108,6 +105,7 @@ __all__ = [
     "Run",
     "Verifier",
     "Withheld",
+    "WriteCall",
     "compensation_key",
     "new_run_id",
 ]
@@ -277,14 +275,16 @@ class Run(RunAftercare):
         both for this call only. ``timeout`` (seconds) bounds the execution; running out
         on a writing tool makes the step uncertain.
 
-        A writing tool's intent is committed before it runs and its outcome before this
-        returns (CALL-3, CALL-5). A ``read_only`` tool is journaled in one commit after it
-        answered, or queued to be (CALL-4, :meth:`defer_read_records`): ``answer``, when
-        given, is handed its outcome first, so that a server can answer its client before
-        that commit. For every other outcome,
-        ``answer`` is handed it once it is journaled. Either way ``answer`` is called
-        exactly once, with the outcome this method then returns (for a read, the
-        returned one may carry a :attr:`CallOutcome.journal_error` that arose after).
+        A writing tool's intent is committed before it runs (CALL-3, CALL-5) and its
+        outcome before this returns (CALL-6). A ``read_only`` tool is journaled in one
+        commit after it answered, or queued to be (CALL-4, :meth:`defer_read_records`).
+        ``answer``, when given, is handed the outcome of a call that ran before that
+        outcome's commit (a read's record, a write's outcome), so that a server can
+        answer its client while the journal commits; a refusal's once it is journaled.
+        Either way ``answer`` is called exactly once, with the outcome this method then
+        returns (which may carry a :attr:`CallOutcome.journal_error` that arose after
+        the answer; without ``answer``, a write whose outcome could not be journaled is
+        ``uncertain``).
 
         Only cancellation and bugs of the caller (no executor at all:
         :class:`RunStateError`) are raised.
@@ -311,7 +311,7 @@ class Run(RunAftercare):
                 return _told(denied, answer)
         if manifest.effect is Effect.READ_ONLY:
             return await self._read(manifest, args, reason, approval, execute, timeout, answer)
-        return _told(await self._write(manifest, args, reason, approval, execute, timeout), answer)
+        return await self._write(manifest, args, reason, approval, execute, timeout, answer)
 
     def _refusal(self, tool: str, args: Any, reason: str | None) -> CallOutcome | Manifest:
         """The rejected outcome of a call refused before approval (CALL-1), or the tool's
@@ -352,14 +352,35 @@ class Run(RunAftercare):
         approval: dict[str, Any] | None,
         execute: Executor,
         timeout: float | None,
+        answer: AnswerCallback | None,
     ) -> CallOutcome:
         """A call of a tool that may change something: intent, execution, outcome."""
-        tool = manifest.name
+        call = self._begin_write(manifest, args, reason, approval)
+        if isinstance(call, CallOutcome):
+            return _told(call, answer)
+        try:
+            state, result, error = await run_tool(
+                manifest, args, call.context(timeout), execute, timeout
+            )
+        except BaseException as exc:  # cancelled: the outcome of a write is unknown
+            call.abandon(exc)
+            raise
+        return call.settle(state, result, error, answer)
+
+    def _begin_write(
+        self,
+        manifest: Manifest,
+        args: dict[str, Any],
+        reason: str | None,
+        approval: dict[str, Any] | None,
+    ) -> CallOutcome | WriteCall:
+        """A write's intent committed (CALL-3), with its edges; or the outcome when the
+        run takes no calls or the journal failed."""
         index = self._edge_index()
         try:
             step = self.journal.begin_step(
                 self.id,
-                tool,
+                manifest.name,
                 manifest.effect.value,
                 manifest.permission,
                 args,
@@ -368,50 +389,9 @@ class Run(RunAftercare):
                 index.edges(manifest, args) if manifest.requires else [],
             )
         except (RunClosedError, JournalError) as exc:
-            return CallOutcome(self.id, tool, None, None, error=exc)
-        seq = step.seq
-        index.add(seq, tool, args, None)
-        ctx = CallContext(
-            run_id=self.id, step=seq, idempotency_key=step.idempotency_key, timeout=timeout
-        )
-        try:
-            state, result, error = await run_tool(manifest, args, ctx, execute, timeout)
-        except BaseException as exc:  # cancelled: the outcome of a write is unknown
-            text = scrub(f"{type(exc).__name__}: {exc}")
-            # If even this fails, the step stays pending and becomes uncertain when the
-            # journal is next opened: nothing is lost.
-            with contextlib.suppress(JournalError):
-                self._finish(seq, StepState.UNCERTAIN, error=f"unexpected error: {text}")
-            raise
-        compensation = comp_error = None
-        if result is not None:
-            compensation, comp_error = compensation_for(manifest, args, result)
-        try:
-            self._finish(
-                seq,
-                state,
-                result=result,
-                error=scrub(str(error)) if error is not None else None,
-                compensation=compensation,
-                compensation_error=comp_error,
-            )
-        except JournalError as exc:
-            lost = EffectUncertainError(
-                f"{tool} was carried out, but its outcome could not be journaled: {exc}. "
-                f"Step {seq} stays pending and is found uncertain once this process stops; "
-                f"then resolve it with 'reversi resolve {self.id} {seq} --applied'."
-                if state is StepState.SUCCEEDED
-                else f"{tool} ran, and its outcome could not be journaled: {exc}"
-            )
-            lost.step = seq
-            return CallOutcome(
-                self.id, tool, seq, StepState.UNCERTAIN, error=lost, journal_error=exc
-            )
-        if result is not None:
-            index.add(seq, tool, args, result)
-        if error is not None:
-            error.step = seq
-        return CallOutcome(self.id, tool, seq, state, result=result, error=error)
+            return CallOutcome(self.id, manifest.name, None, None, error=exc)
+        index.add(step.seq, manifest.name, args, None)
+        return WriteCall(self, manifest, args, step)
 
     async def _read(
         self,
@@ -459,6 +439,32 @@ class Run(RunAftercare):
         if manifest.effect is not Effect.READ_ONLY or manifest.approval is Approval.ALWAYS:
             raise RunStateError(f"{tool} is not a read-only tool that needs no approval")
         return self._begin_read(manifest, args, reason, None)
+
+    def begin_call(
+        self, tool: str, args: dict[str, Any], *, reason: str | None = None
+    ) -> CallOutcome | ReadCall | WriteCall:
+        """The checks of :meth:`attempt` for a tool that needs no approval, and its step
+        begun, for a caller that executes the tool itself (no task).
+
+        Returns the outcome of a call that may not run (rejected and journaled, CALL-1;
+        the run rolled back, CALL-10; the journal failed): answer it as it is. Otherwise,
+        for a read-only tool, the :class:`~reversi_core._reads.ReadCall` of
+        :meth:`begin_read`; for any other, a :class:`~reversi_core._writes.WriteCall`
+        whose intent is committed (CALL-3). Both are used alike: run the tool with the
+        call's ``key`` (CALL-5), then call its ``succeeded(result, answer)`` or
+        ``failed(error, answer, timeout)``, which tell ``answer`` and then journal the
+        outcome (CALL-4, CALL-6), or ``abandon(exc)`` when the call was cancelled (a
+        read ``failed``, a write ``uncertain``; nobody told). Raises
+        :class:`RunStateError` for a tool that asks for approval (use :meth:`attempt`).
+        """
+        manifest = self._refusal(tool, args, reason)
+        if isinstance(manifest, CallOutcome):
+            return manifest
+        if manifest.approval is Approval.ALWAYS:
+            raise RunStateError(f"{tool} asks for approval: call it with attempt()")
+        if manifest.effect is Effect.READ_ONLY:
+            return self._begin_read(manifest, args, reason, None)
+        return self._begin_write(manifest, args, reason, None)
 
     def _begin_read(
         self,

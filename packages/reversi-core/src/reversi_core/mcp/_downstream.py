@@ -5,9 +5,11 @@ breaks the framing rules (docs/mcp.md, "Framing") is answered at once and said o
 stderr. The SDK's server sees the opening request (which decides the protocol era
 exactly as in the SDK: a request with the 2026-07-28 envelope opens a modern
 connection, anything else a handshake one) and the handshake itself. After that, a
-``tools/call`` for a tool that needs nobody's approval is served by
-:meth:`~.gateway.Gateway.relay_call` (a :class:`Relay`) in a task of its own and answered here, as one JSON
-line; a ``notifications/cancelled`` for such a call cancels its task. Everything else
+``tools/call`` for a tool that needs nobody's approval is served from the event loop's
+callbacks by :meth:`~.gateway.Gateway.relay_now` (a :class:`Relay`) when it can be (a
+live stdio upstream, no tracing), else by :meth:`~.gateway.Gateway.relay_call` in a task
+of its own, and answered here, as one JSON line; a ``notifications/cancelled`` for such
+a call cancels it. Everything else
 (``tools/list``, ``ping``, calls that need approval, answers to the SDK's elicitation
 requests, requests the SDK refuses) is validated into SDK models and handed to the
 SDK's server, whose messages come back through :meth:`Downstream.pump`.
@@ -51,8 +53,8 @@ class Relay(Protocol):
         ...
 
     @property
-    def reads(self) -> frozenset[str]:
-        """Tools whose calls :meth:`relay_read` may serve."""
+    def inline(self) -> frozenset[str]:
+        """Tools whose calls :meth:`relay_now` may serve."""
         ...
 
     async def relay_call(
@@ -66,7 +68,7 @@ class Relay(Protocol):
         """Serve the call; ``reply`` gets its ``CallToolResult``, once."""
         ...
 
-    def relay_read(
+    def relay_now(
         self,
         name: str,
         args: dict[str, Any],
@@ -80,7 +82,7 @@ class Relay(Protocol):
 
 
 class _Inline:
-    """A raw call served from the event loop's callbacks (:meth:`Relay.relay_read`)."""
+    """A raw call served from the event loop's callbacks (:meth:`Relay.relay_now`)."""
 
     __slots__ = ("canceller", "sent")
 
@@ -125,7 +127,7 @@ class Downstream:
         self._init_ids: set[Any] = set()
         self._client = "the MCP client"
         self._stamp = server.server_info_stamp
-        self._reads = gateway.reads
+        self._inline = gateway.inline
         self._inflight: dict[Any, asyncio.Task[None] | _Inline] = {}
         self._started: set[asyncio.Task[None]] = set()  # raw calls' tasks that began to run
         self._closing = False
@@ -226,7 +228,7 @@ class Downstream:
             ):
                 return False  # a bad envelope: the SDK says what is wrong
             client, modern = client_of(meta.get(CLIENT_INFO_META_KEY)), True
-        if name in self._reads and self._serve_now(rid, name, args, meta, client, modern):
+        if name in self._inline and self._serve_now(rid, name, args, meta, client, modern):
             return True
         task = self._loop.create_task(self._serve_call(rid, name, args, meta, client, modern))
         self._inflight[rid] = task
@@ -241,7 +243,7 @@ class Downstream:
         client: str,
         modern: bool,
     ) -> bool:
-        """Serve a read without a task (:meth:`Relay.relay_read`); False: not taken."""
+        """Serve a call without a task (:meth:`Relay.relay_now`); False: not taken."""
         call = _Inline()
         self._inflight[rid] = call
 
@@ -267,7 +269,7 @@ class Downstream:
                 )
 
         try:
-            canceller = self.gateway.relay_read(name, args, meta, client, reply, fail)
+            canceller = self.gateway.relay_now(name, args, meta, client, reply, fail)
         except Exception as exc:
             fail(exc)
             return True

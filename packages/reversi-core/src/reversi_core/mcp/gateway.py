@@ -47,7 +47,7 @@ from ..engine import CallOutcome, Run
 from ..errors import EffectUncertainError, JournalError, ReversiError, ToolError
 from ..journal import Durability, Journal, StepRecord, describe_location, open_journal
 from ..journal._open import is_url
-from ..manifest import Approval, Effect
+from ..manifest import Approval
 from ..registry import Registry
 from ._approval import Approvals, ConsoleQueue, client_name, declares_elicitation, modern
 from ._coding import REASON_META, RUN_META, STEP_META, call_tool_result, unjournaled_result
@@ -183,12 +183,10 @@ class Gateway:
         self._approvals = Approvals(self.registry, config.pre_approved, console)
         self._listing = types.ListToolsResult(tools=index.listed)
         # by the names the client calls them (the manifests' without the namespace)
-        self._reads = frozenset(
+        self._inline = frozenset(
             m.name.removeprefix(self._prefix)
             for m in self.registry
-            if m.effect is Effect.READ_ONLY
-            and m.approval is not Approval.ALWAYS
-            and m.name.startswith(self._prefix)
+            if m.approval is not Approval.ALWAYS and m.name.startswith(self._prefix)
         )
         upstream.on_connect.append(self._reindex)
 
@@ -199,10 +197,10 @@ class Gateway:
         return frozenset(n.removeprefix(self._prefix) for n in self._asks)
 
     @property
-    def reads(self) -> frozenset[str]:
-        """Read-only tools that need nobody's approval (:meth:`relay_read` serves them),
-        by the names the client calls them."""
-        return self._reads
+    def inline(self) -> frozenset[str]:
+        """Tools that need nobody's approval (:meth:`relay_now` serves them), by the names
+        the client calls them."""
+        return self._inline
 
     # -- the run ---------------------------------------------------------------------
 
@@ -261,11 +259,19 @@ class Gateway:
         say(f"error: {step.tool}: step {step.seq}: {error}", self._errlog)
 
     def _log_lost(self, outcome: CallOutcome) -> None:
-        if outcome.journal_error is not None and outcome.error is None:
-            # a read answered before its outcome could be journaled
-            say(
-                f"error: {outcome.tool}: step {outcome.step}: {outcome.journal_error}", self._errlog
+        error = outcome.journal_error
+        if error is None:
+            return
+        # answered before the outcome's commit, which failed: a read's record is lost; a
+        # write's step stays pending (its intent was committed before it ran)
+        line = f"error: {outcome.tool}: step {outcome.step}: {error}"
+        if self._writes.get(outcome.tool, True):
+            line += (
+                f"; the step stays pending and is found uncertain once this gateway stops: "
+                f"resolve it with 'reversi resolve {outcome.run_id} {outcome.step} --applied' "
+                "or '--not-applied'"
             )
+        say(line, self._errlog)
 
     async def relay_call(
         self,
@@ -282,9 +288,10 @@ class Gateway:
         The caller made sure that no person needs to be asked (``name`` not in
         :attr:`asks`) and that ``args`` and ``meta`` are objects. ``run`` is the run
         the call belongs to (over HTTP, its session's); by default the session's one
-        run, begun now for ``client`` if there is none yet. A read-only tool's
-        result is passed to ``reply`` as soon as the upstream answered, before the step
-        is journaled (docs/engine.md, CALL-4); any other, once its outcome is journaled.
+        run, begun now for ``client`` if there is none yet. The result of a call that
+        ran is passed to ``reply`` as soon as the upstream answered, before its outcome
+        is committed (a write's intent was committed before it was sent; docs/engine.md,
+        CALL-3, CALL-4, CALL-6); a refusal's, once it is journaled.
         """
         if run is None:
             try:
@@ -308,7 +315,7 @@ class Gateway:
             end_span(traced, outcome)
         self._log_lost(outcome)
 
-    def relay_read(
+    def relay_now(
         self,
         name: str,
         args: dict[str, Any],
@@ -317,16 +324,16 @@ class Gateway:
         reply: Callable[[dict[str, Any]], None],
         fail: Callable[[Exception], None],
     ) -> Callable[[str], None] | None:
-        """Serve a call of a read-only tool in :attr:`reads` without a task, or return None.
+        """Serve a call of a tool in :attr:`inline` without a task, or return None.
 
         The same call as :meth:`relay_call` (``name`` as the client calls it; the
         namespace, when there is one, is added here), made from the event loop's
-        callbacks: the run's checks and the request to the upstream now, and ``reply``
-        (then the step's record, CALL-4) from the callback that reads the upstream's
-        answer. ``fail`` is told an exception that escaped there (a bug), so that the
+        callbacks: the run's checks, a write's intent (CALL-3) and the request to the
+        upstream now, and ``reply`` (then the step's outcome, CALL-4, CALL-6) from the
+        callback that reads the upstream's answer. ``fail`` is told an exception that escaped there (a bug), so that the
         call is answered all the same; one raised now propagates. Returns a function
         that cancels the call (its argument says why; the upstream is told and the step
-        journaled ``failed``; ``reply`` is not called), or ``None``, doing nothing, when
+        journaled: a read ``failed``, a write ``uncertain``; ``reply`` is not called), or ``None``, doing nothing, when
         the call is left to :meth:`relay_call`: no live upstream connection (it starts
         one), an upstream over HTTP (its link is awaited), or OpenTelemetry tracing
         (the call's span is a context around the awaited call).
@@ -345,7 +352,7 @@ class Gateway:
         if self._prefix:
             name = self._prefix + name
         reason = meta.get(REASON_META)
-        begun = run.begin_read(name, args, reason=reason if type(reason) is str else None)
+        begun = run.begin_call(name, args, reason=reason if type(reason) is str else None)
         if isinstance(begun, CallOutcome):  # refused, or the run takes no calls
             reply(call_tool_result(begun, None))
             return _answered

@@ -1,0 +1,182 @@
+"""A writing call between its committed intent and its outcome: :class:`WriteCall`.
+
+A call of a tool that may change something is journaled ``pending``, durably, before it
+runs (CALL-3): :meth:`Run._begin_write <reversi_core.engine.Run>` commits that intent
+and hands back this object, with the step's number and idempotency key (CALL-5). What
+the call came to is told here: :meth:`WriteCall.settle` (or
+:meth:`~WriteCall.succeeded`, :meth:`~WriteCall.failed`) computes the compensation from
+the argument map and journals the outcome (CALL-6, CALL-7); :meth:`~WriteCall.abandon`
+journals a call cut short (cancelled) as ``uncertain`` and tells nobody.
+
+The order of the answer and the outcome's commit (docs/engine.md, CALL-6): a caller
+that answers a client through ``answer`` is told first and the outcome is committed
+right after, in the same callback, so that the commit overlaps the client's handling
+of the answer. The intent was committed before the tool ran, so a process killed
+between the two leaves the step ``pending``, found ``uncertain`` when the journal is
+next opened: nothing that happened is hidden from a rollback. A caller without
+``answer`` gets the outcome once it is committed, and a commit that fails makes it
+``uncertain`` (saying how to resolve it).
+
+:meth:`Run.attempt <reversi_core.engine.Run.attempt>` awaits the tool between the two
+halves; :meth:`Run.begin_call <reversi_core.engine.Run.begin_call>` hands them to a
+caller that executes the tool itself, without a task (the gateway, from its event
+loop's callbacks).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any
+
+from ._outcome import AnswerCallback, CallOutcome, compensation_for, failure
+from .connector import CallContext
+from .errors import EffectUncertainError, JournalError, ReversiError, RunStateError
+from .journal import StepRecord, StepState
+from .manifest import Manifest
+from .redact import scrub, scrub_json
+
+if TYPE_CHECKING:
+    from .engine import Run
+
+__all__ = ["WriteCall"]
+
+
+class WriteCall:
+    """One call of a writing tool whose intent is committed (CALL-3).
+
+    ``seq`` is its step, ``key`` its idempotency key (``reversi-<run>-<step>``, CALL-5).
+    Exactly one of :meth:`settle`, :meth:`succeeded`, :meth:`failed` or :meth:`abandon`
+    may be called, once; a second raises :class:`~reversi_core.errors.RunStateError`.
+    """
+
+    __slots__ = ("_done", "args", "key", "manifest", "run", "seq")
+
+    def __init__(self, run: Run, manifest: Manifest, args: dict[str, Any], step: StepRecord):
+        self.run = run
+        self.manifest = manifest
+        self.args = args
+        self.seq = step.seq
+        self.key = step.idempotency_key
+        self._done = False
+
+    @property
+    def tool(self) -> str:
+        """The tool's name."""
+        return self.manifest.name
+
+    def context(self, timeout: float | None) -> CallContext:
+        """The context the tool runs with (CALL-5); ``timeout`` in seconds, if any."""
+        return CallContext(
+            run_id=self.run.id, step=self.seq, idempotency_key=self.key, timeout=timeout
+        )
+
+    def succeeded(
+        self, result: dict[str, Any], answer: AnswerCallback | None = None
+    ) -> CallOutcome:
+        """The tool returned ``result``: the step ``succeeded`` (see :meth:`settle`)."""
+        return self.settle(StepState.SUCCEEDED, scrub_json(result), None, answer)
+
+    def failed(
+        self,
+        error: Exception,
+        answer: AnswerCallback | None = None,
+        timeout: float | None = None,
+    ) -> CallOutcome:
+        """The tool raised ``error``, mapped as :func:`~reversi_core._outcome.failure`
+        maps it (``timeout``: the limit that ran out, for a :class:`TimeoutError`, which
+        makes a write ``uncertain``); see :meth:`settle`."""
+        state, result, mapped = failure(self.manifest, error, timeout)
+        return self.settle(state, result, mapped, answer)
+
+    def settle(
+        self,
+        state: StepState,
+        result: dict[str, Any] | None,
+        error: ReversiError | None,
+        answer: AnswerCallback | None,
+    ) -> CallOutcome:
+        """Journal the outcome (``result`` already scrubbed), with the compensation
+        computed from the argument map (CALL-6, CALL-7), and return it.
+
+        With ``answer``, it is handed the outcome first and the commit follows; an
+        outcome that could then not be journaled is returned with its
+        :attr:`~reversi_core.engine.CallOutcome.journal_error` (the answer was told
+        without it; the step stays ``pending``). Without ``answer``, such an outcome is
+        ``uncertain``, its :class:`~reversi_core.errors.EffectUncertainError` saying how
+        to resolve the step.
+        """
+        if self._done:
+            raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
+        self._done = True
+        run, seq, tool = self.run, self.seq, self.manifest.name
+        compensation = comp_error = None
+        if result is not None:
+            compensation, comp_error = compensation_for(self.manifest, self.args, result)
+        if error is not None:
+            error.step = seq
+        outcome = CallOutcome(run.id, tool, seq, state, result=result, error=error)
+        if answer is not None:
+            try:
+                answer(outcome)
+            finally:  # journaled even if telling failed
+                try:
+                    self._journal(state, result, error, compensation, comp_error)
+                except JournalError as exc:
+                    outcome = CallOutcome(
+                        run.id, tool, seq, state, result=result, error=error, journal_error=exc
+                    )
+            return outcome
+        try:
+            self._journal(state, result, error, compensation, comp_error)
+        except JournalError as exc:
+            lost = EffectUncertainError(
+                f"{tool} was carried out, but its outcome could not be journaled: {exc}. "
+                f"Step {seq} stays pending and is found uncertain once this process stops; "
+                f"then resolve it with 'reversi resolve {run.id} {seq} --applied'."
+                if state is StepState.SUCCEEDED
+                else f"{tool} ran, and its outcome could not be journaled: {exc}"
+            )
+            lost.step = seq
+            return CallOutcome(
+                run.id, tool, seq, StepState.UNCERTAIN, error=lost, journal_error=exc
+            )
+        return outcome
+
+    def abandon(self, exc: BaseException) -> None:
+        """The call was cut short by ``exc`` (cancelled): its effect is unknown, so the step
+        is journaled ``uncertain``; nobody is told. If even that commit fails, the step
+        stays ``pending`` and is found uncertain when the journal is next opened."""
+        if self._done:
+            raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
+        self._done = True
+        text = scrub(f"{type(exc).__name__}: {exc}")
+        with contextlib.suppress(JournalError):
+            self.run._finish(self.seq, StepState.UNCERTAIN, error=f"unexpected error: {text}")
+
+    def _journal(
+        self,
+        state: StepState,
+        result: dict[str, Any] | None,
+        error: ReversiError | None,
+        compensation: dict[str, Any] | None,
+        comp_error: str | None,
+    ) -> None:
+        run = self.run
+        run._finish(
+            self.seq,
+            state,
+            result=result,
+            error=scrub(str(error)) if error is not None else None,
+            compensation=compensation,
+            compensation_error=comp_error,
+        )
+        if result is not None:
+            run._edge_index().add(self.seq, self.manifest.name, self.args, result)
+
+    def lost_note(self) -> str:
+        """What to do about a step whose outcome could not be journaled after it was told."""
+        return (
+            f"step {self.seq} stays pending and is found uncertain once this process stops; "
+            f"resolve it with 'reversi resolve {self.run.id} {self.seq} --applied' or "
+            "'--not-applied'"
+        )
