@@ -229,10 +229,10 @@ def test_a_store_that_fails_reports_every_deferred_record_lost(
         raise sqlite3.OperationalError("database or disk is full")
 
     if is_postgres(location):  # the server refuses the statement (division_by_zero)
-        from reversi_core.journal import postgres
+        from reversi_core.journal import _pg_steps
 
         failing = "SELECT " + ", ".join(["%s"] * 16) + ", %s::integer[], %s, 1 / 0"
-        monkeypatch.setattr(postgres, "INSERT_DEFERRED", failing)
+        monkeypatch.setattr(_pg_steps, "INSERT_DEFERRED", failing)
         expected = "division by zero"
     else:
         monkeypatch.setattr(DeferredSteps, "write", staticmethod(full))

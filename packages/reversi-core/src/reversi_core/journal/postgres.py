@@ -14,7 +14,8 @@ How the guarantees are kept, by the database rather than by one process:
   and a step that is not written gives its number back with the rest of its transaction,
   so numbers are dense and unique whatever the number of writers. A read reserves its
   number the same way (:meth:`reserve_step`, one commit) and writes it once it answered
-  (CALL-4); only a process killed in between leaves that number unused.
+  (CALL-4); only a process killed in between leaves that number unused
+  (``_pg_steps.py``).
 - **Owners**: ``_pg_owners.py``. Each connection holds an advisory lock naming its
   process; a process of another host is dead when nobody holds its lock.
 - **Rollbacks** of one run exclude each other three ways: the run row's status and
@@ -32,27 +33,23 @@ for its sessions whatever the server's default.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import threading
 import time
 from typing import Any
 
-from ..errors import JournalError, RollbackInProgressError, RunClosedError, UnknownRunError
-from ..redact import scrub, scrub_json
+from ..errors import JournalError, RollbackInProgressError, UnknownRunError
 from . import _chain as chain
 from ._approvals import APPROVAL_METHODS, PgApprovals
 from ._base import (
     Durability,
     Journal,
-    LostStep,
     RunRecord,
     RunStatus,
     StepRecord,
-    StepState,
     step_idempotency_key,
 )
-from ._deferred import DeferredSteps, step_row, taken_message
+from ._deferred import DeferredSteps
 from ._owner import process_owner
 from ._pg_conn import (
     advisory_key,
@@ -61,21 +58,13 @@ from ._pg_conn import (
     import_psycopg,
     parse_url,
     pg_errors,
-    reason,
 )
 from ._pg_operate import PgReads
 from ._pg_owners import recover
 from ._pg_rollback import PgRollbacks
 from ._pg_schema import MIGRATIONS_TABLE, PG_TABLES, check_version, migrate, prepare_error
-from ._pg_sql import (
-    BEGIN_STEP,
-    FINISH_STEP,
-    INSERT_DEFERRED,
-    INSERT_STRICT,
-    RECORD_REJECTED,
-    pg_row,
-    pg_text,
-)
+from ._pg_sql import pg_text
+from ._pg_steps import PgSteps
 from ._schema import RUN_COLUMNS, STEP_COLUMNS, dumps, run_from_row, step_from_row
 from ._summaries import SUMMARY_METHODS, PgRunSummaries
 
@@ -87,7 +76,7 @@ _STORE_METHODS = tuple(
 
 
 @pg_errors(_STORE_METHODS + APPROVAL_METHODS + SUMMARY_METHODS + ("recover_orphans",))
-class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
+class PostgresJournal(PgRollbacks, PgSteps, PgReads, PgApprovals, PgRunSummaries):
     """The PostgreSQL journal (see the module docstring). Open with :meth:`open`.
 
     Safe to share between threads of one process (one connection, under a lock); any
@@ -275,7 +264,7 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
             )
         return [run_from_row(r) for r in rows]
 
-    # -- steps -------------------------------------------------------------------
+    # -- steps: their writes are _pg_steps.PgSteps --------------------------------
 
     def list_steps(self, run_id: str) -> list[StepRecord]:
         with self._lock:
@@ -310,238 +299,6 @@ class PostgresJournal(PgRollbacks, PgReads, PgApprovals, PgRunSummaries):
         if row is None:
             raise JournalError(f"run {run_id!r} has no step {seq}")
         return step_from_row(row, reqs)
-
-    def _closed(self, c: Any, run_id: str) -> JournalError | RunClosedError:
-        """Why a run took no step: it is unknown, or not open."""
-        row = c.execute("SELECT status FROM runs WHERE id = %s", [run_id]).fetchone()
-        if row is None:
-            return UnknownRunError(f"no run {run_id!r} in {self.location}")
-        return RunClosedError(
-            f"run {run_id} was rolled back ({row[0]}); it takes no new calls. Start a new run."
-        )
-
-    def record_rejected(
-        self,
-        run_id: str,
-        tool: str,
-        effect: str,
-        permission: str,
-        args: dict[str, Any],
-        reason: str | None,
-        error: str,
-        approval: dict[str, Any] | None,
-    ) -> int:
-        values: dict[str, Any] = {
-            "run": run_id,
-            "tool": pg_text(tool),
-            "effect": effect,
-            "permission": pg_text(permission),
-            "args": dumps(args),
-            "reason": pg_text(reason),
-            "now": time.time(),
-            "error": pg_text(scrub(error)),
-            "approval": dumps(approval),
-        }
-        values["content"] = chain.rejected_content(
-            values["tool"], effect, values["permission"], values["args"], values["reason"],
-            values["now"], values["error"], values["approval"],
-        )  # fmt: skip
-        with self._lock:
-            if self._deferred:
-                self.flush()
-            row = self._c().execute(RECORD_REJECTED, values).fetchone()
-        if row is None:
-            raise UnknownRunError(f"no run {run_id!r} in {self.location}")
-        return int(row[0])
-
-    def begin_step(
-        self,
-        run_id: str,
-        tool: str,
-        effect: str,
-        permission: str,
-        args: dict[str, Any],
-        reason: str | None,
-        approval: dict[str, Any] | None,
-        requires: list[int],
-    ) -> StepRecord:
-        now = time.time()
-        edges = sorted(set(requires))
-        values: dict[str, Any] = {
-            "run": run_id,
-            "tool": pg_text(tool),
-            "effect": effect,
-            "permission": pg_text(permission),
-            "args": dumps(args),
-            "reason": pg_text(reason),
-            "owner": self._owner,
-            "now": now,
-            "approval": dumps(approval),
-            "edges": edges,
-        }
-        values["content"] = chain.begin_content(
-            values["tool"], effect, values["permission"], values["args"], values["reason"],
-            self._owner, now, values["approval"], edges,
-        )  # fmt: skip
-        with self._lock:
-            if self._deferred:
-                self.flush()
-            c = self._c()
-            row = c.execute(BEGIN_STEP, values).fetchone()
-            if row is None:
-                raise self._closed(c, run_id)
-        seq = int(row[0])
-        return StepRecord(
-            run_id=run_id,
-            seq=seq,
-            tool=tool,
-            effect=effect,
-            permission=permission,
-            args=scrub_json(args),
-            reason=reason,
-            state=StepState.PENDING,
-            idempotency_key=self.forward_key(run_id, seq),
-            started_at=now,
-            approval=scrub_json(approval),
-            requires=edges,
-            owner=self._owner,
-        )
-
-    def finish_step(
-        self,
-        run_id: str,
-        seq: int,
-        state: StepState,
-        *,
-        result: dict[str, Any] | None,
-        error: str | None,
-        compensation: dict[str, Any] | None,
-        compensation_error: str | None,
-    ) -> None:
-        values: dict[str, Any] = {
-            "run": run_id,
-            "seq": seq,
-            "state": state.value,
-            "now": time.time(),
-            "result": dumps(result),
-            "error": pg_text(scrub(error)) if error else None,
-            "compensation": dumps(compensation),
-            "cerror": pg_text(scrub(compensation_error)) if compensation_error else None,
-            "detail": dumps({"state": state.value, "error": error}),
-        }
-        values["content"] = chain.finish_content(
-            state.value, values["now"], values["result"], values["error"],
-            values["compensation"], values["cerror"],
-        )  # fmt: skip
-        with self._lock:
-            if self._deferred:
-                self.flush()
-            self._c().execute(FINISH_STEP, values)
-
-    def reserve_step(self, run_id: str) -> int:
-        with self._lock:
-            c = self._c()
-            row = c.execute(
-                "UPDATE runs SET last_seq = last_seq + 1 WHERE id = %s AND status = 'open' "
-                "RETURNING last_seq",
-                [run_id],
-            ).fetchone()
-            if row is None:
-                raise self._closed(c, run_id)
-        return int(row[0])
-
-    def record_step(self, step: StepRecord) -> None:
-        psycopg = self._psycopg
-        with self._lock:
-            if self._deferred:
-                self.flush()
-            try:
-                self._c().execute(INSERT_STRICT, pg_row(step_row(step), step.requires))
-            except psycopg.errors.UniqueViolation:
-                raise JournalError(taken_message(step)) from None
-
-    def defer_step(self, step: StepRecord, on_lost: LostStep) -> None:
-        with self._lock:
-            full = self._deferred.add(step, on_lost)
-        if full:
-            self.flush()
-
-    def flush(self) -> None:
-        psycopg = self._psycopg
-        lost: list[tuple[StepRecord, LostStep, JournalError]] = []
-        with self._lock:
-            items = self._deferred.take()
-            if not items:
-                return
-            try:
-                c = self._c()
-                with c.transaction(), c.cursor() as cur:
-                    cur.executemany(
-                        INSERT_DEFERRED,
-                        [pg_row(row, step.requires) for step, row, _ in items],
-                        returning=True,
-                    )
-                    written: set[int] = set()
-                    while True:
-                        written.update(r[0] for r in cur.fetchall())
-                        if not cur.nextset():
-                            break
-            except (psycopg.Error, JournalError) as exc:
-                text = exc if isinstance(exc, JournalError) else reason(exc)
-                error = JournalError(f"journal {self.location}: {text}")
-                lost = [(step, on_lost, error) for step, _, on_lost in items]
-            else:
-                lost = [
-                    (step, on_lost, JournalError(taken_message(step)))
-                    for step, _, on_lost in items
-                    if step.seq not in written
-                ]
-        for step, on_lost, error in lost:  # told outside the lock
-            with contextlib.suppress(Exception):  # a failing report must not fail a write
-                on_lost(step, error)
-
-    def resolve_step(
-        self,
-        run_id: str,
-        seq: int,
-        applied: bool,
-        result: dict[str, Any] | None,
-        compensation: dict[str, Any] | None,
-        compensation_error: str | None,
-        decided_by: str | None = None,
-    ) -> None:
-        values = (
-            dumps(result),
-            dumps(compensation),
-            pg_text(scrub(compensation_error)) if compensation_error else None,
-        )
-        by = pg_text(scrub(decided_by)) if decided_by else None
-        with self._lock, self._tx():
-            cur = self._conn.execute(
-                "UPDATE steps SET resolution = %s, result = coalesce(%s, result), "
-                "compensation = %s, compensation_error = %s, rollback_state = NULL, "
-                "rollback_reason = NULL, resolved_by = %s WHERE run_id = %s AND seq = %s",
-                ["applied" if applied else "not_applied", *values, by, run_id, seq],
-            )
-            if cur.rowcount == 1:
-                self._append(run_id, seq, "resolve", chain.resolve_content(applied, *values, by))
-            self._event(self._conn, run_id, seq, "resolved", {"applied": applied, "by": by})
-
-    def begin_replay(self, run_id: str, seq: int) -> bool:
-        with self._lock, self._tx():
-            c = self._conn
-            # the run's row, FOR SHARE: a rollback starting now (FOR UPDATE) waits, or is seen
-            row = c.execute("SELECT status FROM runs WHERE id = %s FOR SHARE", [run_id]).fetchone()
-            if row is None or row[0] != RunStatus.OPEN:
-                return False
-            cur = c.execute(
-                "INSERT INTO events (run_id, seq, at, kind, detail) "
-                "SELECT %s, %s, %s, 'replay_started', '{}' "
-                "WHERE EXISTS (SELECT 1 FROM steps WHERE run_id = %s AND seq = %s "
-                "AND state = 'uncertain' AND resolution IS NULL)",
-                [run_id, seq, time.time(), run_id, seq],
-            )
-            return bool(cur.rowcount == 1)
 
     # -- rollback: _pg_rollback.PgRollbacks --------------------------------------
 

@@ -23,14 +23,9 @@ from ._cassettes import (
     CASSETTE_DIR,
     MATCH_ON,
     METADATA_KEY,
-    Secret,
-    cassette_problems,
-    credential_headers,
     live_on_test_backend,
     record_live,
     replay_cassette,
-    secret_forms,
-    secrets_in,
 )
 from ._certification import (
     CHECK_INFO,
@@ -75,6 +70,7 @@ from ._live import (
     resolve_variables,
     run_live,
 )
+from ._scrubbing import Secret, cassette_problems, credential_headers, secret_forms, secrets_in
 from ._server import Exchange, FakeServer, FakeServerError
 from ._vendor import (
     BasicAuth,

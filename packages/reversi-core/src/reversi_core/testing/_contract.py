@@ -40,14 +40,7 @@ from ..errors import ConfigurationError
 from ..manifest import Effect, Manifest
 from ..registry import Registry
 from ._app import FakeApp
-from ._cassettes import (
-    CASSETTE_DIR,
-    Secret,
-    cassette_problems,
-    credential_headers,
-    live_on_test_backend,
-    replay_cassette,
-)
+from ._cassettes import CASSETTE_DIR, live_on_test_backend, replay_cassette
 from ._certification import (
     FIXTURE_GROUP,
     MIN_REASON_WORDS,
@@ -56,6 +49,7 @@ from ._certification import (
     load_fixture,
 )
 from ._live import LiveScenario
+from ._scrubbing import Secret, cassette_problems, credential_headers
 
 __all__ = ["ConnectorContract"]
 

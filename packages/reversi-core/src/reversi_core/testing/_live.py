@@ -13,8 +13,9 @@ every credential scrubbed. The package's tests then replay that cassette
 (:func:`replay_cassette`): the same scenario, against the recorded answers, with no
 network, where a request the cassette does not hold, or a recorded one not sent, fails.
 
-Recording and replaying (the cassettes, their scrubbing and matching) are in
-:mod:`reversi_core.testing._cassettes`.
+Recording and replaying (the cassettes and their matching) are in
+:mod:`reversi_core.testing._cassettes`, the cassettes' credentials in
+:mod:`reversi_core.testing._scrubbing`.
 """
 
 from __future__ import annotations
