@@ -33,20 +33,14 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from reversi_core import Registry, Run
-from reversi_core._tracing import inject, span, tracing
+from reversi_core._tracing import call_span, end_span, inject, span, tracing
 from reversi_core.compensator import CommandCompensator
 from reversi_core.connector import compensator_for
 from reversi_core.journal import open_journal
 from reversi_core.mcp import gateway as gateway_module
 from reversi_core.mcp._upstream import UpstreamConnection
 from reversi_core.mcp._wire import encode_line
-from reversi_core.mcp.gateway import (
-    GatewayConfig,
-    call_span,
-    end_span,
-    load_manifest_dir,
-    serve_gateway,
-)
+from reversi_core.mcp.gateway import GatewayConfig, load_manifest_dir, serve_gateway
 
 SECRET_ARG = "value-that-must-not-be-an-attribute"
 PARENT = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"

@@ -17,9 +17,22 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["FAILED_OUTCOMES", "TRACER_NAME", "inject", "set_outcome", "span", "tracing"]
+if TYPE_CHECKING:
+    from ._outcome import CallOutcome
+    from .engine import Run
+
+__all__ = [
+    "FAILED_OUTCOMES",
+    "TRACER_NAME",
+    "call_span",
+    "end_span",
+    "inject",
+    "set_outcome",
+    "span",
+    "tracing",
+]
 
 TRACER_NAME = "reversi"
 
@@ -98,3 +111,26 @@ def inject(meta: dict[str, Any]) -> None:
     from opentelemetry import propagate
 
     propagate.inject(meta)
+
+
+def call_span(run: Run, name: str, meta: Mapping[str, Any] | None) -> Any:
+    """The call's OpenTelemetry span (:func:`span`), child of the client's
+    ``traceparent`` in ``meta``; attributes run, tool, effect (never an argument).
+    ``run`` is the :class:`~reversi_core.engine.Run` the call belongs to, ``name`` the tool."""
+    manifest = run.registry.get(name) if name in run.registry else None
+    attributes = {
+        "reversi.run": run.id,
+        "reversi.tool": name,
+        "reversi.effect": manifest.effect.value if manifest else None,
+    }
+    return span("reversi.call", attributes, meta)
+
+
+def end_span(traced: Any, outcome: CallOutcome) -> None:
+    """Put the call's step and outcome on its span (when tracing); a failed or uncertain
+    call's span gets status ``ERROR`` (:func:`set_outcome`)."""
+    if traced is None:
+        return
+    if outcome.step is not None:
+        traced.set_attribute("reversi.step", outcome.step)
+    set_outcome(traced, outcome.state.value if outcome.state is not None else "rejected")

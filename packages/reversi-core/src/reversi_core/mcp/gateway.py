@@ -42,7 +42,7 @@ from mcp.server.lowlevel import Server
 from mcp.shared.message import SessionMessage
 
 from ..__about__ import __version__
-from .._tracing import set_outcome, span, tracing
+from .._tracing import call_span, end_span, tracing
 from ..engine import CallOutcome, Run
 from ..errors import EffectUncertainError, JournalError, ReversiError, ToolError
 from ..journal import Durability, Journal, StepRecord, describe_location, open_journal
@@ -472,31 +472,6 @@ class Gateway:
         if modern(ctx):
             result["resultType"] = "complete"  # required of a dict at 2026-07-28
         return result
-
-
-# -- tracing -----------------------------------------------------------------------
-
-
-def call_span(run: Run, name: str, meta: Mapping[str, Any] | None) -> Any:
-    """The call's OpenTelemetry span (``_tracing.span``), child of the client's
-    ``traceparent`` in ``meta``; attributes run, tool, effect (never an argument)."""
-    manifest = run.registry.get(name) if name in run.registry else None
-    attributes = {
-        "reversi.run": run.id,
-        "reversi.tool": name,
-        "reversi.effect": manifest.effect.value if manifest else None,
-    }
-    return span("reversi.call", attributes, meta)
-
-
-def end_span(traced: Any, outcome: CallOutcome) -> None:
-    """Put the call's step and outcome on its span (when tracing); a failed or uncertain
-    call's span gets status ``ERROR`` (``_tracing.set_outcome``)."""
-    if traced is None:
-        return
-    if outcome.step is not None:
-        traced.set_attribute("reversi.step", outcome.step)
-    set_outcome(traced, outcome.state.value if outcome.state is not None else "rejected")
 
 
 # -- serving -----------------------------------------------------------------------
