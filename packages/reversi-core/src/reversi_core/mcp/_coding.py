@@ -110,7 +110,8 @@ def _success(
     run_id: str, seq: int, result: dict[str, Any], call: UpstreamCall | None
 ) -> dict[str, Any]:
     raw = call.raw if call is not None else None
-    if raw is not None and (result is call.structured or result == call.structured):  # type: ignore[union-attr]
+    structured = call.structured if call is not None else None
+    if raw is not None and (result is structured or result == structured):
         # The upstream's answer as it came (content blocks included), plus our _meta.
         out = dict(raw)
         upstream_meta = raw.get("_meta")

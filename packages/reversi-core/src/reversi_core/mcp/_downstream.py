@@ -356,8 +356,8 @@ class Downstream:
         if isinstance(parsed, types.JSONRPCRequest):
             if self._era is None:  # the SDK's own rule (serve_dual_era_loop)
                 params = parsed.params
-                envelope = isinstance(params, dict) and isinstance(params.get("_meta"), dict)
-                modern = envelope and PROTOCOL_VERSION_META_KEY in params["_meta"]  # type: ignore[index]
+                meta = params.get("_meta") if isinstance(params, dict) else None
+                modern = isinstance(meta, dict) and PROTOCOL_VERSION_META_KEY in meta
                 self._era = "modern" if parsed.method != "initialize" and modern else "legacy"
             if parsed.method == "initialize":
                 self._init_ids.add(parsed.id)

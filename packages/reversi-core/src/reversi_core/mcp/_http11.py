@@ -44,6 +44,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Mapping
 from contextlib import suppress
+from typing import cast
 
 import anyio
 import httptools
@@ -82,7 +83,8 @@ class _Wire(asyncio.Protocol):
         self._drained: asyncio.Future[None] | None = None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        # a stream protocol's transport (a socket's, or SSLProtocol's) is a Transport
+        self.transport = cast(asyncio.Transport, transport)
 
     def data_received(self, data: bytes) -> None:
         self.chunks.append(data)

@@ -453,6 +453,7 @@ def _protocol_class() -> type[Any]:
     uvicorn's ``auto`` picks) on a :class:`_JoinedWrites` transport."""
     from uvicorn.protocols.http.auto import AutoHTTPProtocol
 
+    # AutoHTTPProtocol is a variable (httptools' protocol or h11's), not a class to mypy
     class Protocol(AutoHTTPProtocol):  # type: ignore[misc,valid-type]
         def connection_made(self, transport: Any) -> None:
             loop = asyncio.get_running_loop()
