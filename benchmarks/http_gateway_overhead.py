@@ -16,6 +16,8 @@ transport), is called by the MCP SDK's HTTP client in one run:
 * with ``--reference``, through the two relays of ``http_reference_relay.py`` in front
   of the same upstream (``copy``: bytes copied both ways; ``journal``: the least a
   journaling HTTP proxy does), to show what any Python HTTP proxy costs on the machine;
+* with ``--baseline CHECKOUT``, through a second gateway running another checkout of
+  this repository, in front of the same upstream: a change beside its baseline;
 
 for ``fs.read_file`` (4 KiB) and ``fs.write_file`` (1 KiB, cycling over 10 files), each
 with a client of the handshake era (2025-11-25, a session) and one of 2026-07-28
@@ -44,7 +46,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,7 +67,7 @@ READ_PATH = "bench/read.txt"
 READ_BYTES = 4096
 WRITE_BYTES = 1024
 MODES = ("legacy", "2026-07-28")
-RELAYS = ("copy", "journal")
+RELAYS = ("copy", "journal", "baseline")
 
 
 def executable(name: str) -> str:
@@ -242,7 +244,8 @@ def report(targets: list[Target], args: argparse.Namespace) -> dict[str, Any]:
     relays = [r for r in RELAYS if (r, MODES[0]) in by]
     if relays:
         print(
-            "reference relays (http_reference_relay.py), same run: median / direct, relay CPU/call"
+            "reference relays (http_reference_relay.py) and the --baseline gateway, same run: "
+            "median / direct, its CPU/call"
         )
     for relay in relays:
         for mode in MODES:
@@ -263,8 +266,8 @@ def report(targets: list[Target], args: argparse.Namespace) -> dict[str, Any]:
                     }
                 )
                 print(
-                    f"{relay + ' relay':<14} {mode:<11} {tool:<14} {d * 1e3:>6.2f}ms "
-                    f"{r * 1e3:>6.2f}ms {r / d:>5.2f}x  relay CPU {cpu['gateway']:.2f} ms"
+                    f"{relay + (' relay' if relay != 'baseline' else ''):<14} {mode:<11} {tool:<14} {d * 1e3:>6.2f}ms "
+                    f"{r * 1e3:>6.2f}ms {r / d:>5.2f}x  its CPU {cpu['gateway']:.2f} ms"
                 )
     return figures
 
@@ -311,17 +314,32 @@ def start_servers(base: Path, procs: list[subprocess.Popen[bytes]]) -> tuple[str
     ).stdout
     (manifests / "fs.json").write_bytes(printed)
     token = secrets.token_urlsafe(24)
-    gw_err = base / "gateway.err"
+    gw_url = start_gateway(base, "gateway", manifests, up_url, token, os.environ, procs)
+    return up_url, gw_url, token
+
+
+def start_gateway(
+    base: Path,
+    name: str,
+    manifests: Path,
+    up_url: str,
+    token: str,
+    env: Mapping[str, str],
+    procs: list[subprocess.Popen[bytes]],
+) -> str:
+    """``reversi-gateway --listen`` in front of ``up_url`` (its journal in ``base/data-NAME``),
+    started with ``env``: the URL it listens on."""
+    gw_err = base / f"{name}.err"
     gateway = subprocess.Popen(
         [
             executable("reversi-gateway"),
-            *("--manifests", str(manifests), "--data", str(base / "data")),
+            *("--manifests", str(manifests), "--data", str(base / f"data-{name}")),
             *("--upstream-url", up_url, "--listen", "127.0.0.1:0"),
         ],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=gw_err.open("wb"),
-        env={**os.environ, "REVERSI_GATEWAY_TOKEN": token},
+        env={**env, "REVERSI_GATEWAY_TOKEN": token},
     )
     procs.append(gateway)
     deadline = time.monotonic() + 60
@@ -333,9 +351,9 @@ def start_servers(base: Path, procs: list[subprocess.Popen[bytes]]) -> tuple[str
             if "listening on " in line
         ]
         if found:
-            return up_url, found[0].strip(), token
+            return found[0].strip()
         if gateway.poll() is not None or time.monotonic() > deadline:
-            raise RuntimeError(f"the gateway did not start:\n{text}")
+            raise RuntimeError(f"the {name} did not start:\n{text}")
         time.sleep(0.02)
 
 
@@ -349,22 +367,40 @@ def main() -> int:
     parser.add_argument(
         "--reference", action="store_true", help="also time the relays of http_reference_relay.py"
     )
+    parser.add_argument(
+        "--baseline",
+        metavar="CHECKOUT",
+        help="also time a second gateway running another checkout of this repository (its "
+        "packages' src/ directories first on PYTHONPATH) in front of the same upstream, its "
+        "calls interleaved with the others': a change and its baseline in one run",
+    )
     args = parser.parse_args()
+    baseline_path = None
+    if args.baseline is not None:
+        srcs = sorted(Path(args.baseline).glob("packages/*/src"))
+        if not srcs:
+            parser.error(f"--baseline {args.baseline}: no packages/*/src there")
+        baseline_path = os.pathsep.join(str(p.resolve()) for p in srcs)
     base = Path(tempfile.mkdtemp(prefix="reversi-http-bench-"))
     procs: list[subprocess.Popen[bytes]] = []
     try:
         up_url, gw_url, token = start_servers(base, procs)
         upstream, gateway = procs
         relays = start_relays(base, up_url, procs) if args.reference else {}
+        bearer = {"Authorization": f"Bearer {token}"}
+        if baseline_path is not None:
+            env = {**os.environ, "PYTHONPATH": baseline_path}
+            url = start_gateway(base, "baseline", base / "manifests", up_url, token, env, procs)
+            relays["baseline"] = (url, procs[-1].pid)
         targets = []
         for mode in MODES:
             targets.append(Target(f"direct {mode}", up_url, mode, {}, (None, upstream.pid)))
-            bearer = {"Authorization": f"Bearer {token}"}
             targets.append(
                 Target(f"gateway {mode}", gw_url, mode, bearer, (gateway.pid, upstream.pid))
             )
             for relay, (url, pid) in relays.items():
-                targets.append(Target(f"{relay} {mode}", url, mode, {}, (pid, upstream.pid)))
+                headers = bearer if relay == "baseline" else {}
+                targets.append(Target(f"{relay} {mode}", url, mode, headers, (pid, upstream.pid)))
         anyio.run(measure, targets, args.calls, args.warmup, args.write_files)
         figures = report(targets, args)
         if args.json:
