@@ -33,10 +33,11 @@ What one run measures:
    server the MCP SDK makes: the floor of any server built on it.
 
 With ``--floor``, a fourth latency target, information only: the gateway with
-``Run.attempt`` and ``Run.begin_call`` cut down to forwarding, which separates the cost of the MCP relay from the
-cost of the engine and the journal. With ``--reference``, three more, also information
-only (``reference_relay.py``): a relay that only copies bytes, and the least a Python
-proxy that journals each call before forwarding it must do, in both durability modes.
+``Run.attempt`` and ``Run.begin_call`` cut down to forwarding, which separates the cost
+of the MCP relay from the cost of the engine and the journal. With ``--reference``,
+three more, also information only (``reference_relay.py``): a relay that only copies
+bytes, and the least a Python proxy that journals each call before forwarding it must
+do, in both durability modes.
 With ``--baseline CHECKOUT``, two more (information only): the gateway of another
 checkout of this repository in both modes, its calls interleaved with the others', so
 that a change and what it changes from are compared in one run.

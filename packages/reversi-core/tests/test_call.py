@@ -36,7 +36,8 @@ from reversi_core import (
     register_secret,
     tool,
 )
-from reversi_core.journal import RollbackState, open_journal
+from reversi_core.engine import WriteCall
+from reversi_core.journal import RollbackState, StepRecord, open_journal
 from reversi_core.manifest import Effect
 
 pytestmark = pytest.mark.anyio
@@ -369,8 +370,8 @@ async def test_a_read_in_flight_keeps_its_step_number_beside_other_calls(
     ]
 
 
-@pytest.mark.req("CALL-3", "CALL-4", "CALL-6")
-async def test_a_write_is_told_after_its_intent_is_committed_and_before_its_outcome(
+@pytest.mark.req("CALL-3", "CALL-4", "CALL-6", "JNL-2")
+async def test_a_write_is_told_only_once_its_outcome_is_journaled(
     make_run: MakeRun, mem: MemConnector
 ) -> None:
     run = make_run()
@@ -380,18 +381,37 @@ async def test_a_write_is_told_after_its_intent_is_committed_and_before_its_outc
         assert outcome.step is not None
         told.append(run.journal.get_step(run.id, outcome.step).state)
 
-    put = await run.attempt("mem.put", {"key": "a", "value": "1"}, answer=answer)
+    await run.attempt("mem.put", {"key": "a", "value": "1"}, answer=answer)
     mem.fault("mem.get", "tool_error", message="backend said no")
     failed = await run.attempt("mem.get", {"key": "a"}, answer=lambda o: told.append(o.state))
-    # when told, the write's intent was durable (pending) and its outcome not yet committed
-    assert told == [StepState.PENDING, StepState.FAILED]
-    assert put.state is StepState.SUCCEEDED
-    assert put.journal_error is None
+    assert told == [StepState.SUCCEEDED, StepState.FAILED]
     assert isinstance(failed.error, ToolError)
     assert failed.error.step == failed.step == 2
-    [first, second] = run.steps()
-    assert (first.state, second.state) == (StepState.SUCCEEDED, StepState.FAILED)
-    assert first.compensation is not None  # computed from the result, committed after
+    assert [s.state for s in run.steps()] == [StepState.SUCCEEDED, StepState.FAILED]
+
+
+@pytest.mark.req("CALL-3", "CALL-6", "JNL-2")
+async def test_begin_call_commits_a_writes_intent_first_and_its_outcome_before_the_answer(
+    make_run: MakeRun, mem: MemConnector
+) -> None:
+    """The gateway's way (no task): the intent is committed by ``begin_call``; the
+    outcome, with its compensation, before ``answer`` hears it."""
+    run = make_run()
+    call = run.begin_call("mem.put", {"key": "a", "value": "1"}, reason="set")
+    assert isinstance(call, WriteCall)
+    assert call.key == f"reversi-{run.id}-{call.seq}"
+    assert run.journal.get_step(run.id, call.seq).state is StepState.PENDING
+    seen: list[StepRecord] = []
+    outcome = call.succeeded(
+        {"previous": None, "existed": False},
+        lambda o: seen.append(run.journal.get_step(run.id, o.step or 0)),
+    )
+    assert outcome.state is StepState.SUCCEEDED
+    [step] = seen
+    assert step.state is StepState.SUCCEEDED
+    assert step.compensation is not None
+    with pytest.raises(RunStateError, match="settled already"):
+        call.failed(ToolError("again"))
 
 
 @pytest.mark.req("CALL-6")
@@ -399,10 +419,9 @@ async def test_a_write_is_told_after_its_intent_is_committed_and_before_its_outc
 async def test_a_write_whose_outcome_cannot_be_journaled(
     make_run: MakeRun, mem: MemConnector, monkeypatch: pytest.MonkeyPatch, told: bool
 ) -> None:
-    """Its effect happened: without ``answer`` the outcome is ``uncertain`` and says how to
-    resolve the step; with one, the answer went out first and the returned outcome
-    carries the journal's error. Either way the step stays ``pending`` (found
-    uncertain when the journal is next opened), never ``failed``."""
+    """Its effect happened: the outcome is ``uncertain``, says how to resolve the step
+    and is what ``answer`` hears; the step stays ``pending`` (found uncertain when the
+    journal is next opened), never ``failed``."""
     run = make_run()
     journal = run.journal
 
@@ -416,18 +435,13 @@ async def test_a_write_whose_outcome_cannot_be_journaled(
     )
     assert [c.tool for c in mem.calls] == ["mem.put"]  # it ran
     assert isinstance(outcome.journal_error, JournalError)
-    if told:
-        [answered] = answers
-        assert answered.state is StepState.SUCCEEDED
-        assert answered.error is None
-        assert outcome.state is StepState.SUCCEEDED
-    else:
-        assert outcome.state is StepState.UNCERTAIN
-        assert isinstance(outcome.error, EffectUncertainError)
-        assert outcome.error.step == outcome.step == 1
-        assert f"reversi resolve {run.id} 1 --applied" in str(outcome.error)
-        with pytest.raises(EffectUncertainError, match="could not be journaled"):
-            await run.call("mem.put", {"key": "b", "value": "2"})
+    assert outcome.state is StepState.UNCERTAIN
+    assert isinstance(outcome.error, EffectUncertainError)
+    assert outcome.error.step == outcome.step == 1
+    assert f"reversi resolve {run.id} 1 --applied" in str(outcome.error)
+    assert answers == ([outcome] if told else [])
+    with pytest.raises(EffectUncertainError, match="could not be journaled"):
+        await run.call("mem.put", {"key": "b", "value": "2"})
     monkeypatch.undo()
     assert journal.get_step(run.id, 1).state is StepState.PENDING
 

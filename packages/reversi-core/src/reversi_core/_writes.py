@@ -8,14 +8,9 @@ the call came to is told here: :meth:`WriteCall.settle` (or
 the argument map and journals the outcome (CALL-6, CALL-7); :meth:`~WriteCall.abandon`
 journals a call cut short (cancelled) as ``uncertain`` and tells nobody.
 
-The order of the answer and the outcome's commit (docs/engine.md, CALL-6): a caller
-that answers a client through ``answer`` is told first and the outcome is committed
-right after, in the same callback, so that the commit overlaps the client's handling
-of the answer. The intent was committed before the tool ran, so a process killed
-between the two leaves the step ``pending``, found ``uncertain`` when the journal is
-next opened: nothing that happened is hidden from a rollback. A caller without
-``answer`` gets the outcome once it is committed, and a commit that fails makes it
-``uncertain`` (saying how to resolve it).
+The outcome is committed before anyone is told it (JNL-2): what a client hears is what a
+rollback will find, and a commit that fails makes the call ``uncertain``, saying how to
+resolve the step (the tool did run).
 
 :meth:`Run.attempt <reversi_core.engine.Run.attempt>` awaits the tool between the two
 halves; :meth:`Run.begin_call <reversi_core.engine.Run.begin_call>` hands them to a
@@ -96,14 +91,14 @@ class WriteCall:
         answer: AnswerCallback | None,
     ) -> CallOutcome:
         """Journal the outcome (``result`` already scrubbed), with the compensation
-        computed from the argument map (CALL-6, CALL-7), and return it.
+        computed from the argument map (CALL-6, CALL-7), then hand it to ``answer`` (when
+        given) and return it.
 
-        With ``answer``, it is handed the outcome first and the commit follows; an
-        outcome that could then not be journaled is returned with its
-        :attr:`~reversi_core.engine.CallOutcome.journal_error` (the answer was told
-        without it; the step stays ``pending``). Without ``answer``, such an outcome is
-        ``uncertain``, its :class:`~reversi_core.errors.EffectUncertainError` saying how
-        to resolve the step.
+        An outcome that cannot be journaled is ``uncertain``: its
+        :class:`~reversi_core.errors.EffectUncertainError` says that the tool ran and how
+        to resolve the step (which stays ``pending``, found uncertain once this process
+        stops), and :attr:`~reversi_core.engine.CallOutcome.journal_error` holds the
+        journal's error.
         """
         if self._done:
             raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
@@ -112,20 +107,6 @@ class WriteCall:
         compensation = comp_error = None
         if result is not None:
             compensation, comp_error = compensation_for(self.manifest, self.args, result)
-        if error is not None:
-            error.step = seq
-        outcome = CallOutcome(run.id, tool, seq, state, result=result, error=error)
-        if answer is not None:
-            try:
-                answer(outcome)
-            finally:  # journaled even if telling failed
-                try:
-                    self._journal(state, result, error, compensation, comp_error)
-                except JournalError as exc:
-                    outcome = CallOutcome(
-                        run.id, tool, seq, state, result=result, error=error, journal_error=exc
-                    )
-            return outcome
         try:
             self._journal(state, result, error, compensation, comp_error)
         except JournalError as exc:
@@ -137,9 +118,15 @@ class WriteCall:
                 else f"{tool} ran, and its outcome could not be journaled: {exc}"
             )
             lost.step = seq
-            return CallOutcome(
+            outcome = CallOutcome(
                 run.id, tool, seq, StepState.UNCERTAIN, error=lost, journal_error=exc
             )
+        else:
+            if error is not None:
+                error.step = seq
+            outcome = CallOutcome(run.id, tool, seq, state, result=result, error=error)
+        if answer is not None:
+            answer(outcome)
         return outcome
 
     def abandon(self, exc: BaseException) -> None:
@@ -172,11 +159,3 @@ class WriteCall:
         )
         if result is not None:
             run._edge_index().add(self.seq, self.manifest.name, self.args, result)
-
-    def lost_note(self) -> str:
-        """What to do about a step whose outcome could not be journaled after it was told."""
-        return (
-            f"step {self.seq} stays pending and is found uncertain once this process stops; "
-            f"resolve it with 'reversi resolve {self.run.id} {self.seq} --applied' or "
-            "'--not-applied'"
-        )

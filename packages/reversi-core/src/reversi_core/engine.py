@@ -275,16 +275,14 @@ class Run(RunAftercare):
         both for this call only. ``timeout`` (seconds) bounds the execution; running out
         on a writing tool makes the step uncertain.
 
-        A writing tool's intent is committed before it runs (CALL-3, CALL-5) and its
-        outcome before this returns (CALL-6). A ``read_only`` tool is journaled in one
-        commit after it answered, or queued to be (CALL-4, :meth:`defer_read_records`).
-        ``answer``, when given, is handed the outcome of a call that ran before that
-        outcome's commit (a read's record, a write's outcome), so that a server can
-        answer its client while the journal commits; a refusal's once it is journaled.
-        Either way ``answer`` is called exactly once, with the outcome this method then
-        returns (which may carry a :attr:`CallOutcome.journal_error` that arose after
-        the answer; without ``answer``, a write whose outcome could not be journaled is
-        ``uncertain``).
+        A writing tool's intent is committed before it runs and its outcome before this
+        returns (CALL-3, CALL-5). A ``read_only`` tool is journaled in one commit after it
+        answered, or queued to be (CALL-4, :meth:`defer_read_records`): ``answer``, when
+        given, is handed its outcome first, so that a server can answer its client before
+        that commit. For every other outcome,
+        ``answer`` is handed it once it is journaled. Either way ``answer`` is called
+        exactly once, with the outcome this method then returns (for a read, the
+        returned one may carry a :attr:`CallOutcome.journal_error` that arose after).
 
         Only cancellation and bugs of the caller (no executor at all:
         :class:`RunStateError`) are raised.
@@ -452,9 +450,10 @@ class Run(RunAftercare):
         :meth:`begin_read`; for any other, a :class:`~reversi_core._writes.WriteCall`
         whose intent is committed (CALL-3). Both are used alike: run the tool with the
         call's ``key`` (CALL-5), then call its ``succeeded(result, answer)`` or
-        ``failed(error, answer, timeout)``, which tell ``answer`` and then journal the
-        outcome (CALL-4, CALL-6), or ``abandon(exc)`` when the call was cancelled (a
-        read ``failed``, a write ``uncertain``; nobody told). Raises
+        ``failed(error, answer, timeout)``: a read tells ``answer`` and then journals
+        its record (CALL-4), a write journals its outcome and then tells ``answer``
+        (CALL-6, JNL-2); or ``abandon(exc)`` when the call was cancelled (a read
+        ``failed``, a write ``uncertain``; nobody told). Raises
         :class:`RunStateError` for a tool that asks for approval (use :meth:`attempt`).
         """
         manifest = self._refusal(tool, args, reason)

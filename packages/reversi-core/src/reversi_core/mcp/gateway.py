@@ -259,19 +259,11 @@ class Gateway:
         say(f"error: {step.tool}: step {step.seq}: {error}", self._errlog)
 
     def _log_lost(self, outcome: CallOutcome) -> None:
-        error = outcome.journal_error
-        if error is None:
-            return
-        # answered before the outcome's commit, which failed: a read's record is lost; a
-        # write's step stays pending (its intent was committed before it ran)
-        line = f"error: {outcome.tool}: step {outcome.step}: {error}"
-        if self._writes.get(outcome.tool, True):
-            line += (
-                f"; the step stays pending and is found uncertain once this gateway stops: "
-                f"resolve it with 'reversi resolve {outcome.run_id} {outcome.step} --applied' "
-                "or '--not-applied'"
+        if outcome.journal_error is not None and outcome.error is None:
+            # a read answered before its outcome could be journaled
+            say(
+                f"error: {outcome.tool}: step {outcome.step}: {outcome.journal_error}", self._errlog
             )
-        say(line, self._errlog)
 
     async def relay_call(
         self,
@@ -288,10 +280,9 @@ class Gateway:
         The caller made sure that no person needs to be asked (``name`` not in
         :attr:`asks`) and that ``args`` and ``meta`` are objects. ``run`` is the run
         the call belongs to (over HTTP, its session's); by default the session's one
-        run, begun now for ``client`` if there is none yet. The result of a call that
-        ran is passed to ``reply`` as soon as the upstream answered, before its outcome
-        is committed (a write's intent was committed before it was sent; docs/engine.md,
-        CALL-3, CALL-4, CALL-6); a refusal's, once it is journaled.
+        run, begun now for ``client`` if there is none yet. A read-only tool's
+        result is passed to ``reply`` as soon as the upstream answered, before the step
+        is journaled (docs/engine.md, CALL-4); any other, once its outcome is journaled.
         """
         if run is None:
             try:
@@ -329,14 +320,16 @@ class Gateway:
         The same call as :meth:`relay_call` (``name`` as the client calls it; the
         namespace, when there is one, is added here), made from the event loop's
         callbacks: the run's checks, a write's intent (CALL-3) and the request to the
-        upstream now, and ``reply`` (then the step's outcome, CALL-4, CALL-6) from the
-        callback that reads the upstream's answer. ``fail`` is told an exception that escaped there (a bug), so that the
-        call is answered all the same; one raised now propagates. Returns a function
-        that cancels the call (its argument says why; the upstream is told and the step
-        journaled: a read ``failed``, a write ``uncertain``; ``reply`` is not called), or ``None``, doing nothing, when
-        the call is left to :meth:`relay_call`: no live upstream connection (it starts
-        one), an upstream over HTTP (its link is awaited), or OpenTelemetry tracing
-        (the call's span is a context around the awaited call).
+        upstream now, and from the callback that reads the upstream's answer a read's
+        ``reply`` and then its record (CALL-4), or a write's outcome committed and then
+        its ``reply`` (CALL-6, JNL-2). ``fail`` is told an exception that escaped there
+        (a bug), so that the call is answered all the same; one raised now propagates.
+        Returns a function that cancels the call (its argument says why; the upstream
+        is told and the step journaled: a read ``failed``, a write ``uncertain``;
+        ``reply`` is not called), or ``None``, doing nothing, when the call is left to
+        :meth:`relay_call`: no live upstream connection (it starts one), an upstream
+        over HTTP (its link is awaited), or OpenTelemetry tracing (the call's span is a
+        context around the awaited call).
         """
         conn = self.upstream.live
         if type(conn) is not UpstreamConnection or tracing() is not None:
@@ -373,7 +366,7 @@ class Gateway:
 
         try:
             rid = call.send(conn, name, args, begun.key, run.id, begun.seq, done)
-        except UpstreamClosed as closed:  # gone since it was live: failed, as awaited
+        except UpstreamClosed as closed:  # gone since it was live: as awaited (a write uncertain)
             try:
                 call.settle(conn, name, None, closed)
             except (ToolError, EffectUncertainError) as exc:
