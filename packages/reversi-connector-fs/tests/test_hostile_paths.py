@@ -334,7 +334,12 @@ async def test_racing_thread_flipping_a_directory_never_lets_a_call_out(world: A
     flipper.start()
     outcomes: dict[str, int] = {}
     try:
-        for i in range(300):
+        # 300 rounds, and more (up to 5,000) until one call found the directory in place:
+        # on a loaded machine the flipper can be scheduled so that a round always meets
+        # the link (the CI of 2026-12-02 saw 600 of 600 not_found at load 10)
+        i = 0
+        while i < 300 or (not outcomes.get("ok") and i < 5000):
+            i += 1
             for tool, args in [
                 ("fs.read_file", {"path": "sub/secret.txt"}),
                 ("fs.write_file", {"path": "sub/secret.txt", "content": f"inside {i}"}),
