@@ -362,10 +362,9 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 def _loop_options() -> dict[str, Any]:
     """anyio's asyncio options: uvloop's event loop where it is installed.
 
-    The stdio gateway serves calls from the loop's callbacks (docs/performance.md), so
-    the loop's own work is a fifth of a relayed read's instructions on the standard
-    loop, most of which uvloop does in C; with ``--listen``, uvicorn's protocol and the
-    upstream connections are the loop's protocols and transports too. It is a dependency where it is built (not on
+    The gateway serves a read-only call from the loop's callbacks (docs/performance.md),
+    so the loop's own work is a fifth of a relayed read's instructions on the standard
+    loop, most of which uvloop does in C. It is a dependency where it is built (not on
     Windows); the standard loop serves the same calls without it.
     """
     try:
@@ -403,14 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             host, port = args.listen_at
             listen = Listen(host, port, tuple(args.allow_origin), args.idle_timeout)
-            return anyio.run(
-                serve_gateway_http,
-                config,
-                listen,
-                args.token,
-                process,
-                backend_options=_loop_options(),
-            )
+            return anyio.run(serve_gateway_http, config, listen, args.token, process)
         from ..mcp.gateway import serve_gateway
 
         return anyio.run(serve_gateway, config, process, backend_options=_loop_options())
