@@ -31,29 +31,84 @@ from .redact import scrub, scrub_json
 if TYPE_CHECKING:
     from .engine import Run
 
-__all__ = ["ReadCall"]
+__all__ = ["BegunCall", "ReadCall"]
 
 
-class ReadCall:
+class BegunCall:
+    """The half of a call both kinds share once its step is begun (:class:`ReadCall`,
+    :class:`~reversi_core._writes.WriteCall`): the tool, its context, and the mapping of
+    what the tool returned or raised onto :meth:`settle`, which each kind defines.
+
+    ``seq`` is its step, ``key`` its idempotency key (``reversi-<run>-<step>``, CALL-5).
+    Exactly one of :meth:`settle`, :meth:`succeeded`, :meth:`failed` or ``abandon``
+    may be called, once; a second raises :class:`~reversi_core.errors.RunStateError`.
+    """
+
+    __slots__ = ("_done", "args", "key", "manifest", "run", "seq")
+
+    run: Run
+    manifest: Manifest
+    args: dict[str, Any]
+    seq: int
+    key: str
+    _done: bool
+
+    @property
+    def tool(self) -> str:
+        """The tool's name."""
+        return self.manifest.name
+
+    def context(self, timeout: float | None) -> CallContext:
+        """The context the tool runs with (CALL-5); ``timeout`` in seconds, if any."""
+        return CallContext(
+            run_id=self.run.id, step=self.seq, idempotency_key=self.key, timeout=timeout
+        )
+
+    def succeeded(
+        self, result: dict[str, Any], answer: AnswerCallback | None = None
+    ) -> CallOutcome:
+        """The tool returned ``result``: the step ``succeeded`` (see :meth:`settle`)."""
+        return self.settle(StepState.SUCCEEDED, scrub_json(result), None, answer)
+
+    def failed(
+        self,
+        error: Exception,
+        answer: AnswerCallback | None = None,
+        timeout: float | None = None,
+    ) -> CallOutcome:
+        """The tool raised ``error``, mapped as :func:`~reversi_core._outcome.failure`
+        maps it (``timeout``: the limit that ran out, for a :class:`TimeoutError`: a
+        read ``failed``, a write ``uncertain``); see :meth:`settle`."""
+        state, result, mapped = failure(self.manifest, error, timeout)
+        return self.settle(state, result, mapped, answer)
+
+    def settle(
+        self,
+        state: StepState,
+        result: dict[str, Any] | None,
+        error: ReversiError | None,
+        answer: AnswerCallback | None,
+    ) -> CallOutcome:
+        """Journal and tell the outcome, in the order the call's kind requires."""
+        raise NotImplementedError
+
+    def _finish(self) -> None:
+        """Claim the one settlement (raises :class:`RunStateError` on a second)."""
+        if self._done:
+            raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
+        self._done = True
+
+
+class ReadCall(BegunCall):
     """One read-only call whose checks passed and whose step number is reserved.
 
     ``seq`` is its step, ``key`` its idempotency key (``reversi-<run>-<step>``, CALL-5).
     Exactly one of :meth:`settle`, :meth:`succeeded`, :meth:`failed` or :meth:`abandon`
     may be called, once; a second raises :class:`~reversi_core.errors.RunStateError`.
+    :meth:`settle` tells ``answer`` first and then journals the step (CALL-4).
     """
 
-    __slots__ = (
-        "_done",
-        "_started",
-        "approval",
-        "args",
-        "key",
-        "manifest",
-        "reason",
-        "requires",
-        "run",
-        "seq",
-    )
+    __slots__ = ("_started", "approval", "reason", "requires")
 
     def __init__(
         self,
@@ -75,35 +130,6 @@ class ReadCall:
         self.requires = requires
         self._started = time.time()
         self._done = False
-
-    @property
-    def tool(self) -> str:
-        """The tool's name."""
-        return self.manifest.name
-
-    def context(self, timeout: float | None) -> CallContext:
-        """The context the tool runs with (CALL-5); ``timeout`` in seconds, if any."""
-        return CallContext(
-            run_id=self.run.id, step=self.seq, idempotency_key=self.key, timeout=timeout
-        )
-
-    def succeeded(
-        self, result: dict[str, Any], answer: AnswerCallback | None = None
-    ) -> CallOutcome:
-        """The tool returned ``result``: tell ``answer``, then journal the step ``succeeded``."""
-        return self.settle(StepState.SUCCEEDED, scrub_json(result), None, answer)
-
-    def failed(
-        self,
-        error: Exception,
-        answer: AnswerCallback | None = None,
-        timeout: float | None = None,
-    ) -> CallOutcome:
-        """The tool raised ``error`` (mapped as :func:`~reversi_core._outcome.failure` maps
-        it; ``timeout``: the limit that ran out, for a :class:`TimeoutError`): tell
-        ``answer``, then journal the step."""
-        state, result, mapped = failure(self.manifest, error, timeout)
-        return self.settle(state, result, mapped, answer)
 
     def settle(
         self,
@@ -155,11 +181,6 @@ class ReadCall:
             self._record(
                 StepState.FAILED, None, scrub(f"unexpected error: {type(exc).__name__}: {exc}")
             )
-
-    def _finish(self) -> None:
-        if self._done:
-            raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
-        self._done = True
 
     def _record(self, state: StepState, result: dict[str, Any] | None, error: str | None) -> None:
         manifest = self.manifest

@@ -23,12 +23,12 @@ from __future__ import annotations
 import contextlib
 from typing import TYPE_CHECKING, Any
 
-from ._outcome import AnswerCallback, CallOutcome, compensation_for, failure
-from .connector import CallContext
-from .errors import EffectUncertainError, JournalError, ReversiError, RunStateError
+from ._outcome import AnswerCallback, CallOutcome, compensation_for
+from ._reads import BegunCall
+from .errors import EffectUncertainError, JournalError, ReversiError
 from .journal import StepRecord, StepState
 from .manifest import Manifest
-from .redact import scrub, scrub_json
+from .redact import scrub
 
 if TYPE_CHECKING:
     from .engine import Run
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 __all__ = ["WriteCall"]
 
 
-class WriteCall:
+class WriteCall(BegunCall):
     """One call of a writing tool whose intent is committed (CALL-3).
 
     ``seq`` is its step, ``key`` its idempotency key (``reversi-<run>-<step>``, CALL-5).
@@ -44,7 +44,7 @@ class WriteCall:
     may be called, once; a second raises :class:`~reversi_core.errors.RunStateError`.
     """
 
-    __slots__ = ("_done", "args", "key", "manifest", "run", "seq")
+    __slots__ = ()
 
     def __init__(self, run: Run, manifest: Manifest, args: dict[str, Any], step: StepRecord):
         self.run = run
@@ -53,35 +53,6 @@ class WriteCall:
         self.seq = step.seq
         self.key = step.idempotency_key
         self._done = False
-
-    @property
-    def tool(self) -> str:
-        """The tool's name."""
-        return self.manifest.name
-
-    def context(self, timeout: float | None) -> CallContext:
-        """The context the tool runs with (CALL-5); ``timeout`` in seconds, if any."""
-        return CallContext(
-            run_id=self.run.id, step=self.seq, idempotency_key=self.key, timeout=timeout
-        )
-
-    def succeeded(
-        self, result: dict[str, Any], answer: AnswerCallback | None = None
-    ) -> CallOutcome:
-        """The tool returned ``result``: the step ``succeeded`` (see :meth:`settle`)."""
-        return self.settle(StepState.SUCCEEDED, scrub_json(result), None, answer)
-
-    def failed(
-        self,
-        error: Exception,
-        answer: AnswerCallback | None = None,
-        timeout: float | None = None,
-    ) -> CallOutcome:
-        """The tool raised ``error``, mapped as :func:`~reversi_core._outcome.failure`
-        maps it (``timeout``: the limit that ran out, for a :class:`TimeoutError`, which
-        makes a write ``uncertain``); see :meth:`settle`."""
-        state, result, mapped = failure(self.manifest, error, timeout)
-        return self.settle(state, result, mapped, answer)
 
     def settle(
         self,
@@ -100,9 +71,7 @@ class WriteCall:
         stops), and :attr:`~reversi_core.engine.CallOutcome.journal_error` holds the
         journal's error.
         """
-        if self._done:
-            raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
-        self._done = True
+        self._finish()
         run, seq, tool = self.run, self.seq, self.manifest.name
         compensation = comp_error = None
         if result is not None:
@@ -133,9 +102,7 @@ class WriteCall:
         """The call was cut short by ``exc`` (cancelled): its effect is unknown, so the step
         is journaled ``uncertain``; nobody is told. If even that commit fails, the step
         stays ``pending`` and is found uncertain when the journal is next opened."""
-        if self._done:
-            raise RunStateError(f"step {self.seq} of run {self.run.id} was settled already")
-        self._done = True
+        self._finish()
         text = scrub(f"{type(exc).__name__}: {exc}")
         with contextlib.suppress(JournalError):
             self.run._finish(self.seq, StepState.UNCERTAIN, error=f"unexpected error: {text}")
