@@ -777,6 +777,7 @@ def run_all(
             ("copy", "process", "copy relay (reference)"),
             ("journal", "process", "journaling relay, process (reference)"),
             ("journal", "power", "journaling relay, power (reference)"),
+            ("journal-loop", "process", "journaling relay on uvloop, process (reference)"),
         ):
             root = make_root(base, f"ref-{kind}-{mode}")
             data = base / f"data-ref-{kind}-{mode}"
