@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import uuid
 from collections.abc import Callable
 from typing import Any
@@ -24,6 +25,7 @@ from reversi_core import (
     InvalidArgumentsError,
     JournalError,
     PermissionDenied,
+    Registry,
     Run,
     RunClosedError,
     RunStateError,
@@ -36,6 +38,8 @@ from reversi_core import (
     register_secret,
     tool,
 )
+from reversi_core._outcome import compensation_for
+from reversi_core._writes import RESULT_HINT_CHARS, result_flag
 from reversi_core.engine import WriteCall
 from reversi_core.journal import RollbackState, StepRecord, open_journal
 from reversi_core.manifest import Effect
@@ -439,6 +443,14 @@ async def test_a_write_whose_outcome_cannot_be_journaled(
     assert isinstance(outcome.error, EffectUncertainError)
     assert outcome.error.step == outcome.step == 1
     assert f"reversi resolve {run.id} 1 --applied" in str(outcome.error)
+    # mem.put's compensation reads result.previous and result.existed: the hint gives them
+    hint = str(outcome.error).split("adding --result-json ", 1)[1]
+    given = json.loads(shlex.split(hint)[0])
+    assert given == {"existed": False, "previous": None}
+    manifest = run.registry.lookup("mem.put")
+    assert manifest is not None
+    planned = compensation_for(manifest, {"key": "a", "value": "1"}, given)
+    assert planned == ({"tool": "mem.restore", "args": {"key": "a", **given}}, None)
     assert answers == ([outcome] if told else [])
     with pytest.raises(EffectUncertainError, match="could not be journaled"):
         await run.call("mem.put", {"key": "b", "value": "2"})
@@ -841,3 +853,32 @@ async def test_failure_messages_are_journaled_scrubbed(
     raw = stored_bytes(location)
     assert b"HTTP 401: token [REDACTED] rejected" in raw
     assert secret.encode() not in raw
+
+
+def test_the_result_hint_names_fields_it_cannot_spell_out(registry: Registry) -> None:
+    """A result field too long for a message, or missing, is named instead of given; a
+    compensation that reads no result needs no hint."""
+    manifest = registry.lookup("mem.put")
+    assert manifest is not None
+    long = {"previous": "x" * RESULT_HINT_CHARS, "existed": True}
+    assert result_flag(manifest, long) == (
+        ", adding --result-json with a JSON object of the result's existed, previous "
+        "(what its compensation needs of it)"
+    )
+    assert "with a JSON object of the result's existed, previous" in result_flag(
+        manifest, {"existed": True}
+    )
+    quoted = result_flag(manifest, {"previous": "it's", "existed": True, "other": 1})
+    assert json.loads(shlex.split(quoted.split("--result-json ", 1)[1])[0]) == {
+        "existed": True,
+        "previous": "it's",
+    }
+    without = [m for m in registry if m.compensation is not None]
+    without = [
+        m
+        for m in without
+        if not any("result." in str(v) for v in m.compensation.argument_map.values())
+        and not m.compensation.resources
+    ]
+    assert without, "the test registry has a compensation that reads only the arguments"
+    assert result_flag(without[0], {"anything": 1}) == ""

@@ -21,10 +21,13 @@ loop's callbacks).
 from __future__ import annotations
 
 import contextlib
+import shlex
 from typing import TYPE_CHECKING, Any
 
+from ._json import dumps_text
 from ._outcome import AnswerCallback, CallOutcome, compensation_for
 from ._reads import BegunCall
+from ._resources import template_sources
 from .errors import EffectUncertainError, JournalError, ReversiError
 from .journal import StepRecord, StepState
 from .manifest import Manifest
@@ -33,7 +36,40 @@ from .redact import scrub
 if TYPE_CHECKING:
     from .engine import Run
 
-__all__ = ["WriteCall"]
+__all__ = ["WriteCall", "result_flag"]
+
+RESULT_HINT_CHARS = 1000
+"""The longest ``--result-json`` value an error message spells out in full."""
+
+
+def result_flag(manifest: Manifest, result: dict[str, Any] | None) -> str:
+    """What to add to a ``reversi resolve --applied`` command for the result, or ``""``.
+
+    When the compensation's argument map or its resource templates read the call's
+    result (``result.<field>``), a step resolved as applied needs those fields to plan
+    its compensation, and a lost outcome's result is only in this process: the fields
+    named (their top-level values, from the already scrubbed ``result``) are spelled out
+    as a shell-quoted JSON object of at most :data:`RESULT_HINT_CHARS` characters, else
+    named. Returns e.g. ``", adding --result-json '{"backup":".reversi/b/1"}' (what its
+    compensation needs of the result)"``.
+    """
+    compensation = manifest.compensation
+    if compensation is None:
+        return ""
+    sources = [s for s in compensation.argument_map.values() if isinstance(s, str)]
+    for template in compensation.resources or []:
+        sources.extend(template_sources(template))
+    fields = sorted({s.split(".")[1] for s in sources if s.startswith("result.")})
+    if not fields:
+        return ""
+    known = {f: result[f] for f in fields if result is not None and f in result}
+    text = dumps_text(known)
+    if len(known) == len(fields) and len(text) <= RESULT_HINT_CHARS:
+        return f", adding --result-json {shlex.quote(text)} (what its compensation needs of the result)"
+    return (
+        ", adding --result-json with a JSON object of the result's "
+        f"{', '.join(fields)} (what its compensation needs of it)"
+    )
 
 
 class WriteCall(BegunCall):
@@ -82,7 +118,8 @@ class WriteCall(BegunCall):
             lost = EffectUncertainError(
                 f"{tool} was carried out, but its outcome could not be journaled: {exc}. "
                 f"Step {seq} stays pending and is found uncertain once this process stops; "
-                f"then resolve it with 'reversi resolve {run.id} {seq} --applied'."
+                f"then resolve it with 'reversi resolve {run.id} {seq} --applied'"
+                f"{result_flag(self.manifest, result)}."
                 if state is StepState.SUCCEEDED
                 else f"{tool} ran, and its outcome could not be journaled: {exc}"
             )
