@@ -148,7 +148,7 @@ def cpu_seconds(pid: int) -> float:
 
 
 def find_child(marker: str) -> int:
-    """The pid of this process's child whose command line contains ``marker``."""
+    """The pid of this process's child with ``marker`` as one of its arguments."""
     me = os.getpid()
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -160,10 +160,10 @@ def find_child(marker: str) -> int:
             if ppid != me:
                 continue
             with open(f"/proc/{entry}/cmdline", "rb") as fh:
-                cmdline = fh.read().replace(b"\0", b" ").decode(errors="replace")
+                args = fh.read().decode(errors="replace").split("\0")
         except (OSError, ValueError, IndexError):
             continue
-        if marker in cmdline:
+        if marker in args:
             return int(entry)
     raise RuntimeError(f"no child process of {me} with {marker!r} in its command line")
 
@@ -199,10 +199,28 @@ class Target:
     """Per tool: CPU milliseconds per call of the server process (the gateway, or the
     fs server when direct)."""
     upstream_cpu_ms: dict[str, float] = field(default_factory=dict)
+    replicas: list[Target] = field(default_factory=list)
+    """More processes of the same server (``--instances``), each with its own root and
+    data directory: the target's blocks of calls rotate over it and them."""
 
     @property
     def is_gateway(self) -> bool:
         return self.data is not None
+
+    @property
+    def instances(self) -> list[Target]:
+        """This target's processes: itself first, then its replicas."""
+        return [self, *self.replicas]
+
+    def replica(self, base: Path, number: int) -> Target:
+        """Another process of this server, on a fresh copy of its root and data."""
+        root = make_root(base, f"{self.root.name.removeprefix('root-')}-{number}")
+        data = None if self.data is None else self.data.with_name(f"{self.data.name}-{number}")
+        swap = {str(self.root): str(root)}
+        if self.data is not None and data is not None:
+            swap[str(self.data)] = str(data)
+        argv = [swap.get(arg, arg) for arg in self.argv]
+        return Target(self.name, argv, root, data=data, mode=self.mode, env=self.env)
 
 
 def make_root(base: Path, name: str) -> Path:
@@ -356,7 +374,7 @@ async def _run_latency(
 ) -> None:
     write_args = make_write_args(write_files)
     async with AsyncExitStack() as stack:
-        for target in targets:
+        for target in (each for lead in targets for each in lead.instances):
             # (the contexts are entered outside any cancel scope: they hold task groups)
             read, write = await stack.enter_async_context(
                 stdio_client(params(target.argv, target.env), errlog=errlog)
@@ -375,7 +393,7 @@ async def _run_latency(
             else:
                 target.pid = find_child(str(target.root))
         # Warm up: imports, caches, first files, the journal's first pages.
-        for target in targets:
+        for target in (each for lead in targets for each in lead.instances):
             assert target.session is not None
             for i in range(warmup):
                 result = await call(target.session, "fs.read_file", read_args(i))
@@ -388,30 +406,45 @@ async def _run_latency(
             cpu0: dict[str, tuple[float, float]] = {}
             for target in targets:
                 target.latency[tool] = []
-                cpu0[target.name] = cpu_pair(target)
-            for start in range(0, calls, BLOCK):
+                cpu0[target.name] = cpu_pairs(target)
+            for number, start in enumerate(range(0, calls, BLOCK)):
                 for target in targets:
-                    assert target.session is not None
+                    # the blocks rotate over the target's processes (--instances)
+                    session = target.instances[number % len(target.instances)].session
+                    assert session is not None
                     times = target.latency[tool]
                     for i in range(start, min(start + BLOCK, calls)):
                         args = make_args(i)
                         t0 = time.perf_counter()
-                        await call(target.session, tool, args)
+                        await call(session, tool, args)
                         times.append(time.perf_counter() - t0)
             for target in targets:
-                own, up = cpu_pair(target)
+                own, up = cpu_pairs(target)
                 target.cpu_ms[tool] = (own - cpu0[target.name][0]) * 1e3 / calls
                 if target.is_gateway:
-                    assert target.pid is not None
-                    target.rss_by_phase_kb[tool] = proc_status(target.pid)["VmRSS"]
+                    target.rss_by_phase_kb[tool] = max(
+                        proc_status(pid_of(each))["VmRSS"] for each in target.instances
+                    )
                 if target.upstream_pid is not None:
                     target.upstream_cpu_ms[tool] = (up - cpu0[target.name][1]) * 1e3 / calls
         for target in targets:
             if target.is_gateway:
-                assert target.pid is not None
-                assert target.upstream_pid is not None
-                target.memory_kb = proc_status(target.pid)
-                target.upstream_memory_kb = proc_status(target.upstream_pid)
+                # the figures of the process that peaked highest
+                peak = max(target.instances, key=lambda each: proc_status(pid_of(each))["VmHWM"])
+                assert peak.upstream_pid is not None
+                target.memory_kb = proc_status(pid_of(peak))
+                target.upstream_memory_kb = proc_status(peak.upstream_pid)
+
+
+def pid_of(target: Target) -> int:
+    assert target.pid is not None
+    return target.pid
+
+
+def cpu_pairs(target: Target) -> tuple[float, float]:
+    """CPU seconds so far of all the target's server processes and of their upstreams."""
+    pairs = [cpu_pair(each) for each in target.instances]
+    return sum(own for own, _ in pairs), sum(up for _, up in pairs)
 
 
 def cpu_pair(target: Target) -> tuple[float, float]:
@@ -672,6 +705,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         "src/ directories first on PYTHONPATH), in both durability modes, interleaved with "
         "the others: a change and its baseline measured in one run",
     )
+    parser.add_argument(
+        "--instances",
+        type=int,
+        default=3,
+        metavar="K",
+        help="start each latency target K times (its own root and data each) and rotate its "
+        "blocks of calls over them (default 3): a single process's median depends on where "
+        "the scheduler keeps it and its client, by more than the gateway's own cost",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temporary directory")
     opts = parser.parse_args(argv)
     if opts.baseline is not None:
@@ -679,8 +721,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not srcs:
             parser.error(f"--baseline {opts.baseline}: no packages/*/src there")
         opts.baseline_path = os.pathsep.join(str(p.resolve()) for p in srcs)
-    if opts.calls < 1 or opts.warmup < 1 or opts.starts < 1 or opts.write_files < 1:
-        parser.error("--calls, --warmup, --starts and --write-files must be positive")
+    if min(opts.calls, opts.warmup, opts.starts, opts.write_files, opts.instances) < 1:
+        parser.error("--calls, --warmup, --starts, --write-files and --instances must be positive")
 
     connectors = executable("reversi-connectors")
     gateway = executable("reversi-gateway")
@@ -784,7 +826,13 @@ def run_all(
             argv = [sys.executable, relay, kind, "--manifests", str(manifests), "--data"]
             argv += [str(data), "--durability", mode, "--", *upstream_argv(connectors, root)]
             targets.append(Target(name, argv, root, data=data))
-    print(f"[2/3] latency: {', '.join(t.name for t in targets)} ...", flush=True)
+    for target in targets:
+        target.replicas = [target.replica(base, n) for n in range(1, opts.instances)]
+    print(
+        f"[2/3] latency ({opts.instances} process(es) per target): "
+        f"{', '.join(t.name for t in targets)} ...",
+        flush=True,
+    )
     anyio.run(
         run_latency, targets, opts.calls, opts.warmup, opts.write_files, errlog, opts.max_seconds
     )
