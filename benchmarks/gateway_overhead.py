@@ -16,9 +16,11 @@ What one run measures:
 1. Latency of ``fs.read_file`` and ``fs.write_file`` (median and p99 of ``--calls``
    sequential calls each) from an ``mcp`` stdio client, made directly to
    ``reversi-connectors serve fs`` and through ``reversi-gateway`` in front of the same
-   server with ``--durability process`` and ``--durability power``. The three sessions
-   are open at once and the calls are interleaved in blocks, so that a machine that
-   slows down part way through slows all three alike. Targets: gateway median at most
+   server with ``--durability process`` and ``--durability power``. The sessions are
+   open at once and the calls are interleaved in blocks, so that a machine that slows
+   down part way through slows all of them alike; each target is ``--instances``
+   processes (default 3) whose blocks rotate, so that the scheduler's placement of one
+   process pair does not decide its median. Targets: gateway median at most
    1.3x direct for reads and writes under ``process``, and for reads under ``power``;
    1.5x for writes under ``power``.
 2. The journal's own throughput: ``SQLiteJournal.begin_step`` + ``finish_step`` (the
