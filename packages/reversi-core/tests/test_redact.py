@@ -105,3 +105,16 @@ def test_scrub_command_hides_registered_secrets_anywhere_in_the_line() -> None:
     secret = "reg-" + uuid.uuid4().hex
     register_secret(secret)
     assert secret not in scrub_command(["srv", f"--header=X-Thing: {secret}"])
+
+
+def test_the_working_directory_is_no_credential() -> None:
+    """PWD and OLDPWD match ``pwd`` but hold directories: registering them would hide the
+    directory ``reversi`` runs in from every path it journals (a resolved step's
+    compensation arguments) and prints."""
+    from reversi_core.audit import register_environment_secrets
+
+    here, before = f"/home/u/{uuid.uuid4().hex}", f"/srv/{uuid.uuid4().hex}"
+    token = "tok-" + uuid.uuid4().hex
+    env = {"PWD": here, "OLDPWD": before, "DEPLOY_TOKEN": token, "HOME": "/home/u"}
+    assert register_environment_secrets(env) == 1
+    assert scrub(f"{here}/a {before}/b {token}") == f"{here}/a {before}/b {REDACTED}"

@@ -26,14 +26,20 @@ from .redact import REDACTED, _secret_name, register_secret, scrub_json
 
 __all__ = ["export_records", "register_environment_secrets", "scrub_record"]
 
+NOT_CREDENTIALS = frozenset({"PWD", "OLDPWD"})
+"""Variables whose names match a credential's (``pwd``) but that the shell sets to a
+working directory: registering one would hide that directory in every path printed or
+journaled (a compensation's arguments too)."""
+
 
 def register_environment_secrets(environ: Mapping[str, str] | None = None) -> int:
     """Register the value of every variable of ``environ`` (default: this process's)
-    whose name names a credential; returns how many were registered."""
+    whose name names a credential (not :data:`NOT_CREDENTIALS`); returns how many were
+    registered."""
     env = os.environ if environ is None else environ
     count = 0
     for name, value in env.items():
-        if _secret_name(name) and value:
+        if _secret_name(name) and value and name.upper() not in NOT_CREDENTIALS:
             register_secret(value)
             count += 1
     return count
