@@ -873,6 +873,8 @@ def test_the_result_hint_names_fields_it_cannot_spell_out(registry: Registry) ->
         "existed": True,
         "previous": "it's",
     }
+    for odd in (None, "existed previous", ["existed", "previous"]):  # not a JSON object
+        assert "of the result's existed, previous" in result_flag(manifest, odd)  # type: ignore[arg-type]
     without = [m for m in registry if m.compensation is not None]
     without = [
         m

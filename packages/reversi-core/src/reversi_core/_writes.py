@@ -62,7 +62,8 @@ def result_flag(manifest: Manifest, result: dict[str, Any] | None) -> str:
     fields = sorted({s.split(".")[1] for s in sources if s.startswith("result.")})
     if not fields:
         return ""
-    known = {f: result[f] for f in fields if result is not None and f in result}
+    given = result if isinstance(result, dict) else {}  # an executor may return anything
+    known = {f: given[f] for f in fields if f in given}
     text = dumps_text(known)
     if len(known) == len(fields) and len(text) <= RESULT_HINT_CHARS:
         return f", adding --result-json {shlex.quote(text)} (what its compensation needs of the result)"
