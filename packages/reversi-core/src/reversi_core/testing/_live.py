@@ -280,9 +280,16 @@ class LiveContext:
     async def rollback(self, run: Run) -> RollbackReport:
         """Roll ``run`` back through the connector's compensations; the report, if complete.
 
+        The compensations run one at a time, newest first (``parallel=1``): a recording
+        must replay in the order it was made, and two compensations at once send their
+        requests in an order of the moment. Two of them whose requests look alike once
+        the volatile parts are masked (two objects' backups) then get each other's
+        recorded answers on replay. Rollback in parallel is tested on its own (RB-11 to
+        RB-14).
+
         Raises :class:`LiveCheckFailed` listing the outstanding steps otherwise.
         """
-        report = await run.rollback(compensate=self._compensate)
+        report = await run.rollback(compensate=self._compensate, parallel=1)
         if not report.complete:
             outstanding = "; ".join(
                 f"step {o.step} {o.tool}: {o.state} ({o.reason})" for o in report.outstanding
@@ -311,7 +318,7 @@ class LiveContext:
             if run.record.status not in (RunStatus.OPEN, RunStatus.ROLLBACK_INCOMPLETE):
                 continue
             try:
-                report = await run.rollback(compensate=self._compensate)
+                report = await run.rollback(compensate=self._compensate, parallel=1)
             except Exception as exc:  # reported, never raised: the scenario's own error wins
                 self.log(f"cleanup: the rollback of {run.id} failed: {type(exc).__name__}: {exc}")
                 continue
