@@ -390,9 +390,10 @@ async def test_a_builder_that_ignores_its_default_limits_fails_the_timeout_check
     import dataclasses
 
     deaf = subject(memo.BrokenWriteIgnoresCallLimit, tmp_path)
-    build = deaf.fixture.build
+    honest = deaf.fixture.build_with_timeout
+    assert honest is not None
     lying = dataclasses.replace(
-        deaf.fixture, build_with_timeout=lambda server, seconds: build(server)
+        deaf.fixture, build_with_timeout=lambda server, seconds: honest(server, memo.LIMIT)
     )
     outcome = await runner.run_check("timeout", dataclasses.replace(deaf, fixture=lying))
     assert outcome.status == "fail"
