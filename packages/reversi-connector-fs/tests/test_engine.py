@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from reversi_core import Run, SQLiteJournal, compensator_for, executor_for, registry_for
+from reversi_core.engine import WriteCall
 from reversi_core.journal import RollbackState
 
 
@@ -46,6 +47,40 @@ async def test_a_run_is_journaled_and_rolled_back(plain: Any, tmp_path: Path) ->
         report = await run.rollback(compensate=compensator_for([fs]))
         assert report.complete, report.to_json()
     assert tree_of(plain.root) == before
+
+
+@pytest.mark.anyio
+async def test_a_write_sent_before_its_directory_was_made_still_depends_on_it(
+    plain: Any, tmp_path: Path
+) -> None:
+    """A client that does not wait for each answer (as over the gateway): the write into
+    a directory begins while fs.make_dir, whose result says what it created, is still in
+    flight. The edge is kept, so the directory waits when undoing the file fails."""
+    fs = plain.fs
+    execute = executor_for([fs])
+    with SQLiteJournal.open(tmp_path / "data") as journal:
+        run = Run.start(journal, registry_for([fs]), executor=execute)
+        made = run.begin_call("fs.make_dir", {"path": "work"})
+        wrote = run.begin_call("fs.write_file", {"path": "work/f.txt", "content": "x"})
+        other = run.begin_call("fs.write_file", {"path": "elsewhere.txt", "content": "y"})
+        assert isinstance(made, WriteCall)
+        assert isinstance(wrote, WriteCall)
+        assert isinstance(other, WriteCall)
+        assert journal.get_step(run.id, wrote.seq).requires == [made.seq]
+        made.succeeded(await execute("fs.make_dir", made.args, made.context(None)))
+        wrote.succeeded(await execute("fs.write_file", wrote.args, wrote.context(None)))
+        other.succeeded(await execute("fs.write_file", other.args, other.context(None)))
+        # once make_dir's result is known, a later write elsewhere does not depend on it
+        later = await run.call("fs.write_file", {"path": "later.txt", "content": "z"})
+        assert later.step is not None
+        assert journal.get_step(run.id, later.step).requires == []
+        (plain.root / "work" / "f.txt").unlink()
+        (plain.root / "work" / "f.txt").mkdir()
+        report = await run.rollback(compensate=compensator_for([fs]), parallel=4)
+        states = {s.seq: s.rollback_state for s in report.steps}
+        assert states[wrote.seq] is RollbackState.COMPENSATION_FAILED
+        assert states[made.seq] is RollbackState.DEFERRED
+        assert (plain.root / "work").is_dir()
 
 
 @pytest.mark.anyio

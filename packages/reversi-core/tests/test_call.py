@@ -874,7 +874,7 @@ def test_the_result_hint_names_fields_it_cannot_spell_out(registry: Registry) ->
         "previous": "it's",
     }
     for odd in (None, "existed previous", ["existed", "previous"]):  # not a JSON object
-        assert "of the result's existed, previous" in result_flag(manifest, odd)  # type: ignore[arg-type]
+        assert "of the result's existed, previous" in result_flag(manifest, odd)
     without = [m for m in registry if m.compensation is not None]
     without = [
         m
@@ -884,3 +884,56 @@ def test_the_result_hint_names_fields_it_cannot_spell_out(registry: Registry) ->
     ]
     assert without, "the test registry has a compensation that reads only the arguments"
     assert result_flag(without[0], {"anything": 1}) == ""
+
+
+def test_the_result_hint_reads_nested_sources_and_resource_templates() -> None:
+    """A nested source (``result.meta.id``) needs the result's top-level ``meta``; a
+    resource template's ``{result.key|lower}`` needs ``key``; ``args.`` sources need
+    nothing of the result."""
+    path_schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string"}},
+        "required": ["path"],
+    }
+    write = {
+        "name": "t.write",
+        "effect": "reversible",
+        "permission": "t:write",
+        "input_schema": path_schema,
+        "output_schema": {
+            "type": "object",
+            "properties": {
+                "meta": {
+                    "type": "object",
+                    "properties": {"id": {"type": "string"}},
+                    "required": ["id"],
+                },
+                "key": {"type": "string"},
+                "size": {"type": "integer"},
+            },
+            "required": ["meta", "key"],
+        },
+        "compensation": {
+            "tool": "t.undo",
+            "argument_map": {"path": "args.path", "id": "result.meta.id"},
+            "resources": ["thing:{result.key|lower}", "file:{args.path}"],
+        },
+    }
+    undo = {
+        "name": "t.undo",
+        "effect": "idempotent",
+        "permission": "t:undo",
+        "input_schema": {
+            "type": "object",
+            "properties": {"path": {"type": "string"}, "id": {"type": "string"}},
+            "required": ["path", "id"],
+        },
+    }
+    manifest = Registry.from_manifests([write, undo]).lookup("t.write")
+    assert manifest is not None
+    hint = result_flag(manifest, {"meta": {"id": "m-1"}, "key": "K", "size": 3})
+    assert json.loads(shlex.split(hint.split("--result-json ", 1)[1])[0]) == {
+        "key": "K",
+        "meta": {"id": "m-1"},
+    }
+    assert "of the result's key, meta " in result_flag(manifest, {"size": 3})

@@ -215,6 +215,8 @@ def _wait(browser: Any, css: str, text: str | None = None, timeout: float = 30) 
 
 def test_the_console_in_a_browser(browser: Any, stack: Stack) -> None:
     from selenium.webdriver.common.by import By
+    from selenium.webdriver.support import expected_conditions as ec
+    from selenium.webdriver.support.ui import WebDriverWait
 
     outcome: dict[str, Any] = {}
     calls = threading.Thread(target=_gateway_calls, args=(stack, outcome), daemon=True)
@@ -260,7 +262,10 @@ def test_the_console_in_a_browser(browser: Any, stack: Stack) -> None:
     browser.get(stack.url.split("?")[0] + f"runs/{stack.uncertain_run}")  # type: ignore[attr-defined]
     _wait(browser, "#uncertain")
     assert "connection reset mid-request" in browser.find_element(By.ID, "uncertain").text
-    browser.find_element(By.CSS_SELECTOR, "button[id^='not-applied-']").click()
-    _wait(browser, "#steps")
+    button = browser.find_element(By.CSS_SELECTOR, "button[id^='not-applied-']")
+    button.click()
+    # the old page has #steps too: wait for it to go, then for the new one's text
+    WebDriverWait(browser, 30).until(ec.staleness_of(button))
+    _wait(browser, "#steps", "uncertain → not applied")
     assert not browser.find_elements(By.ID, "uncertain")
     assert "uncertain → not applied" in browser.find_element(By.ID, "steps").text

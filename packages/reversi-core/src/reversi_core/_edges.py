@@ -11,6 +11,14 @@ For each requirement the edge goes to the newest earlier step that matches and m
 have applied. Requirements name the earlier step a call builds on; when several
 match (the same file written three times), the newest one depends on the older ones
 in turn, so the chain orders the rollback without an edge to every ancestor.
+
+A requirement on an earlier step's *result* (``result.created`` of ``fs.make_dir``)
+cannot be decided while that step has no result yet: it is still in flight (a client
+that sends its calls without waiting for each answer) or its outcome is uncertain. Such
+a step may have made what the new call uses, so the new call gets an edge to it as
+well, to every one newer than the newest step that surely matches (DEP-1). An edge too
+many only keeps a parallel rollback from undoing the two at once; one too few could
+undo a directory before the file written into it.
 """
 
 from __future__ import annotations
@@ -78,6 +86,7 @@ class _Entry:
     seq: int
     values: dict[str, Any]
     applied: bool = True  # may have applied: pending, succeeded or uncertain
+    settled: bool = False  # its result is known (indexed with it)
 
 
 @dataclass
@@ -92,6 +101,9 @@ class EdgeIndex:
     result values arrive when it finishes, which may be after later steps began)."""
     _plans: dict[str, _Plan] = field(default_factory=dict, init=False, repr=False)
     """Per tool (the index serves one registry): its requirements by first match."""
+    unsettled: dict[str, list[int]] = field(default_factory=dict)
+    """``tool -> [seq, ...]`` (ascending) of the steps that may have applied and whose
+    result, which some requirement compares, is not known yet."""
 
     @classmethod
     def for_manifests(cls, manifests: Iterable[Manifest]) -> EdgeIndex:
@@ -103,14 +115,38 @@ class EdgeIndex:
                     watched.setdefault(req.tool, set()).add((match.earlier, match.relation))
         return cls(watched=watched)
 
-    def add(self, seq: int, tool: str, args: dict[str, Any], result: dict[str, Any] | None) -> None:
-        """Index a step (again, with its result, once it succeeded)."""
+    def add(
+        self,
+        seq: int,
+        tool: str,
+        args: dict[str, Any],
+        result: dict[str, Any] | None,
+        *,
+        settled: bool | None = None,
+    ) -> None:
+        """Index a step (again, with its result, once it succeeded).
+
+        ``settled`` says whether the step's result is known (by default: ``result`` is
+        not None); a step of a tool whose result some requirement compares stays a
+        possible dependency of every later call until it is (module docstring).
+        """
         sources = self.watched.get(tool)
         if not sources:
             return
         entry = self.entries.get(seq)
         if entry is None:
             entry = self.entries[seq] = _Entry(seq, {})
+        if settled is None:
+            settled = result is not None
+        if not entry.settled and any(source.startswith("result.") for source, _ in sources):
+            if settled:
+                self._forget_unsettled(tool, seq)
+            elif entry.applied:
+                bucket = self.unsettled.setdefault(tool, [])
+                at = bisect.bisect_left(bucket, seq)
+                if at == len(bucket) or bucket[at] != seq:
+                    bucket.insert(at, seq)
+        entry.settled = entry.settled or settled
         for source, relation in sources:
             if source in entry.values:
                 continue
@@ -132,6 +168,15 @@ class EdgeIndex:
         entry = self.entries.get(seq)
         if entry is not None:
             entry.applied = False
+            for tool in self.unsettled:
+                self._forget_unsettled(tool, seq)
+
+    def _forget_unsettled(self, tool: str, seq: int) -> None:
+        bucket = self.unsettled.get(tool)
+        if bucket:
+            at = bisect.bisect_left(bucket, seq)
+            if at < len(bucket) and bucket[at] == seq:
+                del bucket[at]
 
     def edges(self, manifest: Manifest, args: dict[str, Any]) -> list[int]:
         """The ``seq`` of the earlier steps a new call of ``manifest`` with ``args`` depends on."""
@@ -158,7 +203,22 @@ class EdgeIndex:
                             break
                 if newest is not None:
                     found.add(newest)
+                if earlier.startswith("result."):
+                    # in flight or uncertain: may have made what this call uses
+                    for seq in reversed(self.unsettled.get(tool) or ()):
+                        if newest is not None and seq <= newest:
+                            break
+                        entry = self.entries[seq]
+                        if all(self._may_hold(m, args, entry) for m in rest):
+                            found.add(seq)
         return sorted(found)
+
+    @classmethod
+    def _may_hold(cls, match: Match, args: dict[str, Any], entry: _Entry) -> bool:
+        """A further match of a step without its result: false only when it is decided."""
+        if match.earlier.startswith("result.") and match.earlier not in entry.values:
+            return True
+        return cls._holds(match, args, entry)
 
     @staticmethod
     def _holds(match: Match, args: dict[str, Any], entry: _Entry) -> bool:

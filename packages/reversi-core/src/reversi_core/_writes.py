@@ -30,7 +30,7 @@ from ._reads import BegunCall
 from ._resources import template_sources
 from .errors import EffectUncertainError, JournalError, ReversiError
 from .journal import StepRecord, StepState
-from .manifest import Manifest
+from .manifest import Manifest, _parsed_source
 from .redact import scrub
 
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ RESULT_HINT_CHARS = 1000
 """The longest ``--result-json`` value an error message spells out in full."""
 
 
-def result_flag(manifest: Manifest, result: dict[str, Any] | None) -> str:
+def result_flag(manifest: Manifest, result: object) -> str:
     """What to add to a ``reversi resolve --applied`` command for the result, or ``""``.
 
     When the compensation's argument map or its resource templates read the call's
@@ -50,7 +50,8 @@ def result_flag(manifest: Manifest, result: dict[str, Any] | None) -> str:
     its compensation, and a lost outcome's result is only in this process: the fields
     named (their top-level values, from the already scrubbed ``result``) are spelled out
     as a shell-quoted JSON object of at most :data:`RESULT_HINT_CHARS` characters, else
-    named. Returns e.g. ``", adding --result-json '{"backup":".reversi/b/1"}' (what its
+    named. ``result`` is what the executor returned (anything; only a JSON object has
+    fields). Returns e.g. ``", adding --result-json '{"backup":".reversi/b/1"}' (what its
     compensation needs of the result)"``.
     """
     compensation = manifest.compensation
@@ -59,7 +60,8 @@ def result_flag(manifest: Manifest, result: dict[str, Any] | None) -> str:
     sources = [s for s in compensation.argument_map.values() if isinstance(s, str)]
     for template in compensation.resources or []:
         sources.extend(template_sources(template))
-    fields = sorted({s.split(".")[1] for s in sources if s.startswith("result.")})
+    parsed = [_parsed_source(s) for s in sources]
+    fields = sorted({path[0] for root, path in parsed if root == "result"})
     if not fields:
         return ""
     given = result if isinstance(result, dict) else {}  # an executor may return anything
@@ -162,5 +164,5 @@ class WriteCall(BegunCall):
             compensation=compensation,
             compensation_error=comp_error,
         )
-        if result is not None:
-            run._edge_index().add(self.seq, self.manifest.name, self.args, result)
+        if result is not None or state is StepState.SUCCEEDED:
+            run._edge_index().add(self.seq, self.manifest.name, self.args, result, settled=True)

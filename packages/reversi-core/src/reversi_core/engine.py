@@ -577,7 +577,13 @@ class Run(RunAftercare):
             index = EdgeIndex.for_manifests(self.registry)
             for earlier in self.journal.list_steps(self.id):
                 if earlier.tool in index.watched and earlier.may_have_applied:
-                    index.add(earlier.seq, earlier.tool, earlier.args, earlier.result)
+                    index.add(
+                        earlier.seq,
+                        earlier.tool,
+                        earlier.args,
+                        earlier.result,
+                        settled=earlier.state is StepState.SUCCEEDED or earlier.result is not None,
+                    )
             self._index = index
         return self._index
 
