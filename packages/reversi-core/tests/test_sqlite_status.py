@@ -201,3 +201,41 @@ def test_a_read_only_handle_checks_a_run_by_query(data_dir: Path) -> None:
             reader.close()
     finally:
         writer.close()
+
+
+# -- SQLite's locks on the -shm file are the process's: never dropped by the map -----------
+
+
+def _locks_held(path: Path) -> list[str]:
+    """This process's POSIX locks on ``path`` (Linux ``/proc/locks``)."""
+    inode = os.stat(path).st_ino
+    me = os.getpid()
+    with open("/proc/locks", encoding="ascii") as locks:
+        return [
+            line
+            for line in locks
+            if f":{inode} " in line and line.split()[4] == str(me) and "POSIX" in line
+        ]
+
+
+@pytest.mark.skipif(not Path("/proc/locks").exists(), reason="reads Linux's /proc/locks")
+def test_the_header_map_leaves_sqlites_locks_in_place(data_dir: Path) -> None:
+    """Closing any descriptor of the -shm drops every POSIX lock the process holds on it
+    (SQLite's shared lock that tells others the index is in use included): the journal
+    keeps its connection's lock through opening, reading and a second handle's close."""
+    first = SQLiteJournal.open(data_dir)
+    shm = data_dir / f"{JOURNAL_FILENAME}-shm"
+    try:
+        first.create_run("run_a", ["x:y"], None)
+        assert first.reserve_step("run_a") == 1
+        assert first._status is not None
+        assert first._status._index.header() is not None
+        assert _locks_held(shm), "the journal's connection holds no lock on its -shm"
+        second = SQLiteJournal.open(data_dir)
+        second.reserve_step("run_a")  # its own map of the same -shm, shared
+        second.close()
+        assert _locks_held(shm), "closing the second handle dropped the first one's lock"
+        assert first._status._index.header() is not None
+        first.reserve_step("run_a")
+    finally:
+        first.close()

@@ -18,14 +18,18 @@ not change the header (its progress is kept after it, in the checkpoint informat
 and commits nothing, so it needs no query; a log restarted after one changes the salts.
 SQLite never shrinks or removes the ``-shm`` while a connection (the journal's own) has
 the database open in WAL mode, and no connection can leave WAL mode while another has it
-open. Idea from issue-10q (``5127fd7``), with the inode check added.
+open, as long as that connection keeps its locks: :class:`WalIndex` never closes a
+descriptor of the file while the journal's connection is open (closing one would drop
+them). Idea from issue-10q (``5127fd7``), with the inode check added.
 """
 
 from __future__ import annotations
 
+import contextlib
 import mmap
 import os
 import sqlite3
+import threading
 from pathlib import Path
 
 from ..errors import RunClosedError, UnknownRunError
@@ -36,14 +40,43 @@ __all__ = ["RunStatusCheck", "WalIndex"]
 _RUN_STATUS = "SELECT status FROM runs WHERE id = ?"
 
 
+class _Mapped:
+    """One ``-shm`` file's descriptors and map, shared by this process's WalIndex objects."""
+
+    __slots__ = ("fds", "map", "users")
+
+    def __init__(self) -> None:
+        self.fds: list[int] = []
+        self.map: mmap.mmap | None = None
+        self.users = 0
+
+
+_MAPPED: dict[tuple[int, int], _Mapped] = {}
+"""The ``-shm`` files this process opened, by ``(st_dev, st_ino)``, until their last user
+closes (see :class:`WalIndex` for why a descriptor of one is never closed earlier)."""
+_MAPPED_LOCK = threading.Lock()
+
+
 class WalIndex:
     """The header of a WAL database's wal-index (``<database>-shm``), read without SQLite.
 
     :meth:`header` returns both copies of the header (96 bytes) or ``None`` when there is
     nothing trustworthy to read (see the module docstring).
+
+    SQLite keeps its locks of the ``-shm`` as POSIX record locks (``fcntl``), and those
+    belong to the process: closing *any* descriptor of the file, one SQLite never saw
+    included, drops every lock the process holds on it
+    (https://www.sqlite.org/howtocorrupt.html, section 2.2). Had this class closed the
+    descriptor it mapped the header with, the journal's connection would have lost its
+    shared lock on the file (and any read lock it held then): another process opening
+    the journal would then take the ``-shm`` for unused and truncate it, and the next
+    look at the map would kill this process with ``SIGBUS`` (a gateway and a
+    ``reversi rollback`` sharing a data directory did so). So each ``-shm`` is opened and
+    mapped once per process and kept until the last :class:`WalIndex` of it is closed by
+    :meth:`close`, which the journal calls only after closing its connection.
     """
 
-    __slots__ = ("_file", "_id", "_map")
+    __slots__ = ("_file", "_id", "_key", "_map")
 
     _COPY = 48  # bytes of one copy of the header (WalIndexHdr)
 
@@ -51,19 +84,32 @@ class WalIndex:
         self._file = f"{database}-shm"
         self._map: mmap.mmap | None = None
         self._id: tuple[int, int] | None = None
-        try:
-            fd = os.open(self._file, os.O_RDONLY)
-        except OSError:
-            return
-        try:
-            info = os.fstat(fd)
-            if info.st_size >= 2 * self._COPY:
-                self._map = mmap.mmap(fd, 2 * self._COPY, access=mmap.ACCESS_READ)
-                self._id = (info.st_dev, info.st_ino)
-        except (OSError, ValueError):
-            self._map = None
-        finally:
-            os.close(fd)
+        self._key: tuple[int, int] | None = None
+        with _MAPPED_LOCK:
+            try:
+                seen = os.stat(self._file)
+            except OSError:
+                return
+            key = (seen.st_dev, seen.st_ino)
+            mapped = _MAPPED.get(key)
+            if mapped is None:
+                try:
+                    fd = os.open(self._file, os.O_RDONLY)
+                except OSError:
+                    return
+                info = os.fstat(fd)  # the file opened, should it have changed since
+                key = (info.st_dev, info.st_ino)
+                mapped = _MAPPED.setdefault(key, _Mapped())
+                mapped.fds.append(fd)  # kept open: closing it would drop SQLite's locks
+                if mapped.map is None and info.st_size >= 2 * self._COPY:
+                    try:
+                        mapped.map = mmap.mmap(fd, 2 * self._COPY, access=mmap.ACCESS_READ)
+                    except (OSError, ValueError):
+                        mapped.map = None
+            mapped.users += 1
+            self._key = key
+            if mapped.map is not None:
+                self._map, self._id = mapped.map, key
 
     def header(self) -> bytes | None:
         """Both copies of the header as they are now, or ``None``."""
@@ -82,10 +128,25 @@ class WalIndex:
         return header
 
     def close(self) -> None:
-        """Unmap the header."""
-        if self._map is not None:
-            self._map.close()
-            self._map = None
+        """Stop using the header; the last user of a ``-shm`` in this process unmaps it and
+        closes its descriptors. Call it only once the journal's connection is closed."""
+        self._map = None
+        key, self._key = self._key, None
+        if key is None:
+            return
+        with _MAPPED_LOCK:
+            mapped = _MAPPED.get(key)
+            if mapped is None:
+                return
+            mapped.users -= 1
+            if mapped.users > 0:
+                return
+            del _MAPPED[key]
+            if mapped.map is not None:
+                mapped.map.close()
+            for fd in mapped.fds:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
 
 
 class RunStatusCheck:

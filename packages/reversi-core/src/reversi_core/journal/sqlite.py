@@ -589,9 +589,9 @@ class SQLiteJournal(SQLiteReads, SQLiteApprovals, SQLiteRunSummaries):
     def close(self) -> None:
         with self._lock:
             self.flush()
-            if self._status is not None:
-                self._status.close()
             self._conn.close()
+            if self._status is not None:  # after the connection: see WalIndex
+                self._status.close()
 
     def __enter__(self) -> SQLiteJournal:
         return self
