@@ -73,7 +73,11 @@ class WalIndex:
     look at the map would kill this process with ``SIGBUS`` (a gateway and a
     ``reversi rollback`` sharing a data directory did so). So each ``-shm`` is opened and
     mapped once per process and kept until the last :class:`WalIndex` of it is closed by
-    :meth:`close`, which the journal calls only after closing its connection.
+    :meth:`close`, which the journal calls only after closing its connection. (Another
+    connection of this process to the same database that has no map of its own, a
+    read-only handle that never reserved a step, still loses its locks when the last map
+    is closed: one process holding two handles, one of them closing while the other
+    reads.)
     """
 
     __slots__ = ("_file", "_id", "_key", "_map")
